@@ -1,0 +1,41 @@
+package channels
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Registry maps channel slugs to adapters. It is built explicitly, once, by
+// the caller (see channels/builtin); there is no global registration.
+type Registry struct {
+	byType map[string]Channel
+}
+
+// NewRegistry returns a registry of the given channels. Two channels with
+// the same slug is a programming error and panics.
+func NewRegistry(chs ...Channel) *Registry {
+	r := &Registry{byType: make(map[string]Channel, len(chs))}
+	for _, ch := range chs {
+		if _, dup := r.byType[ch.Type()]; dup {
+			panic(fmt.Sprintf("channels: duplicate channel type %q", ch.Type()))
+		}
+		r.byType[ch.Type()] = ch
+	}
+	return r
+}
+
+// Get returns the channel for a slug.
+func (r *Registry) Get(channelType string) (Channel, bool) {
+	ch, ok := r.byType[channelType]
+	return ch, ok
+}
+
+// Types returns the registered slugs, sorted.
+func (r *Registry) Types() []string {
+	out := make([]string, 0, len(r.byType))
+	for t := range r.byType {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,367 @@
+// Package config holds MIO's process configuration: one flat Config struct,
+// a table of options (flag, environment variable, default, validation) and
+// the loader that applies flags over environment over defaults. There is no
+// global configuration: commands load a Config and pass it down.
+package config
+
+import (
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is MIO's configuration. Fields are alphabetical; each comment
+// gives the environment variable and the default.
+type Config struct {
+	// AdminAddr (MIO_ADMIN_ADDR) is the admin listener: /metrics and the
+	// admin API. Default 127.0.0.1:9090.
+	AdminAddr string
+	// DataDir (MIO_DATA_DIR) is where `mio dev` keeps its PostgreSQL
+	// cluster, blobs and dev.json. Default ./.mio.
+	DataDir string
+	// DatabaseURL (MIO_DATABASE_URL, or DATABASE_URL) is the PostgreSQL
+	// connection URL. Empty: `mio dev` starts a private PostgreSQL; other
+	// commands refuse to start.
+	DatabaseURL string
+	// DBMaxConns (MIO_DB_MAX_CONNS) caps the connection pool. Default 20.
+	DBMaxConns int32
+	// DBRuntimeRole (MIO_DB_RUNTIME_ROLE) is the role, without BYPASSRLS,
+	// that every service session assumes. Default mio_runtime.
+	DBRuntimeRole string
+	// Env (MIO_ENV) is dev or prod. Default dev.
+	Env string
+	// HTTPAddr (MIO_HTTP_ADDR) is the public listener. Default :8080.
+	HTTPAddr string
+	// LogLevel (MIO_LOG_LEVEL): debug, info, warn or error. Default info.
+	LogLevel slog.Level
+	// MasterKey (MIO_MASTER_KEY) is the 32-byte AES-256 key, base64
+	// encoded, that encrypts account credentials at rest. Required by
+	// commands that read or write credentials.
+	MasterKey []byte
+	// NatsURL (MIO_NATS_URL) enables the optional NATS bridge. Default off.
+	NatsURL string
+	// PublicURL (MIO_PUBLIC_URL) is the externally reachable base URL of the
+	// public listener, used to print webhook URLs. Default derived from
+	// HTTPAddr (http://localhost:PORT).
+	PublicURL string
+	// Role (MIO_ROLE) selects what `mio serve` runs: all, api, worker or
+	// bridge. Default all.
+	Role string
+	// ShutdownTimeout (MIO_SHUTDOWN_TIMEOUT) bounds graceful shutdown.
+	// Default 20s.
+	ShutdownTimeout time.Duration
+	// WebhookDeadline (MIO_WEBHOOK_DEADLINE) bounds every webhook request,
+	// from first byte to answer. Default 2.5s.
+	WebhookDeadline time.Duration
+	// WebhookMaxBody (MIO_WEBHOOK_MAX_BODY) is the largest webhook body
+	// accepted, in bytes (suffixes KiB, MiB allowed). Default 1MiB.
+	WebhookMaxBody int64
+	// BlobURL (MIO_BLOB_URL) is the blob store: file://DIR or
+	// gs://BUCKET/PREFIX. Default file://$MIO_DATA_DIR/blobs.
+	BlobURL string
+}
+
+// Roles accepted by --role.
+var roles = []string{"all", "api", "worker", "bridge"}
+
+type option struct {
+	flag   string
+	envs   []string
+	def    string
+	secret bool // also read from ENV_FILE
+	usage  string
+	set    func(c *Config, v string) error
+}
+
+func options() []option {
+	return []option{
+		{flag: "admin-addr", envs: []string{"MIO_ADMIN_ADDR"}, def: "127.0.0.1:9090", usage: "admin listener (metrics, admin API)",
+			set: func(c *Config, v string) error { return addr(&c.AdminAddr, v) }},
+		{flag: "blob-url", envs: []string{"MIO_BLOB_URL"}, def: "", usage: "blob store: file://DIR or gs://BUCKET/PREFIX (default file://$MIO_DATA_DIR/blobs)",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "file" && u.Scheme != "gs") || (u.Scheme == "gs" && u.Host == "") {
+					return errors.New("want file://DIR or gs://BUCKET/PREFIX")
+				}
+				c.BlobURL = v
+				return nil
+			}},
+		{flag: "data-dir", envs: []string{"MIO_DATA_DIR"}, def: "./.mio", usage: "where mio dev keeps its database, blobs and dev.json",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return errors.New("want a directory path")
+				}
+				c.DataDir = v
+				return nil
+			}},
+		{flag: "database-url", envs: []string{"MIO_DATABASE_URL", "DATABASE_URL"}, secret: true, usage: "PostgreSQL URL (postgres://user:pass@host:5432/db)",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+					return errors.New("want postgres://user:password@host:port/database")
+				}
+				c.DatabaseURL = v
+				return nil
+			}},
+		{flag: "db-max-conns", envs: []string{"MIO_DB_MAX_CONNS"}, def: "20", usage: "database connection pool size",
+			set: func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 2 || n > 1000 {
+					return errors.New("want an integer from 2 to 1000")
+				}
+				c.DBMaxConns = int32(n)
+				return nil
+			}},
+		{flag: "db-runtime-role", envs: []string{"MIO_DB_RUNTIME_ROLE"}, def: "mio_runtime", usage: "PostgreSQL role (no BYPASSRLS) the service assumes",
+			set: func(c *Config, v string) error {
+				if v == "" || strings.ContainsAny(v, "\"\x00") {
+					return errors.New("want a role name")
+				}
+				c.DBRuntimeRole = v
+				return nil
+			}},
+		{flag: "env", envs: []string{"MIO_ENV"}, def: "dev", usage: "dev or prod",
+			set: func(c *Config, v string) error { return oneOf(&c.Env, v, []string{"dev", "prod"}) }},
+		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
+			set: func(c *Config, v string) error { return addr(&c.HTTPAddr, v) }},
+		{flag: "log-level", envs: []string{"MIO_LOG_LEVEL"}, def: "info", usage: "debug, info, warn or error",
+			set: func(c *Config, v string) error {
+				var l slog.Level
+				if err := l.UnmarshalText([]byte(v)); err != nil || !contains([]string{"debug", "info", "warn", "error"}, strings.ToLower(v)) {
+					return errors.New("want one of debug, info, warn, error")
+				}
+				c.LogLevel = l
+				return nil
+			}},
+		{flag: "master-key", envs: []string{"MIO_MASTER_KEY"}, secret: true, usage: "base64 32-byte key encrypting credentials at rest",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				k, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+				if err != nil || len(k) != 32 {
+					return errors.New("want 32 random bytes, base64 encoded (openssl rand -base64 32)")
+				}
+				c.MasterKey = k
+				return nil
+			}},
+		{flag: "nats-url", envs: []string{"MIO_NATS_URL"}, usage: "NATS URL for the optional bridge (nats://host:4222)",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
+					return errors.New("want nats://host:port")
+				}
+				c.NatsURL = v
+				return nil
+			}},
+		{flag: "public-url", envs: []string{"MIO_PUBLIC_URL"}, usage: "external base URL of the public listener (default http://localhost:PORT)",
+			set: func(c *Config, v string) error {
+				if v == "" {
+					return nil
+				}
+				u, err := url.Parse(v)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return errors.New("want an http:// or https:// URL")
+				}
+				c.PublicURL = strings.TrimRight(v, "/")
+				return nil
+			}},
+		{flag: "role", envs: []string{"MIO_ROLE"}, def: "all", usage: "what mio serve runs: all, api, worker or bridge",
+			set: func(c *Config, v string) error { return oneOf(&c.Role, v, roles) }},
+		{flag: "shutdown-timeout", envs: []string{"MIO_SHUTDOWN_TIMEOUT"}, def: "20s", usage: "graceful shutdown bound",
+			set: func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
+		{flag: "webhook-deadline", envs: []string{"MIO_WEBHOOK_DEADLINE"}, def: "2.5s", usage: "deadline of every webhook request",
+			set: func(c *Config, v string) error { return duration(&c.WebhookDeadline, v, 100*time.Millisecond, time.Minute) }},
+		{flag: "webhook-max-body", envs: []string{"MIO_WEBHOOK_MAX_BODY"}, def: "1MiB", usage: "largest webhook body accepted",
+			set: func(c *Config, v string) error {
+				n, err := ParseBytes(v)
+				if err != nil || n < 1024 || n > 64<<20 {
+					return errors.New("want a size from 1KiB to 64MiB, e.g. 1MiB or 1048576")
+				}
+				c.WebhookMaxBody = n
+				return nil
+			}},
+	}
+}
+
+// Load parses args (without the command name) over the environment
+// (getenv, usually os.Getenv) over defaults and validates the result. A bad
+// value fails with one line naming the setting and the accepted form.
+func Load(name string, args []string, getenv func(string) string, usageOut io.Writer) (*Config, []string, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(usageOut)
+	opts := options()
+	vals := make(map[string]*string, len(opts))
+	for _, o := range opts {
+		vals[o.flag] = fs.String(o.flag, "", usageLine(o))
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &Config{}
+	for _, o := range opts {
+		v, source := o.def, "default"
+		if env, val, ok := lookupEnv(o, getenv); ok {
+			v, source = val, env
+		}
+		if set[o.flag] {
+			v, source = *vals[o.flag], "--"+o.flag
+		}
+		if err := o.set(c, v); err != nil {
+			shown := v
+			if o.secret {
+				shown = "(hidden)"
+			}
+			return nil, nil, fmt.Errorf("invalid %s (%s) %q: %v", primaryEnv(o), source, shown, err)
+		}
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = defaultPublicURL(c.HTTPAddr)
+	}
+	if c.BlobURL == "" {
+		c.BlobURL = "file://" + strings.TrimSuffix(c.DataDir, "/") + "/blobs"
+	}
+	return c, fs.Args(), nil
+}
+
+func lookupEnv(o option, getenv func(string) string) (env, val string, ok bool) {
+	for _, e := range o.envs {
+		if v := getenv(e); v != "" {
+			return e, v, true
+		}
+	}
+	if o.secret {
+		for _, e := range o.envs {
+			if path := getenv(e + "_FILE"); path != "" {
+				b, err := os.ReadFile(path)
+				if err != nil {
+					// Surface as a value the validator rejects with context.
+					return e + "_FILE", "\x00unreadable " + path, true
+				}
+				return e + "_FILE", strings.TrimRight(string(b), "\r\n"), true
+			}
+		}
+	}
+	return "", "", false
+}
+
+func primaryEnv(o option) string { return o.envs[0] }
+
+func usageLine(o option) string {
+	s := o.usage + " (env " + strings.Join(o.envs, ", ")
+	if o.secret {
+		s += "; or " + o.envs[0] + "_FILE"
+	}
+	if o.def != "" {
+		s += "; default " + o.def
+	}
+	return s + ")"
+}
+
+func defaultPublicURL(httpAddr string) string {
+	host, port, err := net.SplitHostPort(httpAddr)
+	if err != nil {
+		return "http://localhost:8080"
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
+}
+
+func addr(dst *string, v string) error {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return errors.New("want host:port or :port")
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return errors.New("want host:port or :port with a port from 0 to 65535")
+	}
+	_ = host
+	*dst = v
+	return nil
+}
+
+func duration(dst *time.Duration, v string, lo, hi time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < lo || d > hi {
+		return fmt.Errorf("want a Go duration from %s to %s, e.g. 30s or 2.5s", lo, hi)
+	}
+	*dst = d
+	return nil
+}
+
+func oneOf(dst *string, v string, allowed []string) error {
+	if !contains(allowed, v) {
+		return fmt.Errorf("want one of %s", strings.Join(allowed, ", "))
+	}
+	*dst = v
+	return nil
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseBytes parses a byte size: a plain integer or one with a KiB, MiB or
+// GiB suffix.
+func ParseBytes(v string) (int64, error) {
+	mult := int64(1)
+	s := strings.TrimSpace(v)
+	for suf, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if strings.HasSuffix(s, suf) {
+			mult, s = m, strings.TrimSuffix(s, suf)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q", v)
+	}
+	return n * mult, nil
+}
+
+// Table returns the configuration options as documentation rows (env,
+// flag, default, description), sorted by environment variable; the README
+// table is checked against it.
+func Table() [][4]string {
+	opts := options()
+	sort.Slice(opts, func(i, j int) bool { return opts[i].envs[0] < opts[j].envs[0] })
+	rows := make([][4]string, 0, len(opts))
+	for _, o := range opts {
+		env := strings.Join(o.envs, ", ")
+		if o.secret {
+			env += " (or `_FILE`)"
+		}
+		rows = append(rows, [4]string{env, "--" + o.flag, o.def, o.usage})
+	}
+	return rows
+}

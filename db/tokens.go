@@ -1,0 +1,180 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// API token roles.
+const (
+	RoleConsume = "consume"
+	RoleProduce = "produce"
+	RoleRead    = "read"
+)
+
+// ErrBadToken: a token that is malformed, unknown or revoked.
+var ErrBadToken = errors.New("invalid or revoked token")
+
+// APIToken is a tenant's API token (metadata only: the token itself is
+// shown once at creation and stored as a sha-256 hash).
+type APIToken struct {
+	TenantID   uuid.UUID  `json:"tenant_id"`
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	Roles      []string   `json:"roles"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// HasRole reports whether the token carries role.
+func (t *APIToken) HasRole(role string) bool {
+	for _, r := range t.Roles {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+func apiTokenFrom(r dbsqlc.MioApiToken) *APIToken {
+	return &APIToken{TenantID: r.TenantID, ID: r.ID, Name: r.Name, Roles: r.Roles,
+		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
+}
+
+// API tokens read "mio_<tenant id, 32 hex>_<secret, 43 base64url>". The
+// tenant id in clear lets authentication set the tenant first and look the
+// hash up under row-level security.
+const apiTokenPrefix = "mio_"
+
+// NewAPITokenSecret returns a fresh token for tenantID and its hash.
+func NewAPITokenSecret(tenantID uuid.UUID) (token string, hash []byte) {
+	var secret [32]byte
+	_, _ = rand.Read(secret[:])
+	token = apiTokenPrefix + hex.EncodeToString(tenantID[:]) + "_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(token))
+	return token, sum[:]
+}
+
+// ParseAPIToken extracts the tenant of a token and its hash, without any
+// database access.
+func ParseAPIToken(token string) (tenantID uuid.UUID, hash []byte, err error) {
+	rest, ok := strings.CutPrefix(token, apiTokenPrefix)
+	if !ok || len(rest) != 32+1+43 || rest[32] != '_' {
+		return uuid.Nil, nil, ErrBadToken
+	}
+	raw, err := hex.DecodeString(rest[:32])
+	if err != nil {
+		return uuid.Nil, nil, ErrBadToken
+	}
+	copy(tenantID[:], raw)
+	sum := sha256.Sum256([]byte(token))
+	return tenantID, sum[:], nil
+}
+
+// APITokenInsert stores a token's hash and metadata.
+func APITokenInsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string, roles []string, hash []byte) (*APIToken, error) {
+	r, err := queries().APITokenInsert(ctx, tx, &dbsqlc.APITokenInsertParams{
+		TenantID: tenantID, ID: uuid.New(), Name: name, Roles: roles, TokenSha256: hash})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return apiTokenFrom(r), nil
+}
+
+// APITokenAuthenticate returns the live token with this hash in the
+// transaction's tenant, or ErrBadToken.
+func APITokenAuthenticate(ctx context.Context, tx DBTX, tenantID uuid.UUID, hash []byte) (*APIToken, error) {
+	r, err := queries().APITokenGetByHash(ctx, tx, &dbsqlc.APITokenGetByHashParams{TenantID: tenantID, TokenSha256: hash})
+	if err != nil {
+		if errors.Is(translate(err), ErrNotFound) {
+			return nil, ErrBadToken
+		}
+		return nil, translate(err)
+	}
+	if r.RevokedAt != nil {
+		return nil, ErrBadToken
+	}
+	return apiTokenFrom(r), nil
+}
+
+// APITokenTouch records use of a token (at most once a minute).
+func APITokenTouch(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) error {
+	return translate(queries().APITokenTouch(ctx, tx, &dbsqlc.APITokenTouchParams{TenantID: tenantID, ID: id}))
+}
+
+// APITokenList returns the tenant's tokens.
+func APITokenList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*APIToken, error) {
+	rows, err := queries().APITokenList(ctx, tx, &dbsqlc.APITokenListParams{TenantID: tenantID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*APIToken, len(rows))
+	for i, r := range rows {
+		out[i] = apiTokenFrom(r)
+	}
+	return out, nil
+}
+
+// APITokenRevoke revokes a token (idempotent).
+func APITokenRevoke(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*APIToken, error) {
+	r, err := queries().APITokenRevoke(ctx, tx, &dbsqlc.APITokenRevokeParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return apiTokenFrom(r), nil
+}
+
+// NewAdminTokenSecret returns a fresh admin token and its hash.
+func NewAdminTokenSecret() (token string, hash []byte) {
+	var secret [32]byte
+	_, _ = rand.Read(secret[:])
+	token = "mioadm_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	sum := sha256.Sum256([]byte(token))
+	return token, sum[:]
+}
+
+// AdminToken is an operator token for the admin listener.
+type AdminToken struct {
+	ID        uuid.UUID  `json:"id"`
+	Name      string     `json:"name"`
+	Roles     []string   `json:"roles"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// AdminTokenInsert stores an admin token's hash.
+func AdminTokenInsert(ctx context.Context, tx DBTX, name string, roles []string, hash []byte) (*AdminToken, error) {
+	r, err := queries().AdminTokenInsert(ctx, tx, &dbsqlc.AdminTokenInsertParams{ID: uuid.New(), Name: name, Roles: roles, TokenSha256: hash})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &AdminToken{ID: r.ID, Name: r.Name, Roles: r.Roles, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}, nil
+}
+
+// AdminTokenAuthenticate returns the live admin token for a plaintext
+// token, or ErrBadToken.
+func AdminTokenAuthenticate(ctx context.Context, tx DBTX, token string) (*AdminToken, error) {
+	sum := sha256.Sum256([]byte(token))
+	r, err := queries().AdminTokenGetByHash(ctx, tx, &dbsqlc.AdminTokenGetByHashParams{TokenSha256: sum[:]})
+	if err != nil {
+		if errors.Is(translate(err), ErrNotFound) {
+			return nil, ErrBadToken
+		}
+		return nil, translate(err)
+	}
+	if r.RevokedAt != nil {
+		return nil, ErrBadToken
+	}
+	return &AdminToken{ID: r.ID, Name: r.Name, Roles: r.Roles, CreatedAt: r.CreatedAt}, nil
+}

@@ -1,0 +1,141 @@
+// Package envelope holds MIO's canonical wire types: the inbound message
+// envelope mio.v1.Message and the outbound SendCommand. Every other package
+// (channel adapters, the database layer, the HTTP API, workers and the Go
+// client) speaks these types; this package imports nothing of MIO.
+package envelope
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Channel type slugs. They name adapters in the registry and appear in
+// webhook URLs, metrics labels and archive partitions.
+const (
+	ChannelSlack    = "slack"
+	ChannelTelegram = "telegram"
+	ChannelDiscord  = "discord"
+	ChannelZohoCliq = "zoho_cliq"
+	ChannelWhatsApp = "whatsapp"
+	ChannelWebhook  = "webhook"
+)
+
+// ChannelTypes lists every channel slug MIO knows, in a stable order.
+func ChannelTypes() []string {
+	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook}
+}
+
+// Conversation types.
+const (
+	ConversationDM      = "dm"
+	ConversationGroup   = "group"
+	ConversationChannel = "channel"
+)
+
+// Attachment kinds.
+const (
+	KindImage   = "image"
+	KindFile    = "file"
+	KindAudio   = "audio"
+	KindVideo   = "video"
+	KindSticker = "sticker"
+)
+
+// Attachment statuses.
+const (
+	AttachmentPending = "pending"
+	AttachmentStored  = "stored"
+	AttachmentFailed  = "failed"
+	AttachmentSkipped = "skipped"
+)
+
+// Message is the canonical inbound envelope, mio.v1.Message. JSON field names
+// are part of MIO's external contract (DESIGN.md §3).
+type Message struct {
+	// ID is assigned by MIO when the message is committed.
+	ID          uuid.UUID `json:"id"`
+	TenantID    uuid.UUID `json:"tenant_id"`
+	AccountID   uuid.UUID `json:"account_id"`
+	ChannelType string    `json:"channel_type"`
+	// SourceMessageID is the platform's stable id used for deduplication
+	// (Slack event_id, Telegram update_id, WhatsApp wamid, webhook-id, ...).
+	SourceMessageID string       `json:"source_message_id"`
+	Conversation    Conversation `json:"conversation"`
+	ThreadID        string       `json:"thread_id,omitempty"`
+	// ReplyToSourceID is the platform id of the message this one quotes or
+	// answers, when the platform says so.
+	ReplyToSourceID string       `json:"reply_to_source_id,omitempty"`
+	Sender          Sender       `json:"sender"`
+	Text            string       `json:"text"`
+	Attachments     []Attachment `json:"attachments"`
+	Edited          bool         `json:"edited"`
+	Deleted         bool         `json:"deleted"`
+	// SentAt is the platform's timestamp (zero when the platform gives none).
+	SentAt time.Time `json:"sent_at"`
+	// ReceivedAt is MIO's commit time.
+	ReceivedAt time.Time `json:"received_at"`
+	// Raw is the original payload, kept up to a bounded size.
+	Raw     json.RawMessage `json:"raw,omitempty"`
+	TraceID string          `json:"trace_id,omitempty"`
+}
+
+// Conversation identifies where a message was posted.
+type Conversation struct {
+	ID    string `json:"id"`
+	Type  string `json:"type"`
+	Title string `json:"title,omitempty"`
+}
+
+// Sender identifies who posted a message.
+type Sender struct {
+	ID          string `json:"id"`
+	DisplayName string `json:"display_name,omitempty"`
+	IsBot       bool   `json:"is_bot"`
+}
+
+// Attachment is one file carried by a message. Adapters create attachments
+// with Status pending and a Source; the enrich worker fetches the bytes and
+// fills StorageKey, ContentSHA256 and Size.
+type Attachment struct {
+	ID            string            `json:"id"`
+	Kind          string            `json:"kind"`
+	Name          string            `json:"name,omitempty"`
+	MimeType      string            `json:"mime_type,omitempty"`
+	Size          int64             `json:"size,omitempty"`
+	Status        string            `json:"status"`
+	StorageKey    string            `json:"storage_key,omitempty"`
+	ContentSHA256 string            `json:"content_sha256,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Source        *AttachmentSource `json:"source,omitempty"`
+}
+
+// AttachmentSource says where the platform keeps an attachment's bytes: a
+// URL (Slack url_private, Discord CDN, webhook URL) or a platform file
+// reference to resolve first (Telegram file_id, WhatsApp media id).
+type AttachmentSource struct {
+	URL string `json:"url,omitempty"`
+	Ref string `json:"ref,omitempty"`
+}
+
+// SendCommand is an agent's reply, POSTed to /v1/outbound (DESIGN.md §3).
+type SendCommand struct {
+	IdempotencyKey string           `json:"idempotency_key"`
+	AccountID      uuid.UUID        `json:"account_id"`
+	ConversationID string           `json:"conversation_id"`
+	ThreadID       string           `json:"thread_id,omitempty"`
+	Text           string           `json:"text"`
+	RichContent    json.RawMessage  `json:"rich_content,omitempty"`
+	Attachments    []SendAttachment `json:"attachments,omitempty"`
+	// EditOf is an earlier outbound message id whose provider message the
+	// adapter edits instead of sending a new one.
+	EditOf *uuid.UUID `json:"edit_of,omitempty"`
+}
+
+// SendAttachment is a URL-backed outbound attachment.
+type SendAttachment struct {
+	URL      string `json:"url"`
+	Name     string `json:"name,omitempty"`
+	MimeType string `json:"mime_type,omitempty"`
+}

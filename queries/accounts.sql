@@ -1,0 +1,28 @@
+-- name: AccountInsert :one
+INSERT INTO mio.accounts (
+    tenant_id, id, channel_type, display_name, external_id, settings,
+    credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts
+) VALUES (
+    @tenant_id, @id, @channel_type, @display_name, @external_id, @settings,
+    @credentials_enc, @webhook_secret_enc, sqlc.narg('rate_limit_per_sec'), sqlc.narg('rate_limit_burst'), sqlc.narg('max_attempts')
+)
+RETURNING *;
+
+-- name: AccountGet :one
+SELECT * FROM mio.accounts WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: AccountList :many
+SELECT * FROM mio.accounts
+WHERE tenant_id = @tenant_id
+  AND (sqlc.narg('channel_type')::text IS NULL OR channel_type = sqlc.narg('channel_type'))
+ORDER BY created_at, id;
+
+-- name: AccountSetStatus :one
+UPDATE mio.accounts SET status = @status, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id
+RETURNING *;
+
+-- name: AccountRoute :one
+-- Resolves an account id from a webhook URL to its tenant. Not
+-- tenant-scoped: the routing table holds only (account, tenant, channel).
+SELECT account_id, tenant_id, channel_type FROM mio.account_routes WHERE account_id = @account_id;
