@@ -52,8 +52,9 @@ type Config struct {
 	NatsURL string
 	// PublicURL (MIO_PUBLIC_URL) is the externally reachable base URL of the
 	// public listener, used to print webhook URLs. Default derived from
-	// HTTPAddr (http://localhost:PORT).
-	PublicURL string
+	// HTTPAddr (http://localhost:PORT); PublicURLDerived is then true.
+	PublicURL        string
+	PublicURLDerived bool
 	// Role (MIO_ROLE) selects what `mio serve` runs: all, api, worker or
 	// bridge. Default all.
 	Role string
@@ -190,7 +191,9 @@ func options() []option {
 		{flag: "shutdown-timeout", envs: []string{"MIO_SHUTDOWN_TIMEOUT"}, def: "20s", usage: "graceful shutdown bound",
 			set: func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
 		{flag: "webhook-deadline", envs: []string{"MIO_WEBHOOK_DEADLINE"}, def: "2.5s", usage: "deadline of every webhook request",
-			set: func(c *Config, v string) error { return duration(&c.WebhookDeadline, v, 100*time.Millisecond, time.Minute) }},
+			set: func(c *Config, v string) error {
+				return duration(&c.WebhookDeadline, v, 100*time.Millisecond, time.Minute)
+			}},
 		{flag: "webhook-max-body", envs: []string{"MIO_WEBHOOK_MAX_BODY"}, def: "1MiB", usage: "largest webhook body accepted",
 			set: func(c *Config, v string) error {
 				n, err := ParseBytes(v)
@@ -238,7 +241,7 @@ func Load(name string, args []string, getenv func(string) string, usageOut io.Wr
 		}
 	}
 	if c.PublicURL == "" {
-		c.PublicURL = defaultPublicURL(c.HTTPAddr)
+		c.PublicURL, c.PublicURLDerived = defaultPublicURL(c.HTTPAddr), true
 	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + strings.TrimSuffix(c.DataDir, "/") + "/blobs"

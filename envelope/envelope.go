@@ -139,3 +139,40 @@ type SendAttachment struct {
 	Name     string `json:"name,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 }
+
+// RichContent is the portable rich outbound model: a card with a title,
+// blocks and buttons. Adapters render it natively where the platform can
+// (Slack blocks, Telegram inline keyboard, Discord components) and fall
+// back to Text elsewhere.
+type RichContent struct {
+	Title   string       `json:"title,omitempty"`
+	Blocks  []RichBlock  `json:"blocks,omitempty"`
+	Buttons []RichButton `json:"buttons,omitempty"`
+}
+
+// Rich block types.
+const (
+	BlockText  = "text"
+	BlockList  = "list"
+	BlockTable = "table"
+	BlockLabel = "label"
+	BlockImage = "image"
+)
+
+// RichBlock is one block of a card.
+type RichBlock struct {
+	Type  string     `json:"type"`
+	Text  string     `json:"text,omitempty"`
+	Items []string   `json:"items,omitempty"` // list
+	Rows  [][]string `json:"rows,omitempty"`  // table, first row is the header
+	URL   string     `json:"url,omitempty"`   // image
+	Alt   string     `json:"alt,omitempty"`   // image
+}
+
+// RichButton is a button: a URL button when URL is set, else a callback
+// button carrying Value.
+type RichButton struct {
+	Label string `json:"label"`
+	Value string `json:"value,omitempty"`
+	URL   string `json:"url,omitempty"`
+}

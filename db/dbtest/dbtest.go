@@ -57,10 +57,10 @@ var (
 )
 
 type serverHandle struct {
-	adminURL   string // superuser URL to the maintenance database
-	admin      *pgxpool.Pool
+	adminURL    string // superuser URL to the maintenance database
+	admin       *pgxpool.Pool
 	hasFileCopy bool
-	close      func()
+	close       func()
 }
 
 func shutdown() {

@@ -1,0 +1,270 @@
+// Package admin holds MIO's operator operations — tenants, accounts with
+// their encrypted credentials, API and admin tokens — independent of
+// transport. The `mio admin` CLI calls it today; the admin HTTP API will
+// call the same functions. Secrets are sealed with the master key before
+// they reach the database and are never returned.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/secretbox"
+)
+
+// ErrInvalid wraps every validation failure of an operation's input.
+var ErrInvalid = errors.New("invalid input")
+
+// Service performs admin operations.
+type Service struct {
+	pool      *pgxpool.Pool
+	box       *secretbox.Box // nil: operations needing secrets fail
+	publicURL string
+}
+
+// New returns a Service. box may be nil when no master key is configured;
+// then creating accounts with secrets fails with a clear error.
+func New(pool *pgxpool.Pool, box *secretbox.Box, publicURL string) *Service {
+	return &Service{pool: pool, box: box, publicURL: strings.TrimRight(publicURL, "/")}
+}
+
+// TenantCreate creates a tenant.
+func (s *Service) TenantCreate(ctx context.Context, name string) (*db.Tenant, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 200 {
+		return nil, fmt.Errorf("%w: tenant name must be 1 to 200 characters", ErrInvalid)
+	}
+	return db.TenantInsert(ctx, s.pool, uuid.Nil, name)
+}
+
+// TenantList lists tenants.
+func (s *Service) TenantList(ctx context.Context) ([]*db.Tenant, error) {
+	return db.TenantList(ctx, s.pool)
+}
+
+// AccountCreateParams describe a new channel install.
+type AccountCreateParams struct {
+	TenantID    uuid.UUID
+	ChannelType string
+	DisplayName string
+	ExternalID  string
+	// Settings is plain JSON (object) of non-secret adapter settings.
+	Settings json.RawMessage
+	// Credentials is the adapter's secret JSON (object), sealed at rest.
+	Credentials json.RawMessage
+	// WebhookSecret is the secret verifying inbound webhooks, sealed.
+	WebhookSecret string
+	// Validate, when set, checks the resulting configuration with the
+	// channel adapter before anything is written.
+	Validate func(acct AccountSecrets) error
+}
+
+// AccountSecrets is an account with its secrets opened.
+type AccountSecrets struct {
+	Account       *db.Account
+	Credentials   json.RawMessage
+	WebhookSecret string
+}
+
+// AccountInfo is what operators see of an account: never its secrets.
+type AccountInfo struct {
+	*db.Account
+	HasCredentials   bool   `json:"has_credentials"`
+	HasWebhookSecret bool   `json:"has_webhook_secret"`
+	WebhookURL       string `json:"webhook_url"`
+}
+
+// AccountCreate validates and stores an account with sealed secrets.
+func (s *Service) AccountCreate(ctx context.Context, p AccountCreateParams) (*AccountInfo, error) {
+	if !validChannel(p.ChannelType) {
+		return nil, fmt.Errorf("%w: channel type %q: want one of %s", ErrInvalid, p.ChannelType, strings.Join(envelope.ChannelTypes(), ", "))
+	}
+	if strings.TrimSpace(p.DisplayName) == "" {
+		p.DisplayName = p.ChannelType
+	}
+	for name, raw := range map[string]json.RawMessage{"settings": p.Settings, "credentials": p.Credentials} {
+		if len(raw) == 0 {
+			continue
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, fmt.Errorf("%w: %s must be a JSON object: %v", ErrInvalid, name, err)
+		}
+	}
+	id := uuid.New()
+	if p.Validate != nil {
+		probe := AccountSecrets{
+			Account:     &db.Account{TenantID: p.TenantID, ID: id, ChannelType: p.ChannelType, ExternalID: p.ExternalID, Settings: p.Settings},
+			Credentials: p.Credentials, WebhookSecret: p.WebhookSecret,
+		}
+		if err := p.Validate(probe); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+	}
+	var credEnc, secretEnc []byte
+	if len(p.Credentials) > 0 || p.WebhookSecret != "" {
+		if s.box == nil {
+			return nil, errors.New("MIO_MASTER_KEY is not set: it is needed to store credentials encrypted")
+		}
+		var err error
+		if len(p.Credentials) > 0 {
+			if credEnc, err = s.box.Seal(p.Credentials, CredentialsAD(id)); err != nil {
+				return nil, err
+			}
+		}
+		if p.WebhookSecret != "" {
+			if secretEnc, err = s.box.Seal([]byte(p.WebhookSecret), WebhookSecretAD(id)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var acct *db.Account
+	err := db.InTenantTx(ctx, s.pool, p.TenantID, func(tx pgx.Tx) error {
+		if _, err := db.TenantGet(ctx, tx, p.TenantID); err != nil {
+			return fmt.Errorf("tenant %s: %w", p.TenantID, err)
+		}
+		var err error
+		acct, err = db.AccountInsert(ctx, tx, &db.AccountInsertParams{
+			TenantID: p.TenantID, ID: id, ChannelType: p.ChannelType, DisplayName: p.DisplayName,
+			ExternalID: p.ExternalID, Settings: p.Settings, CredentialsEnc: credEnc, WebhookSecretEnc: secretEnc,
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.info(acct), nil
+}
+
+// AccountList lists a tenant's accounts.
+func (s *Service) AccountList(ctx context.Context, tenantID uuid.UUID) ([]*AccountInfo, error) {
+	var out []*AccountInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		accts, err := db.AccountList(ctx, tx, tenantID, "")
+		for _, a := range accts {
+			out = append(out, s.info(a))
+		}
+		return err
+	})
+	return out, err
+}
+
+// AccountShow returns one account.
+func (s *Service) AccountShow(ctx context.Context, tenantID, id uuid.UUID) (*AccountInfo, error) {
+	var out *AccountInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		a, err := db.AccountGet(ctx, tx, tenantID, id)
+		if err == nil {
+			out = s.info(a)
+		}
+		return err
+	})
+	return out, err
+}
+
+// AccountSetStatus enables or disables an account.
+func (s *Service) AccountSetStatus(ctx context.Context, tenantID, id uuid.UUID, status string) (*AccountInfo, error) {
+	var out *AccountInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		a, err := db.AccountSetStatus(ctx, tx, tenantID, id, status)
+		if err == nil {
+			out = s.info(a)
+		}
+		return err
+	})
+	return out, err
+}
+
+// TenantOfAccount resolves an account id to its tenant.
+func (s *Service) TenantOfAccount(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	r, err := db.AccountRouteGet(ctx, s.pool, id)
+	if err != nil {
+		return uuid.Nil, err
+	}
+	return r.TenantID, nil
+}
+
+func (s *Service) info(a *db.Account) *AccountInfo {
+	return &AccountInfo{Account: a, HasCredentials: a.CredentialsEnc != nil, HasWebhookSecret: a.WebhookSecretEnc != nil,
+		WebhookURL: WebhookURL(s.publicURL, a.ChannelType, a.ID)}
+}
+
+// WebhookURL is the URL a platform must call for an account.
+func WebhookURL(publicURL, channelType string, id uuid.UUID) string {
+	return strings.TrimRight(publicURL, "/") + "/webhooks/" + channelType + "/" + id.String()
+}
+
+// CredentialsAD and WebhookSecretAD bind sealed values to their account
+// and column.
+func CredentialsAD(accountID uuid.UUID) []byte { return []byte(accountID.String() + "/credentials") }
+
+// WebhookSecretAD is the additional data of a sealed webhook secret.
+func WebhookSecretAD(accountID uuid.UUID) []byte {
+	return []byte(accountID.String() + "/webhook_secret")
+}
+
+// TokenCreate creates an API token for a tenant and returns it in plain
+// text, the only time it is ever visible.
+func (s *Service) TokenCreate(ctx context.Context, tenantID uuid.UUID, name string, roles []string) (string, *db.APIToken, error) {
+	if strings.TrimSpace(name) == "" {
+		return "", nil, fmt.Errorf("%w: token name is required", ErrInvalid)
+	}
+	if len(roles) == 0 {
+		return "", nil, fmt.Errorf("%w: at least one role (consume, produce, read) is required", ErrInvalid)
+	}
+	seen := map[string]bool{}
+	for _, r := range roles {
+		if r != db.RoleConsume && r != db.RoleProduce && r != db.RoleRead {
+			return "", nil, fmt.Errorf("%w: role %q: want consume, produce or read", ErrInvalid, r)
+		}
+		seen[r] = true
+	}
+	roles = roles[:0]
+	for r := range seen {
+		roles = append(roles, r)
+	}
+	sort.Strings(roles)
+	token, hash := db.NewAPITokenSecret(tenantID)
+	var tok *db.APIToken
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		if _, err := db.TenantGet(ctx, tx, tenantID); err != nil {
+			return fmt.Errorf("tenant %s: %w", tenantID, err)
+		}
+		var err error
+		tok, err = db.APITokenInsert(ctx, tx, tenantID, name, roles, hash)
+		return err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return token, tok, nil
+}
+
+// AdminTokenCreate creates an admin token.
+func (s *Service) AdminTokenCreate(ctx context.Context, name string, roles []string) (string, *db.AdminToken, error) {
+	token, hash := db.NewAdminTokenSecret()
+	t, err := db.AdminTokenInsert(ctx, s.pool, name, roles, hash)
+	if err != nil {
+		return "", nil, err
+	}
+	return token, t, nil
+}
+
+func validChannel(ct string) bool {
+	for _, c := range envelope.ChannelTypes() {
+		if c == ct {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,39 @@
+// Package builtin builds MIO's channel registry: the one place where every
+// adapter is listed. No adapter registers itself.
+package builtin
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/discord"
+	"github.com/miohq/mio/channels/slack"
+	"github.com/miohq/mio/channels/telegram"
+	"github.com/miohq/mio/channels/webhook"
+	"github.com/miohq/mio/channels/whatsapp"
+	zohocliq "github.com/miohq/mio/channels/zoho_cliq"
+)
+
+// Options are shared by the adapters. Zero values give production
+// defaults (the platforms' public API hosts).
+type Options struct {
+	HTTPClient *http.Client
+	Logger     *slog.Logger
+	// APIBase overrides a platform's API base URL, keyed by channel slug
+	// (tests and benchmarks point adapters at local fakes).
+	APIBase map[string]string
+}
+
+// Registry returns the registry of all six channels.
+func Registry(opts Options) *channels.Registry {
+	base := func(slug string) string { return opts.APIBase[slug] }
+	return channels.NewRegistry(
+		slack.New(slack.Options{APIBase: base("slack"), HTTPClient: opts.HTTPClient, Logger: opts.Logger}),
+		telegram.New(telegram.Options{APIBaseURL: base("telegram"), HTTPClient: opts.HTTPClient}),
+		discord.New(discord.Options{APIBaseURL: base("discord"), HTTPClient: opts.HTTPClient}),
+		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), HTTPClient: opts.HTTPClient}),
+		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), HTTPClient: opts.HTTPClient}),
+		webhook.New(webhook.Options{}),
+	)
+}

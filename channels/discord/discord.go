@@ -1,0 +1,162 @@
+// Package discord is MIO's adapter for Discord's HTTP interactions endpoint.
+//
+// Over HTTP Discord delivers interactions only (slash commands, message
+// components, modal submissions, autocomplete and the PING handshake);
+// ordinary channel messages arrive over the Gateway websocket, which this
+// adapter does not speak. Every request is signed with Ed25519 over
+// X-Signature-Timestamp + raw body using the application's public key.
+// Interactions that MIO stores are acknowledged with a deferred response
+// (type 5 or 6) that the HTTP layer sends after commit; the agent's answer
+// is sent later as a follow-up.
+package discord
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// DefaultAPIBaseURL is the Discord REST API base used when Options.APIBaseURL
+// is empty.
+const DefaultAPIBaseURL = "https://discord.com/api/v10"
+
+// DefaultTimestampTolerance is how far X-Signature-Timestamp may be from the
+// request time before a request is rejected as stale.
+const DefaultTimestampTolerance = 5 * time.Minute
+
+// Options holds the adapter's injectable dependencies. The zero value is
+// ready to use.
+type Options struct {
+	// APIBaseURL is the Discord REST API base. Default DefaultAPIBaseURL.
+	APIBaseURL string
+	// HTTPClient calls the Discord API. Default http.DefaultClient.
+	HTTPClient *http.Client
+	// Now is the clock used when a Request carries no Now. Default time.Now.
+	Now func() time.Time
+	// TimestampTolerance bounds the age (and future skew) of a signed
+	// request. Default DefaultTimestampTolerance.
+	TimestampTolerance time.Duration
+}
+
+// Channel is the Discord adapter.
+type Channel struct {
+	opts Options
+}
+
+var _ channels.Channel = (*Channel)(nil)
+
+// New returns a Discord adapter, applying defaults to zero options.
+func New(opts Options) *Channel {
+	if opts.APIBaseURL == "" {
+		opts.APIBaseURL = DefaultAPIBaseURL
+	}
+	opts.APIBaseURL = strings.TrimRight(opts.APIBaseURL, "/")
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.TimestampTolerance <= 0 {
+		opts.TimestampTolerance = DefaultTimestampTolerance
+	}
+	return &Channel{opts: opts}
+}
+
+// Type returns envelope.ChannelDiscord.
+func (c *Channel) Type() string { return envelope.ChannelDiscord }
+
+// Capabilities reports what the Discord adapter supports. Threads are
+// channels of their own on Discord, so they appear as conversations rather
+// than as thread ids.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: true, Threads: false, Attachments: true, Receipts: false}
+}
+
+// Config is one Discord account's configuration.
+//
+// Webhook secret: the application's Ed25519 public key as 64 hex characters
+// (Developer Portal, "Public Key"). Required.
+//
+// Settings (plain JSON, optional):
+//   - "application_id": the application's snowflake id (used to send
+//     follow-up messages).
+//
+// Credentials (decrypted JSON, optional for inbound):
+//   - "bot_token": the bot token used for outbound REST calls.
+type Config struct {
+	ApplicationID string `json:"application_id"`
+	BotToken      string `json:"bot_token"`
+	// PublicKey is decoded from the account's webhook secret.
+	PublicKey ed25519.PublicKey `json:"-"`
+}
+
+type settingsJSON struct {
+	ApplicationID string `json:"application_id"`
+}
+
+type credentialsJSON struct {
+	BotToken string `json:"bot_token"`
+}
+
+// ParseConfig decodes and validates an account's configuration. Errors wrap
+// channels.ErrInvalidConfig.
+func ParseConfig(acct channels.Account) (Config, error) {
+	var cfg Config
+	var s settingsJSON
+	if err := decodeObject(acct.Settings, &s); err != nil {
+		return cfg, fmt.Errorf("%w: discord settings: %v", channels.ErrInvalidConfig, err)
+	}
+	var cr credentialsJSON
+	if err := decodeObject(acct.Credentials, &cr); err != nil {
+		return cfg, fmt.Errorf("%w: discord credentials: %v", channels.ErrInvalidConfig, err)
+	}
+	if s.ApplicationID != "" {
+		if _, ok := parseSnowflake(s.ApplicationID); !ok {
+			return cfg, fmt.Errorf("%w: discord settings: application_id %q is not a snowflake", channels.ErrInvalidConfig, s.ApplicationID)
+		}
+	}
+	secret := strings.TrimSpace(acct.WebhookSecret)
+	if secret == "" {
+		return cfg, fmt.Errorf("%w: discord webhook secret (application public key) is required", channels.ErrInvalidConfig)
+	}
+	key, err := hex.DecodeString(secret)
+	if err != nil || len(key) != ed25519.PublicKeySize {
+		return cfg, fmt.Errorf("%w: discord webhook secret must be the %d-byte application public key in hex", channels.ErrInvalidConfig, ed25519.PublicKeySize)
+	}
+	cfg.ApplicationID = s.ApplicationID
+	cfg.BotToken = cr.BotToken
+	cfg.PublicKey = ed25519.PublicKey(key)
+	return cfg, nil
+}
+
+// NewInbound validates the account's configuration and returns its
+// interactions handler.
+func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
+	cfg, err := ParseConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &inbound{cfg: cfg, opts: c.opts}, nil
+}
+
+// decodeObject decodes an optional JSON object; empty input and null are
+// allowed.
+func decodeObject(raw json.RawMessage, v any) error {
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		return nil
+	}
+	if trimmed[0] != '{' {
+		return fmt.Errorf("want a JSON object")
+	}
+	return json.Unmarshal(trimmed, v)
+}

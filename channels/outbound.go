@@ -1,0 +1,66 @@
+package channels
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/envelope"
+)
+
+// ErrEndpointGone marks a permanent failure after which the account's
+// endpoint must be disabled (Standard Webhooks 410 Gone). It is wrapped in
+// a *PermanentError.
+var ErrEndpointGone = errors.New("endpoint gone")
+
+// OutboundMessage is one send (or edit) attempt handed to an adapter.
+type OutboundMessage struct {
+	// MessageID is MIO's outbound message id; Attempt counts from 1.
+	MessageID uuid.UUID
+	Attempt   int
+	// IdempotencyKey is deterministic per (message, attempt series,
+	// attempt): adapters pass it where the platform honours one, so a
+	// retried attempt after a crash is not sent twice.
+	IdempotencyKey string
+	ConversationID string
+	ThreadID       string
+	// ReplyToProviderID quotes a platform message, where supported.
+	ReplyToProviderID string
+	Text              string
+	RichContent       *envelope.RichContent
+	Attachments       []envelope.SendAttachment
+	// EditProviderMessageID, when set, asks the adapter to edit that
+	// provider message instead of sending a new one.
+	EditProviderMessageID string
+}
+
+// SendResult is what the platform answered.
+type SendResult struct {
+	// ProviderMessageID is the platform's id of the message sent or
+	// edited; it makes later edits and receipts possible.
+	ProviderMessageID string
+	// ConversationID is set when the platform moved the conversation
+	// (Telegram migrate_to_chat_id); the message was sent there.
+	ConversationID string
+}
+
+// Outbound sends messages for one account. Errors are one of
+// *RateLimitedError, *TransientError or *PermanentError.
+type Outbound interface {
+	Send(ctx context.Context, msg *OutboundMessage) (*SendResult, error)
+}
+
+// Editor is implemented by outbound adapters that can edit a sent
+// message. Adapters without it get edits sent as new messages.
+type Editor interface {
+	Edit(ctx context.Context, msg *OutboundMessage) (*SendResult, error)
+}
+
+// OutboundChannel is a Channel that can send.
+type OutboundChannel interface {
+	// NewOutbound validates the account's configuration for sending and
+	// returns its sender. An invalid configuration returns an error
+	// wrapping ErrInvalidConfig.
+	NewOutbound(acct Account) (Outbound, error)
+}

@@ -1,0 +1,162 @@
+// Package slack is MIO's Slack adapter. Inbound it receives the Events API:
+// it verifies Slack's v0 request signature, answers the url_verification
+// handshake and turns message events (plain, file shares, bot messages,
+// edits and deletes) into canonical envelopes, resolving sender display
+// names through users.info when the account has a bot token.
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// Defaults for Options.
+const (
+	DefaultAPIBase       = "https://slack.com/api"
+	DefaultLookupTimeout = 300 * time.Millisecond
+	DefaultNameCacheSize = 10000
+	DefaultNameCacheTTL  = time.Hour
+)
+
+// Options configures the Slack channel. The zero value is ready to use.
+type Options struct {
+	// APIBase is the Slack Web API base URL, without a trailing slash.
+	// Default DefaultAPIBase; tests point it at an httptest server.
+	APIBase string
+	// HTTPClient calls the Web API. Default: a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Logger receives debug records about failed display name lookups.
+	// Default: records are discarded.
+	Logger *slog.Logger
+	// LookupTimeout bounds one users.info call made while parsing a
+	// webhook; on timeout the display name is left empty. Default
+	// DefaultLookupTimeout.
+	LookupTimeout time.Duration
+	// NameCacheSize bounds the number of cached display names (least
+	// recently used entries are evicted). Default DefaultNameCacheSize.
+	NameCacheSize int
+	// NameCacheTTL is how long a resolved display name is reused. Default
+	// DefaultNameCacheTTL. Failed lookups Slack answered with ok:false are
+	// remembered for min(NameCacheTTL, 5 min) so a bad user id does not
+	// cost a call per message.
+	NameCacheTTL time.Duration
+	// Now is the clock used for cache expiry. Default time.Now.
+	Now func() time.Time
+}
+
+// Channel is the Slack adapter. One Channel serves every Slack account; its
+// display name cache is shared across them.
+type Channel struct {
+	apiBase       string
+	client        *http.Client
+	logger        *slog.Logger
+	lookupTimeout time.Duration
+	names         *nameCache
+}
+
+// New returns a Slack channel with opts' defaults applied.
+func New(opts Options) *Channel {
+	if opts.APIBase == "" {
+		opts.APIBase = DefaultAPIBase
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.LookupTimeout <= 0 {
+		opts.LookupTimeout = DefaultLookupTimeout
+	}
+	if opts.NameCacheSize <= 0 {
+		opts.NameCacheSize = DefaultNameCacheSize
+	}
+	if opts.NameCacheTTL <= 0 {
+		opts.NameCacheTTL = DefaultNameCacheTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Channel{
+		apiBase:       strings.TrimSuffix(opts.APIBase, "/"),
+		client:        opts.HTTPClient,
+		logger:        opts.Logger,
+		lookupTimeout: opts.LookupTimeout,
+		names:         newNameCache(opts.NameCacheSize, opts.NameCacheTTL, opts.Now),
+	}
+}
+
+// Type returns envelope.ChannelSlack.
+func (c *Channel) Type() string { return envelope.ChannelSlack }
+
+// Capabilities reports what Slack supports: edits, threads and attachments,
+// but no delivery receipts.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: true, Threads: true, Attachments: true}
+}
+
+// NewInbound validates acct's configuration and returns its webhook handler.
+func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
+	cfg, err := newConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &inbound{ch: c, cfg: cfg, accountID: acct.ID.String()}, nil
+}
+
+// Config is one Slack account's configuration, decoded from the account:
+//
+//   - webhook secret (Account.WebhookSecret): the Slack app's signing
+//     secret, used to verify X-Slack-Signature. Required.
+//   - credentials JSON: {"bot_token": "xoxb-..."}. Optional; with a bot
+//     token, sender display names are resolved through users.info (the
+//     token needs the users:read scope). Other keys are ignored.
+//   - settings JSON: no keys yet; when present it must be a JSON object.
+type Config struct {
+	// SigningSecret is the app's signing secret (the webhook secret).
+	SigningSecret string `json:"-"`
+	// BotToken is the bot user OAuth token; empty disables name lookups.
+	BotToken string `json:"bot_token"`
+}
+
+// newConfig decodes and validates acct into a Config.
+func newConfig(acct channels.Account) (Config, error) {
+	var cfg Config
+	if err := decodeObject(acct.Settings, &struct{}{}); err != nil {
+		return Config{}, fmt.Errorf("%w: slack settings: %v", channels.ErrInvalidConfig, err)
+	}
+	if err := decodeObject(acct.Credentials, &cfg); err != nil {
+		return Config{}, fmt.Errorf("%w: slack credentials: %v", channels.ErrInvalidConfig, err)
+	}
+	cfg.SigningSecret = acct.WebhookSecret
+	switch {
+	case cfg.SigningSecret == "":
+		return Config{}, fmt.Errorf("%w: slack: the signing secret (webhook secret) is required", channels.ErrInvalidConfig)
+	case strings.TrimSpace(cfg.SigningSecret) != cfg.SigningSecret:
+		return Config{}, fmt.Errorf("%w: slack: the signing secret has leading or trailing whitespace", channels.ErrInvalidConfig)
+	case strings.ContainsFunc(cfg.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
+	}
+	return cfg, nil
+}
+
+// decodeObject decodes raw into v when raw holds a JSON object. Empty input
+// and JSON null leave v untouched; anything else is an error.
+func decodeObject(raw json.RawMessage, v any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] != '{' {
+		return fmt.Errorf("must be a JSON object")
+	}
+	return json.Unmarshal(raw, v)
+}

@@ -1,0 +1,147 @@
+// Package telegram is MIO's Telegram Bot API adapter. Inbound, Telegram
+// POSTs one Update per request to the webhook set with setWebhook; the
+// request carries the secret_token given there in the
+// X-Telegram-Bot-Api-Secret-Token header (a static token, not a signature,
+// with no timestamp). The adapter turns messages, edits, channel posts and
+// callback queries into canonical envelopes deduplicated on update_id; file
+// attachments are left pending with their file_id as the source reference
+// (resolved later with getFile and the bot token).
+package telegram
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// DefaultAPIBaseURL is the Bot API endpoint used when Options.APIBaseURL is
+// empty.
+const DefaultAPIBaseURL = "https://api.telegram.org"
+
+// Options holds what the adapter needs from its environment. The zero value
+// is ready to use.
+type Options struct {
+	// APIBaseURL is the Bot API base URL (file downloads and, later, sends).
+	// Default DefaultAPIBaseURL; tests point it at a local fake.
+	APIBaseURL string
+	// HTTPClient makes Bot API calls. Default http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Channel is the Telegram adapter. It is safe for concurrent use.
+type Channel struct {
+	opts Options
+}
+
+var _ channels.Channel = (*Channel)(nil)
+
+// New returns a Telegram adapter, applying defaults to opts.
+func New(opts Options) *Channel {
+	if opts.APIBaseURL == "" {
+		opts.APIBaseURL = DefaultAPIBaseURL
+	}
+	opts.APIBaseURL = strings.TrimRight(opts.APIBaseURL, "/")
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	return &Channel{opts: opts}
+}
+
+// Type returns envelope.ChannelTelegram.
+func (c *Channel) Type() string { return envelope.ChannelTelegram }
+
+// Capabilities reports that Telegram messages can be edited, live in forum
+// topics (threads) and carry attachments; the Bot API has no delivery
+// receipts.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: true, Threads: true, Attachments: true, Receipts: false}
+}
+
+// NewInbound validates the account's configuration and returns its webhook
+// handler.
+func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
+	cfg, err := ParseConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &inbound{cfg: cfg}, nil
+}
+
+// Config is one Telegram account's configuration.
+//
+//   - settings: none; when present it must be a JSON object (its keys are
+//     ignored).
+//   - credentials: {"bot_token": "123456:ABC-DEF..."}; optional for inbound
+//     (needed to download files and to send). When set it must look like a
+//     Bot API token: digits, a colon, then [A-Za-z0-9_-].
+//   - webhook secret: the secret_token given to setWebhook; required, 1–256
+//     characters of [A-Za-z0-9_-].
+type Config struct {
+	// BotToken is the Bot API token, from credentials "bot_token". Optional.
+	BotToken string
+	// WebhookSecret is compared with the X-Telegram-Bot-Api-Secret-Token
+	// header of every request. Required.
+	WebhookSecret string
+}
+
+var (
+	secretTokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
+	botTokenRE    = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
+)
+
+// ParseConfig decodes and validates an account's Telegram configuration.
+// Errors wrap channels.ErrInvalidConfig.
+func ParseConfig(acct channels.Account) (Config, error) {
+	if err := checkObject("settings", acct.Settings); err != nil {
+		return Config{}, err
+	}
+	var creds struct {
+		BotToken string `json:"bot_token"`
+	}
+	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}
+	if cfg.WebhookSecret == "" {
+		return Config{}, fmt.Errorf("%w: telegram: webhook secret is required", channels.ErrInvalidConfig)
+	}
+	if !secretTokenRE.MatchString(cfg.WebhookSecret) {
+		return Config{}, fmt.Errorf("%w: telegram: webhook secret must be 1-256 characters of A-Za-z0-9_-", channels.ErrInvalidConfig)
+	}
+	if cfg.BotToken != "" && !botTokenRE.MatchString(cfg.BotToken) {
+		return Config{}, fmt.Errorf("%w: telegram: credentials bot_token is not a Bot API token", channels.ErrInvalidConfig)
+	}
+	return cfg, nil
+}
+
+// isEmptyJSON reports whether raw is absent, blank or JSON null.
+func isEmptyJSON(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
+
+// checkObject requires raw to be empty or a JSON object.
+func checkObject(what string, raw json.RawMessage) error {
+	var m map[string]json.RawMessage
+	return decodeObject(what, raw, &m)
+}
+
+// decodeObject decodes raw, when not empty, as a JSON object into v.
+func decodeObject(what string, raw json.RawMessage, v any) error {
+	if isEmptyJSON(raw) {
+		return nil
+	}
+	if t := bytes.TrimSpace(raw); t[0] != '{' {
+		return fmt.Errorf("%w: telegram: %s must be a JSON object", channels.ErrInvalidConfig, what)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("%w: telegram: %s: %w", channels.ErrInvalidConfig, what, err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package whatsapp is MIO's WhatsApp Cloud API (Meta) adapter. Meta first
+// verifies the webhook URL with a GET handshake (hub.mode, hub.challenge,
+// hub.verify_token), then POSTs notifications signed with
+// X-Hub-Signature-256, an HMAC-SHA256 of the raw body keyed with the App
+// Secret. One notification can carry several messages and delivery
+// statuses; messages become canonical envelopes deduplicated on their wamid,
+// statuses become channels.ProviderStatus receipts.
+//
+// One MIO account is one business phone number (its phone_number_id): a
+// conversation is (phone_number_id, wa_id), so within the account the
+// conversation id is the customer's wa_id and every conversation is a DM.
+// Media arrive as pending attachments whose source reference is the media
+// id, resolved later through the Graph API with the access token.
+package whatsapp
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// DefaultAPIBaseURL is the Graph API endpoint used when Options.APIBaseURL
+// is empty.
+const DefaultAPIBaseURL = "https://graph.facebook.com"
+
+// Options holds what the adapter needs from its environment. The zero value
+// is ready to use.
+type Options struct {
+	// APIBaseURL is the Graph API base URL (media lookups and, later,
+	// sends). Default DefaultAPIBaseURL; tests point it at a local fake.
+	APIBaseURL string
+	// HTTPClient makes Graph API calls. Default http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Channel is the WhatsApp Cloud API adapter. It is safe for concurrent use.
+type Channel struct {
+	opts Options
+}
+
+var _ channels.Channel = (*Channel)(nil)
+
+// New returns a WhatsApp adapter, applying defaults to opts.
+func New(opts Options) *Channel {
+	if opts.APIBaseURL == "" {
+		opts.APIBaseURL = DefaultAPIBaseURL
+	}
+	opts.APIBaseURL = strings.TrimRight(opts.APIBaseURL, "/")
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = http.DefaultClient
+	}
+	return &Channel{opts: opts}
+}
+
+// Type returns envelope.ChannelWhatsApp.
+func (c *Channel) Type() string { return envelope.ChannelWhatsApp }
+
+// Capabilities reports attachments and delivery receipts; WhatsApp has no
+// threads and the Cloud API cannot edit a sent message.
+func (c *Channel) Capabilities() channels.Capabilities {
+	return channels.Capabilities{Edit: false, Threads: false, Attachments: true, Receipts: true}
+}
+
+// NewInbound validates the account's configuration and returns its webhook
+// handler.
+func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
+	cfg, err := ParseConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &inbound{cfg: cfg}, nil
+}
+
+// Config is one WhatsApp account's configuration.
+//
+//   - settings: none; when present it must be a JSON object (its keys are
+//     ignored).
+//   - credentials: {"verify_token": "...", "access_token": "..."}.
+//     verify_token is the Verify Token entered in the App Dashboard's
+//     webhook setup; without it every GET handshake is refused. access_token
+//     (a system-user token) is optional for inbound and needed to fetch
+//     media and to send.
+//   - webhook secret: the App Secret that signs X-Hub-Signature-256;
+//     required.
+type Config struct {
+	// AccessToken is the Graph API bearer token, from credentials
+	// "access_token". Optional for inbound.
+	AccessToken string
+	// AppSecret keys the X-Hub-Signature-256 HMAC; the account's webhook
+	// secret. Required.
+	AppSecret string
+	// VerifyToken answers the GET hub.verify_token handshake, from
+	// credentials "verify_token". Empty refuses every handshake.
+	VerifyToken string
+}
+
+// ParseConfig decodes and validates an account's WhatsApp configuration.
+// Errors wrap channels.ErrInvalidConfig.
+func ParseConfig(acct channels.Account) (Config, error) {
+	var settings map[string]json.RawMessage
+	if err := decodeObject("settings", acct.Settings, &settings); err != nil {
+		return Config{}, err
+	}
+	var creds struct {
+		AccessToken string `json:"access_token"`
+		VerifyToken string `json:"verify_token"`
+	}
+	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+		return Config{}, err
+	}
+	if acct.WebhookSecret == "" {
+		return Config{}, fmt.Errorf("%w: whatsapp: webhook secret (the App Secret) is required", channels.ErrInvalidConfig)
+	}
+	return Config{AccessToken: creds.AccessToken, AppSecret: acct.WebhookSecret, VerifyToken: creds.VerifyToken}, nil
+}
+
+// decodeObject decodes raw, unless absent or JSON null, as a JSON object
+// into v.
+func decodeObject(what string, raw json.RawMessage, v any) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	if t[0] != '{' {
+		return fmt.Errorf("%w: whatsapp: %s must be a JSON object", channels.ErrInvalidConfig, what)
+	}
+	if err := json.Unmarshal(t, v); err != nil {
+		return fmt.Errorf("%w: whatsapp: %s: %w", channels.ErrInvalidConfig, what, err)
+	}
+	return nil
+}
+
+// Sign returns the X-Hub-Signature-256 value Meta sends for body:
+// "sha256=" + lowercase hex HMAC-SHA256(appSecret, body). Tests and
+// benchmarks use it to build signed requests.
+func Sign(appSecret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(appSecret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+
+	"github.com/miohq/mio/config"
+)
+
+// loadConfig loads the configuration for a command; a bad value is a usage
+// error naming the setting.
+func loadConfig(name string, args []string, getenv env, stderr io.Writer) (*config.Config, []string, error) {
+	cfg, rest, err := config.Load("mio "+name, args, getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, &usageError{err.Error()}
+	}
+	return cfg, rest, nil
+}

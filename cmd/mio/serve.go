@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/miohq/mio/config"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/migrations"
+	"github.com/miohq/mio/workers"
+)
+
+func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	cfg, rest, err := loadConfig("serve", args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
+	}
+	if cfg.DatabaseURL == "" {
+		return &usageError{"MIO_DATABASE_URL (or DATABASE_URL) is required for mio serve; mio dev starts a private database"}
+	}
+	return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel), nil)
+}
+
+// listening is called once both listeners are bound.
+type listening func(publicAddr, adminAddr string)
+
+// serve runs the process until ctx is done, then shuts down gracefully
+// within cfg.ShutdownTimeout: stop accepting, drain in-flight requests,
+// stop River.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen listening) error {
+	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer owner.Close()
+	schema := newSchemaChecker(migrations.New(owner))
+	if err := schema.Check(ctx); err != nil {
+		if errors.Is(err, migrations.ErrSchemaOutOfDate) {
+			return err
+		}
+		return fmt.Errorf("check schema: %w", err)
+	}
+
+	pool, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: cfg.DBMaxConns, RuntimeRole: cfg.DBRuntimeRole})
+	if err != nil {
+		return fmt.Errorf("database (runtime role %s): %w", cfg.DBRuntimeRole, err)
+	}
+	defer pool.Close()
+
+	m := metrics.New()
+	set := workers.NewSet()
+	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
+	riverClient, err := workers.NewClient(pool, set, wcfg)
+	if err != nil {
+		return fmt.Errorf("river: %w", err)
+	}
+
+	api := httpapi.New(httpapi.Deps{Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check})
+
+	var servers []*http.Server
+	var publicAddr, adminAddr string
+	if cfg.Role == "all" || cfg.Role == "api" {
+		srv, addr, err := listen(cfg.HTTPAddr, api.PublicHandler())
+		if err != nil {
+			return fmt.Errorf("public listener %s: %w", cfg.HTTPAddr, err)
+		}
+		servers, publicAddr = append(servers, srv), addr
+	}
+	adminSrv, addr, err := listen(cfg.AdminAddr, api.AdminHandler())
+	if err != nil {
+		return fmt.Errorf("admin listener %s: %w", cfg.AdminAddr, err)
+	}
+	servers, adminAddr = append(servers, adminSrv), addr
+
+	working := workers.Works(set, wcfg)
+	if working {
+		if err := riverClient.Start(ctx); err != nil {
+			return fmt.Errorf("start river: %w", err)
+		}
+	}
+	log.Info("mio serving", "public_addr", publicAddr, "admin_addr", adminAddr, "role", cfg.Role, "workers", set.Len())
+	if onListen != nil {
+		onListen(publicAddr, adminAddr)
+	}
+
+	<-ctx.Done()
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Shutdown(sctx); err != nil {
+				log.Warn("http shutdown", "addr", s.Addr, "err", err)
+				_ = s.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	if working {
+		if err := riverClient.Stop(sctx); err != nil {
+			log.Warn("river did not stop gracefully; cancelling jobs", "err", err)
+			cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = riverClient.StopAndCancel(cctx)
+			ccancel()
+		}
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func listen(addr string, h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{
+		Addr:              ln.Addr().String(),
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, ln.Addr().String(), nil
+}
+
+// schemaChecker caches a successful schema check for a few seconds so
+// /readyz probes stay cheap.
+type schemaChecker struct {
+	m      *migrations.Migrator
+	mu     sync.Mutex
+	okTill time.Time
+}
+
+func newSchemaChecker(m *migrations.Migrator) *schemaChecker { return &schemaChecker{m: m} }
+
+func (c *schemaChecker) Check(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Now().Before(c.okTill) {
+		return nil
+	}
+	if err := c.m.Check(ctx); err != nil {
+		return err
+	}
+	c.okTill = time.Now().Add(10 * time.Second)
+	return nil
+}

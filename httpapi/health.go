@@ -1,0 +1,29 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when the database answers and the schema is current.
+// The schema check is cached briefly so probes do not hammer the database.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "database unreachable")
+		return
+	}
+	if s.schemaCheck != nil {
+		if err := s.schemaCheck(ctx); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "schema_out_of_date", err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

@@ -1,0 +1,33 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// PublicHandler is the public listener's route table.
+func (s *Server) PublicHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.instrument, s.recoverer)
+	r.NotFound(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such route")
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
+	})
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	return r
+}
+
+// AdminHandler is the admin listener's route table.
+func (s *Server) AdminHandler() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.recoverer)
+	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
+	r.Get("/healthz", s.healthz)
+	return r
+}

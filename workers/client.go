@@ -1,0 +1,78 @@
+// Package workers holds MIO's background jobs (one job kind per file) and
+// builds the River client that runs them. River's tables live in the
+// "river" schema; jobs are inserted with InsertTx inside the same
+// transaction as the rows they act on.
+package workers
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/miohq/mio/migrations"
+)
+
+// Config configures the River client.
+type Config struct {
+	// Logger receives River's logs.
+	Logger *slog.Logger
+	// Work makes the client work jobs; false builds an insert-only client
+	// (the api role).
+	Work bool
+	// MaxWorkers per queue. Default 50.
+	MaxWorkers int
+	// FetchCooldown between fetches. Default 10ms (River's 100ms default
+	// caps throughput at MaxWorkers per 100ms).
+	FetchCooldown time.Duration
+}
+
+// Set is the process's worker set and periodic jobs; cmd builds it.
+type Set struct {
+	Workers  *river.Workers
+	Periodic []*river.PeriodicJob
+	Queues   map[string]river.QueueConfig
+	count    int
+}
+
+// NewSet returns an empty worker set.
+func NewSet() *Set {
+	return &Set{Workers: river.NewWorkers(), Queues: map[string]river.QueueConfig{}}
+}
+
+// Len is the number of registered workers.
+func (s *Set) Len() int { return s.count }
+
+// addWorker registers w on queue with maxWorkers.
+func addWorker[T river.JobArgs](s *Set, w river.Worker[T], queue string, maxWorkers int) {
+	river.AddWorker(s.Workers, w)
+	if _, ok := s.Queues[queue]; !ok {
+		s.Queues[queue] = river.QueueConfig{MaxWorkers: maxWorkers}
+	}
+	s.count++
+}
+
+// NewClient builds the River client on pool. When cfg.Work is false or
+// the set has no workers, the client is insert-only.
+func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx], error) {
+	if cfg.FetchCooldown == 0 {
+		cfg.FetchCooldown = 10 * time.Millisecond
+	}
+	rc := &river.Config{
+		Logger: cfg.Logger,
+		Schema: migrations.RiverSchema,
+	}
+	if cfg.Work && set != nil && set.Len() > 0 {
+		rc.Workers = set.Workers
+		rc.Queues = set.Queues
+		rc.PeriodicJobs = set.Periodic
+		rc.FetchCooldown = cfg.FetchCooldown
+	}
+	return river.NewClient(riverpgxv5.New(pool), rc)
+}
+
+// Works reports whether a client built from set with cfg works jobs.
+func Works(set *Set, cfg Config) bool { return cfg.Work && set != nil && set.Len() > 0 }
