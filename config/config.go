@@ -33,6 +33,10 @@ type Config struct {
 	// connection URL. Empty: `mio dev` starts a private PostgreSQL; other
 	// commands refuse to start.
 	DatabaseURL string
+	// DedupRetention (MIO_DEDUP_RETENTION) is how long inbound dedup keys
+	// are kept: a platform redelivery older than this is stored again.
+	// Default 720h (30 days).
+	DedupRetention time.Duration
 	// DBMaxConns (MIO_DB_MAX_CONNS) caps the connection pool. Default 20.
 	DBMaxConns int32
 	// DBRuntimeRole (MIO_DB_RUNTIME_ROLE) is the role, without BYPASSRLS,
@@ -120,6 +124,8 @@ func options() []option {
 				c.DatabaseURL = v
 				return nil
 			}},
+		{flag: "dedup-retention", envs: []string{"MIO_DEDUP_RETENTION"}, def: "720h", usage: "how long inbound dedup keys are kept",
+			set: func(c *Config, v string) error { return duration(&c.DedupRetention, v, time.Hour, 24*365*time.Hour) }},
 		{flag: "db-max-conns", envs: []string{"MIO_DB_MAX_CONNS"}, def: "20", usage: "database connection pool size",
 			set: func(c *Config, v string) error {
 				n, err := strconv.Atoi(v)

@@ -119,12 +119,15 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) err
 
 // InTenantTx runs fn in a transaction scoped to tenantID.
 func InTenantTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, fn func(tx pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := SetTenant(ctx, tx, tenantID); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	tx, err := BeginTenant(ctx, pool, tenantID)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 // translate maps driver errors to this package's errors, once.
@@ -174,3 +177,15 @@ func IsUnavailable(err error) bool {
 }
 
 func queries() *dbsqlc.Queries { return dbsqlc.New() }
+
+// BeginTenant begins a transaction already scoped to tenantID, in one
+// round trip (the tenant setting rides on the BEGIN).
+func BeginTenant(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID) (pgx.Tx, error) {
+	if tenantID == uuid.Nil {
+		return nil, ErrNoTenant
+	}
+	// tenantID.String() is a canonical UUID: safe to inline.
+	return pool.BeginTx(ctx, pgx.TxOptions{
+		BeginQuery: "BEGIN; SELECT set_config('app.current_tenant_id', '" + tenantID.String() + "', true)",
+	})
+}

@@ -20,6 +20,10 @@ func (s *Server) PublicHandler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Get("/readyz", s.readyz)
+
+	// Inbound webhooks (and platform handshakes: Meta's is a GET).
+	r.Post("/webhooks/{channel_type}/{account_id}", s.webhook)
+	r.Get("/webhooks/{channel_type}/{account_id}", s.webhook)
 	return r
 }
 

@@ -8,9 +8,12 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 )
 
@@ -22,6 +25,14 @@ type Deps struct {
 	// SchemaCheck returns an error when the schema is not current; /readyz
 	// reports it. Nil skips the check.
 	SchemaCheck func(ctx context.Context) error
+	// Registry, Accounts and Ingester serve webhooks.
+	Registry *channels.Registry
+	Accounts *ingest.Accounts
+	Ingester *ingest.Ingester
+	// WebhookDeadline bounds every webhook request. Default 2.5s.
+	WebhookDeadline time.Duration
+	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
+	WebhookMaxBody int64
 }
 
 // Server holds the handlers of both listeners.
@@ -30,9 +41,26 @@ type Server struct {
 	metrics     *metrics.Metrics
 	log         *slog.Logger
 	schemaCheck func(ctx context.Context) error
+
+	registry        *channels.Registry
+	accounts        *ingest.Accounts
+	ingester        *ingest.Ingester
+	webhookDeadline time.Duration
+	webhookMaxBody  int64
 }
 
 // New returns a Server.
 func New(d Deps) *Server {
-	return &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck}
+	if d.WebhookDeadline == 0 {
+		d.WebhookDeadline = 2500 * time.Millisecond
+	}
+	if d.WebhookMaxBody == 0 {
+		d.WebhookMaxBody = 1 << 20
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
+		registry: d.Registry, accounts: d.Accounts, ingester: d.Ingester,
+		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody}
 }

@@ -11,11 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
+	"github.com/miohq/mio/notify"
+	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
 
@@ -61,13 +65,37 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	m := metrics.New()
 	set := workers.NewSet()
+	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
 	}
 
-	api := httpapi.New(httpapi.Deps{Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check})
+	var box *secretbox.Box
+	if cfg.MasterKey != nil {
+		if box, err = secretbox.New(cfg.MasterKey); err != nil {
+			return err
+		}
+	}
+	bg, stopBG := context.WithCancel(context.Background())
+	defer stopBG()
+	hub := notify.New(pool, log.With("component", "notify"), notify.Options{})
+	go hub.Run(bg)
+	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
+	ingester := ingest.New(pool, ingest.Config{
+		River:    riverClient,
+		OnCommit: hub.Publish,
+		OnBatch:  func(n int) { m.IngestBatchSize.Observe(float64(n)) },
+		Logger:   log.With("component", "ingest"),
+	})
+	ingester.Start()
+
+	api := httpapi.New(httpapi.Deps{
+		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
+		Registry: registry, Accounts: ingest.NewAccounts(pool, box, registry, 5*time.Second), Ingester: ingester,
+		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
+	})
 
 	var servers []*http.Server
 	var publicAddr, adminAddr string
@@ -111,6 +139,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		}()
 	}
 	wg.Wait()
+	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
 			log.Warn("river did not stop gracefully; cancelling jobs", "err", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type MioAccount struct {
@@ -52,6 +53,46 @@ type MioApiToken struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
+}
+
+type MioInboundDedup struct {
+	TenantID        uuid.UUID
+	AccountID       uuid.UUID
+	SourceMessageID string
+	MessageID       uuid.UUID
+	CreatedAt       time.Time
+}
+
+type MioInbox struct {
+	TenantID        uuid.UUID
+	ID              uuid.UUID
+	Seq             pgtype.Int8
+	Xid             pgtype.Uint64
+	ReadyXid        pgtype.Uint64
+	ReadySeq        pgtype.Int8
+	AccountID       uuid.UUID
+	ChannelType     string
+	ConversationID  string
+	SourceMessageID string
+	State           string
+	Envelope        []byte
+	Raw             []byte
+	ReceivedAt      time.Time
+	ReadyAt         *time.Time
+	ArchivedAt      *time.Time
+}
+
+type MioProviderEvent struct {
+	TenantID          uuid.UUID
+	AccountID         uuid.UUID
+	ProviderMessageID string
+	Status            string
+	OccurredAt        *time.Time
+	RecipientID       string
+	Error             string
+	Raw               []byte
+	ReceivedAt        time.Time
+	AppliedAt         *time.Time
 }
 
 type MioTenant struct {

@@ -1,0 +1,132 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// Inbox states.
+const (
+	InboxReceived = "received" // attachments still to fetch
+	InboxReady    = "ready"
+)
+
+// InboxRow is one canonical message to insert.
+type InboxRow struct {
+	ID              uuid.UUID
+	AccountID       uuid.UUID
+	ChannelType     string
+	SourceMessageID string
+	ConversationID  string
+	State           string
+	// Envelope is the mio.v1.Message JSON without its raw payload.
+	Envelope []byte
+	Raw      []byte
+	// ReceivedAt is MIO's receive time.
+	ReceivedAt time.Time
+}
+
+// InboxInsertBatch inserts dedup keys and inbox rows for one tenant in one
+// statement and returns the ids actually inserted; rows whose (account,
+// source message id) already exists are skipped as redeliveries. The
+// transaction's tenant must be tenantID.
+func InboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []InboxRow) ([]uuid.UUID, error) {
+	p := &dbsqlc.InboxInsertBatchParams{
+		TenantID:         tenantID,
+		Ids:              make([]uuid.UUID, len(rows)),
+		AccountIds:       make([]uuid.UUID, len(rows)),
+		ChannelTypes:     make([]string, len(rows)),
+		SourceMessageIds: make([]string, len(rows)),
+		ConversationIds:  make([]string, len(rows)),
+		States:           make([]string, len(rows)),
+		Envelopes:        make([]string, len(rows)),
+		Raws:             make([][]byte, len(rows)),
+		ReceivedAts:      make([]time.Time, len(rows)),
+	}
+	for i, r := range rows {
+		p.Ids[i], p.AccountIds[i], p.ChannelTypes[i] = r.ID, r.AccountID, r.ChannelType
+		p.SourceMessageIds[i], p.ConversationIds[i], p.States[i] = r.SourceMessageID, r.ConversationID, r.State
+		p.Envelopes[i], p.Raws[i], p.ReceivedAts[i] = string(r.Envelope), r.Raw, r.ReceivedAt
+	}
+	ids, err := queries().InboxInsertBatch(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	return ids, nil
+}
+
+// InboxMessage is a stored inbox row.
+type InboxMessage struct {
+	TenantID   uuid.UUID
+	ID         uuid.UUID
+	Seq        int64
+	AccountID  uuid.UUID
+	State      string
+	Envelope   json.RawMessage
+	Raw        []byte
+	ReceivedAt time.Time
+	ReadyAt    *time.Time
+	ArchivedAt *time.Time
+}
+
+// InboxGet returns one inbox message of the tenant.
+func InboxGet(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*InboxMessage, error) {
+	r, err := queries().InboxGet(ctx, tx, &dbsqlc.InboxGetParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &InboxMessage{TenantID: r.TenantID, ID: r.ID, Seq: r.Seq.Int64, AccountID: r.AccountID, State: r.State,
+		Envelope: r.Envelope, Raw: r.Raw, ReceivedAt: r.ReceivedAt, ReadyAt: r.ReadyAt, ArchivedAt: r.ArchivedAt}, nil
+}
+
+// ProviderEvent is a delivery receipt to record.
+type ProviderEvent struct {
+	AccountID         uuid.UUID
+	ProviderMessageID string
+	Status            string
+	OccurredAt        *time.Time
+	RecipientID       string
+	Error             string
+	Raw               []byte // JSON object or nil
+}
+
+// ProviderEventInsertBatch records receipts, skipping (message, status)
+// pairs already recorded; it returns how many were new.
+func ProviderEventInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, events []ProviderEvent) (int64, error) {
+	p := &dbsqlc.ProviderEventInsertBatchParams{
+		TenantID:           tenantID,
+		AccountIds:         make([]uuid.UUID, len(events)),
+		ProviderMessageIds: make([]string, len(events)),
+		Statuses:           make([]string, len(events)),
+		OccurredAts:        make([]time.Time, len(events)),
+		RecipientIds:       make([]string, len(events)),
+		Errors:             make([]string, len(events)),
+		Raws:               make([]string, len(events)),
+	}
+	for i, e := range events {
+		p.AccountIds[i], p.ProviderMessageIds[i], p.Statuses[i] = e.AccountID, e.ProviderMessageID, e.Status
+		if e.OccurredAt != nil {
+			p.OccurredAts[i] = *e.OccurredAt
+		}
+		p.RecipientIds[i], p.Errors[i] = e.RecipientID, e.Error
+		raw := e.Raw
+		if len(raw) == 0 {
+			raw = []byte("null")
+		}
+		p.Raws[i] = string(raw)
+	}
+	n, err := queries().ProviderEventInsertBatch(ctx, tx, p)
+	return n, translate(err)
+}
+
+// InboundDedupPrune deletes at most maxRows of the tenant's dedup keys
+// created before before, returning how many it deleted.
+func InboundDedupPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before time.Time, maxRows int) (int64, error) {
+	n, err := queries().InboundDedupPrune(ctx, tx, &dbsqlc.InboundDedupPruneParams{TenantID: tenantID, Before: before, MaxRows: int32(maxRows)})
+	return n, translate(err)
+}

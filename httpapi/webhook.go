@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/ingest"
+)
+
+// Webhook outcomes (the outcome label of mio_gateway_inbound_latency_seconds).
+const (
+	outcomeAccepted     = "accepted"
+	outcomeDuplicate    = "duplicate"
+	outcomeHandshake    = "handshake"
+	outcomeIgnored      = "ignored"
+	outcomeNotFound     = "not_found"
+	outcomeUnauthorized = "unauthorized"
+	outcomeBadRequest   = "bad_request"
+	outcomeTooLarge     = "too_large"
+	outcomeUnsupported  = "unsupported_media_type"
+	outcomeUnavailable  = "unavailable"
+)
+
+// webhook handles POST (and GET, for Meta's handshake)
+// /webhooks/{channel_type}/{account_id}: find the account, verify,
+// normalize, commit, and answer 200 only after the commit.
+func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	channelType := chi.URLParam(r, "channel_type")
+	label := "unknown"
+	outcome := outcomeNotFound
+	defer func() {
+		s.metrics.InboundLatency.WithLabelValues(label, outcome).Observe(time.Since(start).Seconds())
+	}()
+
+	if _, ok := s.registry.Get(channelType); !ok {
+		writeError(w, http.StatusNotFound, "unknown_channel", "unknown channel type")
+		return
+	}
+	label = channelType
+	ctx, cancel := context.WithTimeout(r.Context(), s.webhookDeadline)
+	defer cancel()
+
+	id, err := uuid.Parse(chi.URLParam(r, "account_id"))
+	if err != nil {
+		writeError(w, http.StatusNotFound, "unknown_account", "unknown account")
+		return
+	}
+	if r.ContentLength > s.webhookMaxBody {
+		outcome = outcomeTooLarge
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds "+strconv.FormatInt(s.webhookMaxBody, 10)+" bytes")
+		return
+	}
+	acct, err := s.accounts.Resolve(ctx, channelType, id)
+	if err != nil {
+		if errors.Is(err, ingest.ErrUnknownAccount) {
+			writeError(w, http.StatusNotFound, "unknown_account", "unknown, disabled or mismatched account")
+			return
+		}
+		outcome = outcomeUnavailable
+		s.unavailable(w, "resolve account", err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.webhookMaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			outcome = outcomeTooLarge
+			writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds "+strconv.FormatInt(s.webhookMaxBody, 10)+" bytes")
+			return
+		}
+		outcome = outcomeBadRequest
+		writeError(w, http.StatusBadRequest, "bad_body", "could not read body")
+		return
+	}
+	req := &channels.Request{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, Now: start}
+	if err := acct.Inbound.Verify(ctx, req); err != nil {
+		outcome = outcomeUnauthorized
+		writeError(w, http.StatusUnauthorized, "unauthorized", "signature or token invalid")
+		return
+	}
+	parsed, err := acct.Inbound.Parse(ctx, req)
+	if err != nil {
+		var bre *channels.BadRequestError
+		switch {
+		case errors.As(err, &bre):
+			outcome = outcomeBadRequest
+			writeError(w, http.StatusBadRequest, "bad_request", bre.Reason)
+		case errors.Is(err, channels.ErrUnsupportedMediaType):
+			outcome = outcomeUnsupported
+			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", "unsupported content type")
+		default:
+			outcome = outcomeBadRequest
+			writeError(w, http.StatusBadRequest, "bad_request", "payload not understood")
+		}
+		return
+	}
+	if len(parsed.Messages) == 0 && len(parsed.Statuses) == 0 {
+		outcome = outcomeIgnored
+		if parsed.Reply != nil {
+			outcome = outcomeHandshake
+		}
+		s.reply(w, parsed.Reply)
+		return
+	}
+	res, err := s.ingester.Ingest(ctx, ingest.Prepare(acct, parsed, body, start))
+	if err != nil {
+		if db.IsUnavailable(err) || errors.Is(err, ingest.ErrStopped) {
+			outcome = outcomeUnavailable
+			s.unavailable(w, "ingest", err)
+			return
+		}
+		// The database refused the data itself: a client problem.
+		outcome = outcomeBadRequest
+		s.log.Warn("webhook rejected by storage", "channel_type", channelType, "err", err)
+		writeError(w, http.StatusBadRequest, "unstorable", "payload could not be stored")
+		return
+	}
+	outcome = outcomeAccepted
+	if res.Duplicates > 0 {
+		s.metrics.DedupTotal.WithLabelValues(channelType).Add(float64(res.Duplicates))
+		if len(res.Inserted) == 0 && res.NewStatuses == 0 {
+			outcome = outcomeDuplicate
+		}
+	}
+	if n := len(res.Inserted); n > 0 {
+		s.metrics.InboundMessages.WithLabelValues(channelType).Add(float64(n))
+	}
+	s.reply(w, parsed.Reply)
+}
+
+func (s *Server) reply(w http.ResponseWriter, rep *channels.Reply) {
+	if rep == nil {
+		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		return
+	}
+	if rep.ContentType != "" {
+		w.Header().Set("Content-Type", rep.ContentType)
+	}
+	status := rep.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(rep.Body)
+}
+
+// unavailable answers 503 with Retry-After so the platform redelivers.
+func (s *Server) unavailable(w http.ResponseWriter, what string, err error) {
+	s.log.Warn("webhook unavailable", "step", what, "err", err)
+	w.Header().Set("Retry-After", "2")
+	writeError(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable, retry")
+}

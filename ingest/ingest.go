@@ -1,0 +1,337 @@
+// Package ingest commits verified, normalized webhook messages: dedup
+// keys, inbox rows, provider receipts and enrich jobs in one transaction.
+// Concurrent requests are group-committed — gathered for a fraction of a
+// millisecond into one transaction — so one WAL flush serves many
+// webhooks; a batch that fails is retried request by request, so one bad
+// request never fails its batch-mates.
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/workers"
+)
+
+// ErrStopped is returned for requests submitted after Stop.
+var ErrStopped = errors.New("ingest: stopped")
+
+// Request is one webhook's worth of rows, all of one tenant.
+type Request struct {
+	TenantID uuid.UUID
+	Messages []db.InboxRow
+	Statuses []db.ProviderEvent
+}
+
+// Result says what a request committed.
+type Result struct {
+	// Inserted are the ids of messages newly stored; the others were
+	// redeliveries of stored events.
+	Inserted   []uuid.UUID
+	Duplicates int
+	// NewStatuses counts receipts not seen before.
+	NewStatuses int64
+}
+
+// Config tunes group commit.
+type Config struct {
+	// Window is how long a flusher waits to gather more requests into its
+	// transaction. Default 500µs.
+	Window time.Duration
+	// MaxBatch caps the requests in one transaction. Default 64.
+	MaxBatch int
+	// Flushers is the number of transactions in flight at once. Default 8.
+	Flushers int
+	// River inserts enrich jobs in the same transaction; nil skips them
+	// (messages with attachments then stay in state received).
+	River *river.Client[pgx.Tx]
+	// OnCommit is called after each commit with the tenants that got new
+	// messages (wake-ups).
+	OnCommit func(tenantID uuid.UUID)
+	// OnBatch observes each committed batch's size.
+	OnBatch func(requests int)
+	Logger  *slog.Logger
+}
+
+// Ingester group-commits requests.
+type Ingester struct {
+	pool  *pgxpool.Pool
+	cfg   Config
+	queue chan *pending
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	mu    sync.RWMutex
+	done  bool
+}
+
+type pending struct {
+	ctx context.Context
+	req *Request
+	res chan outcome
+}
+
+type outcome struct {
+	res *Result
+	err error
+}
+
+// New returns an Ingester; call Start.
+func New(pool *pgxpool.Pool, cfg Config) *Ingester {
+	if cfg.Window == 0 {
+		cfg.Window = 500 * time.Microsecond
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = 64
+	}
+	if cfg.Flushers == 0 {
+		cfg.Flushers = 8
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Ingester{pool: pool, cfg: cfg, queue: make(chan *pending, cfg.MaxBatch*cfg.Flushers)}
+}
+
+// Start runs the flushers.
+func (in *Ingester) Start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	in.stop = cancel
+	for range in.cfg.Flushers {
+		in.wg.Add(1)
+		go func() { defer in.wg.Done(); in.flusher(ctx) }()
+	}
+}
+
+// Stop refuses new requests, commits what is queued, and waits for the
+// flushers. Call it after the HTTP server has drained.
+func (in *Ingester) Stop() {
+	in.mu.Lock()
+	in.done = true
+	in.mu.Unlock()
+	in.stop()
+	in.wg.Wait()
+	// Anything still queued was never started: fail it (nothing written).
+	for {
+		select {
+		case p := <-in.queue:
+			p.res <- outcome{err: ErrStopped}
+		default:
+			return
+		}
+	}
+}
+
+// Ingest commits req (possibly together with concurrent requests) and
+// returns once its transaction has committed or failed. It never returns a
+// result without a commit. ctx bounds the wait.
+func (in *Ingester) Ingest(ctx context.Context, req *Request) (*Result, error) {
+	if len(req.Messages) == 0 && len(req.Statuses) == 0 {
+		return &Result{}, nil
+	}
+	p := &pending{ctx: ctx, req: req, res: make(chan outcome, 1)}
+	in.mu.RLock()
+	if in.done {
+		in.mu.RUnlock()
+		return nil, ErrStopped
+	}
+	select {
+	case in.queue <- p:
+		in.mu.RUnlock()
+	case <-ctx.Done():
+		in.mu.RUnlock()
+		return nil, ctx.Err()
+	}
+	select {
+	case o := <-p.res:
+		return o.res, o.err
+	case <-ctx.Done():
+		// The batch may still commit; the platform's redelivery then
+		// deduplicates. Never report success we have not seen.
+		return nil, ctx.Err()
+	}
+}
+
+func (in *Ingester) flusher(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		var first *pending
+		select {
+		case first = <-in.queue:
+		case <-ctx.Done():
+			// Drain what is queued before exiting.
+			select {
+			case first = <-in.queue:
+			default:
+				return
+			}
+		}
+		batch := []*pending{first}
+		timer.Reset(in.cfg.Window)
+	collect:
+		for len(batch) < in.cfg.MaxBatch {
+			select {
+			case p := <-in.queue:
+				batch = append(batch, p)
+			case <-timer.C:
+				break collect
+			}
+		}
+		timer.Stop()
+		in.flush(batch)
+	}
+}
+
+// flush commits a batch; on failure it retries each request alone, so
+// only the culprit fails (unless the database itself is unavailable).
+func (in *Ingester) flush(batch []*pending) {
+	live := batch[:0]
+	for _, p := range batch {
+		if err := p.ctx.Err(); err != nil {
+			p.res <- outcome{err: err}
+			continue
+		}
+		live = append(live, p)
+	}
+	if len(live) == 0 {
+		return
+	}
+	results, err := in.commit(live)
+	if err == nil {
+		for i, p := range live {
+			p.res <- outcome{res: results[i]}
+		}
+		if in.cfg.OnBatch != nil {
+			in.cfg.OnBatch(len(live))
+		}
+		return
+	}
+	if len(live) == 1 || db.IsUnavailable(err) {
+		for _, p := range live {
+			p.res <- outcome{err: err}
+		}
+		return
+	}
+	in.cfg.Logger.Warn("ingest: batch failed; retrying requests one by one", "requests", len(live), "err", err)
+	for _, p := range live {
+		rs, err := in.commit([]*pending{p})
+		if err != nil {
+			p.res <- outcome{err: err}
+			continue
+		}
+		p.res <- outcome{res: rs[0]}
+	}
+}
+
+func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
+	// The batch's deadline is the latest of its requests': a request whose
+	// own deadline passes stops waiting (and answers 503) on its own.
+	ctx := context.Background()
+	var deadline time.Time
+	for _, p := range batch {
+		if d, ok := p.ctx.Deadline(); ok && d.After(deadline) {
+			deadline = d
+		}
+	}
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+
+	// Group requests by tenant: row-level security sees one tenant per
+	// statement, so each tenant's rows go in their own statement.
+	order := []uuid.UUID{}
+	byTenant := map[uuid.UUID][]int{}
+	for i, p := range batch {
+		t := p.req.TenantID
+		if _, ok := byTenant[t]; !ok {
+			order = append(order, t)
+		}
+		byTenant[t] = append(byTenant[t], i)
+	}
+
+	results := make([]*Result, len(batch))
+	for i := range results {
+		results[i] = &Result{}
+	}
+	tx, err := db.BeginTenant(ctx, in.pool, order[0])
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	var enrich []river.InsertManyParams
+	for n, tenant := range order {
+		if n > 0 {
+			if err := db.SetTenant(ctx, tx, tenant); err != nil {
+				return nil, err
+			}
+		}
+		var rows []db.InboxRow
+		var events []db.ProviderEvent
+		owner := map[uuid.UUID]int{}
+		for _, i := range byTenant[tenant] {
+			for _, m := range batch[i].req.Messages {
+				owner[m.ID] = i
+				rows = append(rows, m)
+			}
+			events = append(events, batch[i].req.Statuses...)
+		}
+		if len(rows) > 0 {
+			ids, err := db.InboxInsertBatch(ctx, tx, tenant, rows)
+			if err != nil {
+				return nil, fmt.Errorf("insert inbox: %w", err)
+			}
+			inserted := make(map[uuid.UUID]bool, len(ids))
+			for _, id := range ids {
+				inserted[id] = true
+				results[owner[id]].Inserted = append(results[owner[id]].Inserted, id)
+			}
+			for _, r := range rows {
+				if !inserted[r.ID] {
+					results[owner[r.ID]].Duplicates++
+				} else if r.State == db.InboxReceived && in.cfg.River != nil {
+					enrich = append(enrich, river.InsertManyParams{Args: workers.EnrichArgs{TenantID: tenant, MessageID: r.ID}})
+				}
+			}
+		}
+		if len(events) > 0 {
+			// Receipts are counted per tenant group; attribute to the
+			// group's first request (receipts have no per-request answer).
+			n, err := db.ProviderEventInsertBatch(ctx, tx, tenant, events)
+			if err != nil {
+				return nil, fmt.Errorf("insert provider events: %w", err)
+			}
+			results[byTenant[tenant][0]].NewStatuses += n
+		}
+	}
+	if len(enrich) > 0 {
+		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
+			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	if in.cfg.OnCommit != nil {
+		for _, tenant := range order {
+			for _, i := range byTenant[tenant] {
+				if len(results[i].Inserted) > 0 {
+					in.cfg.OnCommit(tenant)
+					break
+				}
+			}
+		}
+	}
+	return results, nil
+}

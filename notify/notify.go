@@ -1,0 +1,214 @@
+// Package notify wakes waiting consumers when new inbox messages commit.
+// In the same process a commit wakes subscribers at once; other processes
+// learn through PostgreSQL LISTEN/NOTIFY. NOTIFY is debounced and sent
+// outside ingest transactions: a NOTIFY inside every insert transaction
+// serializes commits on PostgreSQL's notification queue lock and roughly
+// halves commit throughput.
+package notify
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Channel is the PostgreSQL notification channel.
+const Channel = "mio_inbox"
+
+// Hub fans out "new messages for tenant" signals.
+type Hub struct {
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	debounce time.Duration
+	self     string // identifies this process's own notifications
+
+	mu      sync.Mutex
+	subs    map[uuid.UUID]map[*Sub]struct{}
+	pending map[uuid.UUID]struct{}
+	kick    chan struct{}
+}
+
+// Options configure a Hub.
+type Options struct {
+	// Debounce is the longest a NOTIFY waits to gather tenants. Default
+	// 2ms.
+	Debounce time.Duration
+}
+
+// New returns a Hub. pool may be nil (in-process only, tests).
+func New(pool *pgxpool.Pool, log *slog.Logger, opts Options) *Hub {
+	if opts.Debounce == 0 {
+		opts.Debounce = 2 * time.Millisecond
+	}
+	return &Hub{
+		pool: pool, log: log, debounce: opts.Debounce, self: uuid.NewString()[:8],
+		subs: map[uuid.UUID]map[*Sub]struct{}{}, pending: map[uuid.UUID]struct{}{},
+		kick: make(chan struct{}, 1),
+	}
+}
+
+// Sub receives a value on C (buffered, coalescing) whenever its tenant
+// may have new messages.
+type Sub struct {
+	C      chan struct{}
+	tenant uuid.UUID
+	hub    *Hub
+}
+
+// Subscribe registers interest in a tenant's new messages.
+func (h *Hub) Subscribe(tenantID uuid.UUID) *Sub {
+	s := &Sub{C: make(chan struct{}, 1), tenant: tenantID, hub: h}
+	h.mu.Lock()
+	m := h.subs[tenantID]
+	if m == nil {
+		m = map[*Sub]struct{}{}
+		h.subs[tenantID] = m
+	}
+	m[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// Close unregisters the subscription.
+func (s *Sub) Close() {
+	s.hub.mu.Lock()
+	if m := s.hub.subs[s.tenant]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(s.hub.subs, s.tenant)
+		}
+	}
+	s.hub.mu.Unlock()
+}
+
+// Publish signals, after a commit, that tenantID has new messages: local
+// subscribers wake now, other processes after the debounced NOTIFY.
+func (h *Hub) Publish(tenantID uuid.UUID) {
+	h.mu.Lock()
+	h.wakeLocked(tenantID)
+	h.pending[tenantID] = struct{}{}
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hub) wakeLocked(tenantID uuid.UUID) {
+	for s := range h.subs[tenantID] {
+		select {
+		case s.C <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Run sends debounced NOTIFYs and listens for other processes' until ctx
+// is done. It reconnects with backoff on database errors.
+func (h *Hub) Run(ctx context.Context) {
+	if h.pool == nil {
+		<-ctx.Done()
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); h.sendLoop(ctx) }()
+	go func() { defer wg.Done(); h.listenLoop(ctx) }()
+	wg.Wait()
+}
+
+func (h *Hub) sendLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-h.kick:
+		}
+		// Gather what else commits within the debounce window.
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(h.debounce):
+		}
+		h.mu.Lock()
+		tenants := make([]string, 0, len(h.pending))
+		for t := range h.pending {
+			tenants = append(tenants, t.String())
+		}
+		clear(h.pending)
+		h.mu.Unlock()
+		for len(tenants) > 0 {
+			// NOTIFY payloads are limited to 8000 bytes: ~200 tenants each.
+			n := min(len(tenants), 200)
+			payload := h.self + "|" + strings.Join(tenants[:n], ",")
+			tenants = tenants[n:]
+			if _, err := h.pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, payload); err != nil && ctx.Err() == nil {
+				h.log.Warn("notify: send", "err", err)
+			}
+		}
+	}
+}
+
+func (h *Hub) listenLoop(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := h.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		h.log.Warn("notify: listener lost; reconnecting", "err", err, "backoff", backoff.String())
+		// A missed notification only delays a consumer until its next
+		// poll; wake everyone once after reconnecting to be safe.
+		h.wakeAll()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff + rand.N(backoff)):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (h *Hub) listenOnce(ctx context.Context) error {
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection carries LISTEN state: never return it to the pool.
+	pc := conn.Hijack()
+	defer pc.Close(context.Background())
+	if _, err := pc.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	for {
+		n, err := pc.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		from, list, ok := strings.Cut(n.Payload, "|")
+		if !ok || from == h.self {
+			continue
+		}
+		h.mu.Lock()
+		for _, s := range strings.Split(list, ",") {
+			if id, err := uuid.Parse(s); err == nil {
+				h.wakeLocked(id)
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (h *Hub) wakeAll() {
+	h.mu.Lock()
+	for t := range h.subs {
+		h.wakeLocked(t)
+	}
+	h.mu.Unlock()
+}

@@ -1,0 +1,58 @@
+-- name: InboxInsertBatch :many
+-- Inserts dedup keys and inbox rows for one tenant in one statement: a row
+-- whose (account, source id) already exists is skipped (a redelivery) and
+-- only the ids actually inserted are returned.
+WITH input AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@account_ids::uuid[]) AS account_id,
+           unnest(@channel_types::text[]) AS channel_type,
+           unnest(@source_message_ids::text[]) AS source_message_id,
+           unnest(@conversation_ids::text[]) AS conversation_id,
+           unnest(@states::text[]) AS state,
+           unnest(@envelopes::text[]) AS envelope,
+           unnest(@raws::bytea[]) AS raw,
+           unnest(@received_ats::timestamptz[]) AS received_at
+),
+dedup AS (
+    INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
+    SELECT @tenant_id::uuid, account_id, source_message_id, id FROM input
+    ON CONFLICT DO NOTHING
+    RETURNING message_id
+)
+INSERT INTO mio.inbox (
+    tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state,
+    envelope, raw, received_at, ready_xid, ready_seq, ready_at
+)
+SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.source_message_id,
+       input.conversation_id, input.state, input.envelope::jsonb, input.raw, input.received_at,
+       CASE WHEN input.state = 'ready' THEN pg_current_xact_id() END,
+       CASE WHEN input.state = 'ready' THEN nextval('mio.inbox_ready_seq') END,
+       CASE WHEN input.state = 'ready' THEN input.received_at END
+FROM input
+JOIN dedup ON dedup.message_id = input.id
+RETURNING id;
+
+-- name: InboxGet :one
+SELECT * FROM mio.inbox WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ProviderEventInsertBatch :execrows
+INSERT INTO mio.provider_events (tenant_id, account_id, provider_message_id, status, occurred_at, recipient_id, error, raw)
+SELECT @tenant_id::uuid, t.account_id, t.provider_message_id, t.status, t.occurred_at, t.recipient_id, t.error, t.raw::jsonb
+FROM (
+    SELECT unnest(@account_ids::uuid[]) AS account_id,
+           unnest(@provider_message_ids::text[]) AS provider_message_id,
+           unnest(@statuses::text[]) AS status,
+           unnest(@occurred_ats::timestamptz[]) AS occurred_at,
+           unnest(@recipient_ids::text[]) AS recipient_id,
+           unnest(@errors::text[]) AS error,
+           unnest(@raws::text[]) AS raw
+) AS t
+ON CONFLICT DO NOTHING;
+
+-- name: InboundDedupPrune :execrows
+-- Deletes at most @max_rows dedup keys older than @before (bounded so a
+-- prune never holds long locks).
+DELETE FROM mio.inbound_dedup
+WHERE ctid = ANY (ARRAY(
+    SELECT d.ctid FROM mio.inbound_dedup AS d WHERE d.tenant_id = @tenant_id::uuid AND d.created_at < @before::timestamptz ORDER BY d.created_at LIMIT @max_rows::int
+));
