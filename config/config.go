@@ -216,8 +216,17 @@ func options() []option {
 // (getenv, usually os.Getenv) over defaults and validates the result. A bad
 // value fails with one line naming the setting and the accepted form.
 func Load(name string, args []string, getenv func(string) string, usageOut io.Writer) (*Config, []string, error) {
+	return LoadWith(name, args, getenv, usageOut, nil)
+}
+
+// LoadWith is Load with a command's own flags registered on the same flag
+// set (register may be nil).
+func LoadWith(name string, args []string, getenv func(string) string, usageOut io.Writer, register func(*flag.FlagSet)) (*Config, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usageOut)
+	if register != nil {
+		register(fs)
+	}
 	opts := options()
 	vals := make(map[string]*string, len(opts))
 	for _, o := range opts {

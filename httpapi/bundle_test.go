@@ -59,7 +59,7 @@ type bundleOpts struct {
 	deadline time.Duration
 }
 
-func setup(t *testing.T, opts ...bundleOpts) *testBundle {
+func setup(t testing.TB, opts ...bundleOpts) *testBundle {
 	t.Helper()
 	var o bundleOpts
 	if len(opts) > 0 {
@@ -128,7 +128,7 @@ func (b *testBundle) url(ct string) string {
 }
 
 // post sends body with headers to url.
-func post(t *testing.T, url string, body []byte, hdr map[string]string) (*http.Response, string) {
+func post(t testing.TB, url string, body []byte, hdr map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	require.NoError(t, err)
@@ -151,7 +151,7 @@ func (b *testBundle) webhookEvent(t *testing.T, id, conv, text string) ([]byte, 
 	return body, b.signWebhook(t, id, body)
 }
 
-func (b *testBundle) signWebhook(t *testing.T, id string, body []byte) map[string]string {
+func (b *testBundle) signWebhook(t testing.TB, id string, body []byte) map[string]string {
 	t.Helper()
 	now := time.Now()
 	sig, err := webhook.Sign(b.webhookSecret, id, now, body)

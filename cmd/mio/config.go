@@ -11,7 +11,12 @@ import (
 // loadConfig loads the configuration for a command; a bad value is a usage
 // error naming the setting.
 func loadConfig(name string, args []string, getenv env, stderr io.Writer) (*config.Config, []string, error) {
-	cfg, rest, err := config.Load("mio "+name, args, getenv, stderr)
+	return loadConfigWith(name, args, getenv, stderr, nil)
+}
+
+// loadConfigWith also registers a command's own flags.
+func loadConfigWith(name string, args []string, getenv env, stderr io.Writer, register func(*flag.FlagSet)) (*config.Config, []string, error) {
+	cfg, rest, err := config.LoadWith("mio "+name, args, getenv, stderr, register)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, nil, err

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels/webhook"
+	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/secretbox"
+)
+
+// TestCrashConsistency kills `mio serve` with SIGKILL in the middle of a
+// webhook load and restarts it: every webhook answered 200 is stored, and
+// nothing answered otherwise is half-written (a dedup key without its
+// message, or the reverse).
+func TestCrashConsistency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, _ := secretbox.New(key)
+	svc := admin.New(env.Pool, box, "http://x")
+	tenant, err := svc.TenantCreate(ctx, "crash")
+	require.NoError(t, err)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})
+	require.NoError(t, err)
+
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	serverEnv := []string{"MIO_DATABASE_URL=" + env.OwnerURL, "MIO_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key),
+		"MIO_HTTP_ADDR=" + addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error"}
+	start := func() *exec.Cmd {
+		cmd := exec.Command(mioBin, "serve")
+		cmd.Env = append(baseEnv(), serverEnv...)
+		out := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
+		require.NoError(t, cmd.Start())
+		waitReady(t, "http://"+addr, out)
+		return cmd
+	}
+	url := "http://" + addr + "/webhooks/webhook/" + acct.ID.String()
+	send := func(client *http.Client, id string) (int, error) {
+		body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"c"},"sender":{"id":"u"},"text":%q}}`,
+			time.Now().UTC().Format(time.RFC3339), id))
+		now := time.Now()
+		sig, err := webhook.Sign(secret, id, now, body)
+		if err != nil {
+			return 0, err
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("webhook-id", id)
+		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+		req.Header.Set("webhook-signature", sig)
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	server := start()
+	var (
+		mu      sync.Mutex
+		ok      = map[string]bool{}
+		notOK   = map[string]bool{}
+		counter atomic.Int64
+		stop    atomic.Bool
+		wg      sync.WaitGroup
+	)
+	for w := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			client := &http.Client{Timeout: 5 * time.Second}
+			for i := 0; !stop.Load(); i++ {
+				id := fmt.Sprintf("crash_%d_%d", w, i)
+				status, err := send(client, id)
+				counter.Add(1)
+				mu.Lock()
+				if err == nil && status == http.StatusOK {
+					ok[id] = true
+				} else {
+					notOK[id] = true
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for counter.Load() < 400 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.NoError(t, server.Process.Signal(syscall.SIGKILL))
+	_ = server.Wait()
+	time.Sleep(100 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	require.NotEmpty(t, ok)
+	require.NotEmpty(t, notOK, "the kill must interrupt requests")
+
+	server = start()
+	defer func() { _ = server.Process.Signal(syscall.SIGTERM); _ = server.Wait() }()
+
+	owner := env.OwnerPool(t) // the owner (superuser in tests) sees every row
+	stored := map[string]bool{}
+	rows, err := owner.Query(ctx, "SELECT source_message_id FROM mio.inbox")
+	require.NoError(t, err)
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		stored[s] = true
+	}
+	require.NoError(t, rows.Err())
+	for id := range ok {
+		require.True(t, stored[id], "webhook %s was answered 200 but is missing", id)
+	}
+	var orphans int
+	require.NoError(t, owner.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM mio.inbound_dedup d WHERE NOT EXISTS (SELECT 1 FROM mio.inbox i WHERE i.id = d.message_id))
+		     + (SELECT count(*) FROM mio.inbox i WHERE NOT EXISTS (SELECT 1 FROM mio.inbound_dedup d WHERE d.message_id = i.id))`).Scan(&orphans))
+	require.Zero(t, orphans, "half-written webhooks")
+
+	// The platform redelivers whatever was not acknowledged: each is then
+	// stored exactly once.
+	client := &http.Client{Timeout: 5 * time.Second}
+	for id := range notOK {
+		status, err := send(client, id)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status)
+	}
+	var total int
+	require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM mio.inbox").Scan(&total))
+	require.Equal(t, len(ok)+len(notOK), total)
+	t.Logf("answered 200: %d, interrupted: %d", len(ok), len(notOK))
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func waitReady(t *testing.T, base string, out *lockedBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("server not ready: %s", out.String())
+}
