@@ -2,9 +2,9 @@ package httpapi_test
 
 import (
 	"bytes"
+	"net/http"
 	"os"
 	"path/filepath"
-	"net/http"
 	"testing"
 
 	"github.com/miohq/mio/channels/whatsapp"

@@ -51,7 +51,10 @@ type Channel struct {
 	opts Options
 }
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel         = (*Channel)(nil)
+	_ channels.OutboundChannel = (*Channel)(nil)
+)
 
 // New returns a Discord adapter, applying defaults to zero options.
 func New(opts Options) *Channel {
@@ -91,7 +94,8 @@ func (c *Channel) Capabilities() channels.Capabilities {
 //     follow-up messages).
 //
 // Credentials (decrypted JSON, optional for inbound):
-//   - "bot_token": the bot token used for outbound REST calls.
+//   - "bot_token": the bot token used for outbound REST calls; required to
+//     send (the bot needs Send Messages in the target channel).
 type Config struct {
 	ApplicationID string `json:"application_id"`
 	BotToken      string `json:"bot_token"`
@@ -146,6 +150,37 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 		return nil, err
 	}
 	return &inbound{cfg: cfg, opts: c.opts}, nil
+}
+
+// NewOutbound validates the account's configuration for sending and
+// returns its sender, which also edits (channels.Editor).
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := ParseOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: c.opts.APIBaseURL, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
+}
+
+// ParseOutboundConfig decodes an account's configuration for sending: it
+// requires credentials bot_token and ignores the inbound public key.
+// Errors wrap channels.ErrInvalidConfig.
+func ParseOutboundConfig(acct channels.Account) (Config, error) {
+	var s settingsJSON
+	if err := decodeObject(acct.Settings, &s); err != nil {
+		return Config{}, fmt.Errorf("%w: discord settings: %v", channels.ErrInvalidConfig, err)
+	}
+	var cr credentialsJSON
+	if err := decodeObject(acct.Credentials, &cr); err != nil {
+		return Config{}, fmt.Errorf("%w: discord credentials: %v", channels.ErrInvalidConfig, err)
+	}
+	switch {
+	case cr.BotToken == "":
+		return Config{}, fmt.Errorf("%w: discord: credentials bot_token is required to send", channels.ErrInvalidConfig)
+	case strings.ContainsFunc(cr.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return Config{}, fmt.Errorf("%w: discord: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
+	}
+	return Config{ApplicationID: s.ApplicationID, BotToken: cr.BotToken}, nil
 }
 
 // decodeObject decodes an optional JSON object; empty input and null are

@@ -103,6 +103,8 @@ func (c *Channel) Capabilities() channels.Capabilities {
 	return channels.Capabilities{Edit: true, Threads: true, Attachments: true}
 }
 
+var _ channels.OutboundChannel = (*Channel)(nil)
+
 // NewInbound validates acct's configuration and returns its webhook handler.
 func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	cfg, err := newConfig(acct)
@@ -116,9 +118,11 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 //
 //   - webhook secret (Account.WebhookSecret): the Slack app's signing
 //     secret, used to verify X-Slack-Signature. Required.
-//   - credentials JSON: {"bot_token": "xoxb-..."}. Optional; with a bot
-//     token, sender display names are resolved through users.info (the
-//     token needs the users:read scope). Other keys are ignored.
+//   - credentials JSON: {"bot_token": "xoxb-..."}. Optional for inbound;
+//     with a bot token, sender display names are resolved through
+//     users.info (the token needs the users:read scope). Required to send
+//     (chat.postMessage and chat.update need chat:write). Other keys are
+//     ignored.
 //   - settings JSON: no keys yet; when present it must be a JSON object.
 type Config struct {
 	// SigningSecret is the app's signing secret (the webhook secret).
@@ -142,6 +146,36 @@ func newConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: slack: the signing secret (webhook secret) is required", channels.ErrInvalidConfig)
 	case strings.TrimSpace(cfg.SigningSecret) != cfg.SigningSecret:
 		return Config{}, fmt.Errorf("%w: slack: the signing secret has leading or trailing whitespace", channels.ErrInvalidConfig)
+	case strings.ContainsFunc(cfg.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
+	}
+	return cfg, nil
+}
+
+// NewOutbound validates acct's configuration for sending and returns its
+// sender; the sender also edits (channels.Editor). Only credentials
+// bot_token is needed: the signing secret is an inbound concern.
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := newOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: c.apiBase, client: c.client, token: cfg.BotToken}, nil
+}
+
+// newOutboundConfig decodes acct into a Config for sending: it requires a
+// bot token and ignores the signing secret.
+func newOutboundConfig(acct channels.Account) (Config, error) {
+	var cfg Config
+	if err := decodeObject(acct.Settings, &struct{}{}); err != nil {
+		return Config{}, fmt.Errorf("%w: slack settings: %v", channels.ErrInvalidConfig, err)
+	}
+	if err := decodeObject(acct.Credentials, &cfg); err != nil {
+		return Config{}, fmt.Errorf("%w: slack credentials: %v", channels.ErrInvalidConfig, err)
+	}
+	switch {
+	case cfg.BotToken == "":
+		return Config{}, fmt.Errorf("%w: slack: credentials bot_token is required to send", channels.ErrInvalidConfig)
 	case strings.ContainsFunc(cfg.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}

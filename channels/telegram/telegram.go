@@ -39,7 +39,10 @@ type Channel struct {
 	opts Options
 }
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel         = (*Channel)(nil)
+	_ channels.OutboundChannel = (*Channel)(nil)
+)
 
 // New returns a Telegram adapter, applying defaults to opts.
 func New(opts Options) *Channel {
@@ -71,6 +74,17 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 		return nil, err
 	}
 	return &inbound{cfg: cfg}, nil
+}
+
+// NewOutbound validates the account's configuration for sending and
+// returns its sender, which also edits (channels.Editor). Sending needs
+// only credentials bot_token; the webhook secret is an inbound concern.
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := ParseOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: c.opts.APIBaseURL, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
 }
 
 // Config is one Telegram account's configuration.
@@ -118,6 +132,28 @@ func ParseConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: telegram: credentials bot_token is not a Bot API token", channels.ErrInvalidConfig)
 	}
 	return cfg, nil
+}
+
+// ParseOutboundConfig decodes an account's configuration for sending: it
+// requires credentials bot_token and ignores the webhook secret. Errors
+// wrap channels.ErrInvalidConfig.
+func ParseOutboundConfig(acct channels.Account) (Config, error) {
+	if err := checkObject("settings", acct.Settings); err != nil {
+		return Config{}, err
+	}
+	var creds struct {
+		BotToken string `json:"bot_token"`
+	}
+	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+		return Config{}, err
+	}
+	if creds.BotToken == "" {
+		return Config{}, fmt.Errorf("%w: telegram: credentials bot_token is required to send", channels.ErrInvalidConfig)
+	}
+	if !botTokenRE.MatchString(creds.BotToken) {
+		return Config{}, fmt.Errorf("%w: telegram: credentials bot_token is not a Bot API token", channels.ErrInvalidConfig)
+	}
+	return Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}, nil
 }
 
 // isEmptyJSON reports whether raw is absent, blank or JSON null.

@@ -1,5 +1,5 @@
 // Package webhook is MIO's generic channel: any system can deliver messages
-// to MIO (and, later, receive MIO's replies) as Standard Webhooks
+// to MIO and receive MIO's replies as Standard Webhooks
 // (https://www.standardwebhooks.com): a JSON body {type, timestamp, data}
 // signed with HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{body}"
 // with a shared whsec_ secret. The body shape is fixed in DESIGN.md §3.
@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -21,15 +23,42 @@ import (
 	"github.com/miohq/mio/envelope"
 )
 
-// Options configures the webhook channel. It has no fields yet (inbound
-// needs no outside services); the zero value is ready to use.
-type Options struct{}
+// DefaultTimeout bounds one outbound delivery when Options.HTTPClient is
+// nil (Standard Webhooks senders use 15–30 s).
+const DefaultTimeout = 15 * time.Second
+
+// Options configures the webhook channel. The zero value is ready to use.
+type Options struct {
+	// HTTPClient delivers outbound webhooks. Default: a client with a
+	// DefaultTimeout timeout. A copy is used whose CheckRedirect never
+	// follows a redirect (a 3xx answer is a failed delivery).
+	HTTPClient *http.Client
+	// Now stamps outbound deliveries (webhook-timestamp and the body's
+	// timestamp). Default time.Now.
+	Now func() time.Time
+}
 
 // Channel is the generic Standard Webhooks adapter.
-type Channel struct{}
+type Channel struct {
+	client *http.Client
+	now    func() time.Time
+}
 
-// New returns the webhook channel.
-func New(Options) *Channel { return &Channel{} }
+var _ channels.OutboundChannel = (*Channel)(nil)
+
+// New returns the webhook channel, applying defaults to opts.
+func New(opts Options) *Channel {
+	client := &http.Client{Timeout: DefaultTimeout}
+	if opts.HTTPClient != nil {
+		c := *opts.HTTPClient
+		client = &c
+	}
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Channel{client: client, now: opts.Now}
+}
 
 // Type returns envelope.ChannelWebhook.
 func (c *Channel) Type() string { return envelope.ChannelWebhook }
@@ -53,12 +82,16 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 //
 //   - webhook secret (Account.WebhookSecret): the current Standard Webhooks
 //     secret, "whsec_" + base64 of 24–64 random bytes. Required. Outbound
-//     deliveries will be signed with it.
+//     deliveries are signed with it.
 //   - credentials JSON: {"previous_secrets": ["whsec_...", ...]}. Optional;
 //     during a rotation a request signed with any of these secrets also
 //     verifies. Other keys are ignored.
-//   - settings JSON: no keys yet; when present it must be a JSON object.
+//   - settings JSON: {"endpoint_url": "https://..."}. endpoint_url is
+//     where outbound messages are POSTed, an absolute http(s) URL; required
+//     to send, unused inbound. When present settings must be a JSON object.
 type Config struct {
+	// EndpointURL receives outbound deliveries (settings endpoint_url).
+	EndpointURL string `json:"-"`
 	// Secret is the current whsec_ secret (the webhook secret).
 	Secret string `json:"-"`
 	// PreviousSecrets are older whsec_ secrets still accepted inbound.
@@ -91,6 +124,42 @@ func newConfig(acct channels.Account) (Config, error) {
 		}
 		cfg.keys = append(cfg.keys, key)
 	}
+	return cfg, nil
+}
+
+// NewOutbound validates acct's configuration for sending (the whsec_
+// secret and settings endpoint_url) and returns its sender, which also
+// edits (message.updated).
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := newOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{client: c.client, now: c.now, endpoint: cfg.EndpointURL, secret: cfg.Secret}, nil
+}
+
+// newOutboundConfig decodes acct into a Config for sending: newConfig's
+// checks plus a required endpoint_url. Errors never repeat the URL, which
+// may carry credentials.
+func newOutboundConfig(acct channels.Account) (Config, error) {
+	cfg, err := newConfig(acct)
+	if err != nil {
+		return Config{}, err
+	}
+	var s struct {
+		EndpointURL string `json:"endpoint_url"`
+	}
+	if err := decodeObject(acct.Settings, &s); err != nil {
+		return Config{}, fmt.Errorf("%w: webhook settings: %v", channels.ErrInvalidConfig, err)
+	}
+	if s.EndpointURL == "" {
+		return Config{}, fmt.Errorf("%w: webhook: settings endpoint_url is required to send", channels.ErrInvalidConfig)
+	}
+	u, err := url.Parse(s.EndpointURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return Config{}, fmt.Errorf("%w: webhook: settings endpoint_url is not an absolute http(s) URL", channels.ErrInvalidConfig)
+	}
+	cfg.EndpointURL = s.EndpointURL
 	return cfg, nil
 }
 

@@ -46,7 +46,10 @@ type Channel struct {
 	opts Options
 }
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel         = (*Channel)(nil)
+	_ channels.OutboundChannel = (*Channel)(nil)
+)
 
 // New returns a WhatsApp adapter, applying defaults to opts.
 func New(opts Options) *Channel {
@@ -79,10 +82,27 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	return &inbound{cfg: cfg}, nil
 }
 
+// NewOutbound validates the account's configuration for sending and
+// returns its sender. The sender does not edit: the Cloud API cannot, so
+// the dispatcher sends edits as new messages.
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := ParseOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{
+		endpoint: c.opts.APIBaseURL + "/" + cfg.PhoneNumberID + "/messages",
+		client:   c.opts.HTTPClient,
+		token:    cfg.AccessToken,
+	}, nil
+}
+
 // Config is one WhatsApp account's configuration.
 //
-//   - settings: none; when present it must be a JSON object (its keys are
-//     ignored).
+//   - settings: {"phone_number_id": "1234567890"}, read by outbound only:
+//     the business phone number that sends; default the account's
+//     external id. Other keys are ignored; when present settings must be
+//     a JSON object.
 //   - credentials: {"verify_token": "...", "access_token": "..."}.
 //     verify_token is the Verify Token entered in the App Dashboard's
 //     webhook setup; without it every GET handshake is refused. access_token
@@ -97,6 +117,9 @@ type Config struct {
 	// AppSecret keys the X-Hub-Signature-256 HMAC; the account's webhook
 	// secret. Required.
 	AppSecret string
+	// PhoneNumberID is the sending phone number's id, from settings
+	// "phone_number_id" or else the account's external id. Outbound only.
+	PhoneNumberID string
 	// VerifyToken answers the GET hub.verify_token handshake, from
 	// credentials "verify_token". Empty refuses every handshake.
 	VerifyToken string
@@ -120,6 +143,41 @@ func ParseConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: whatsapp: webhook secret (the App Secret) is required", channels.ErrInvalidConfig)
 	}
 	return Config{AccessToken: creds.AccessToken, AppSecret: acct.WebhookSecret, VerifyToken: creds.VerifyToken}, nil
+}
+
+// ParseOutboundConfig decodes an account's configuration for sending:
+// credentials access_token (required) and the phone number id (settings
+// phone_number_id, else the account's external id; digits only). The App
+// Secret and verify token are inbound concerns and not required. Errors
+// wrap channels.ErrInvalidConfig.
+func ParseOutboundConfig(acct channels.Account) (Config, error) {
+	var settings struct {
+		PhoneNumberID string `json:"phone_number_id"`
+	}
+	if err := decodeObject("settings", acct.Settings, &settings); err != nil {
+		return Config{}, err
+	}
+	var creds struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+		return Config{}, err
+	}
+	cfg := Config{AccessToken: creds.AccessToken, PhoneNumberID: settings.PhoneNumberID}
+	if cfg.PhoneNumberID == "" {
+		cfg.PhoneNumberID = acct.ExternalID
+	}
+	switch {
+	case cfg.AccessToken == "":
+		return Config{}, fmt.Errorf("%w: whatsapp: credentials access_token is required to send", channels.ErrInvalidConfig)
+	case strings.ContainsFunc(cfg.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return Config{}, fmt.Errorf("%w: whatsapp: credentials access_token contains whitespace or control characters", channels.ErrInvalidConfig)
+	case cfg.PhoneNumberID == "":
+		return Config{}, fmt.Errorf("%w: whatsapp: settings phone_number_id (or the account's external id) is required to send", channels.ErrInvalidConfig)
+	case strings.Trim(cfg.PhoneNumberID, "0123456789") != "":
+		return Config{}, fmt.Errorf("%w: whatsapp: phone number id %q is not numeric", channels.ErrInvalidConfig, cfg.PhoneNumberID)
+	}
+	return cfg, nil
 }
 
 // decodeObject decodes raw, unless absent or JSON null, as a JSON object

@@ -132,7 +132,10 @@ type Channel struct {
 	opts Options
 }
 
-var _ channels.Channel = (*Channel)(nil)
+var (
+	_ channels.Channel         = (*Channel)(nil)
+	_ channels.OutboundChannel = (*Channel)(nil)
+)
 
 // New returns a Zoho Cliq adapter, applying defaults to zero options.
 func New(opts Options) *Channel {
@@ -174,13 +177,19 @@ func (c *Channel) Capabilities() channels.Capabilities {
 //   - "conversation_types": {chat type: "dm"|"group"|"channel"} added to
 //     DefaultConversationTypes.
 //   - "api_base_url": the account's Cliq data centre, e.g.
-//     "https://cliq.zoho.eu". Default Options.APIBaseURL.
+//     "https://cliq.zoho.eu". Default Options.APIBaseURL. Inbound and
+//     outbound.
 //
-// Credentials (decrypted JSON): none are read by inbound; outbound keeps its
-// OAuth token there.
+// Credentials (decrypted JSON): none are read by inbound. Outbound reads
+// "access_token", the OAuth access token sent as "Zoho-oauthtoken"
+// (scope ZohoCliq.Messages.CREATE); required to send. Refreshing it is
+// outside the adapter: an expired token fails sends permanently (401).
 //
 // Webhook secret: the shared token, required in mode "token".
 type Config struct {
+	// AccessToken is the OAuth access token used to send, from credentials
+	// "access_token". Outbound only.
+	AccessToken string
 	// APIBaseURL is the account's Cliq API base, without a trailing slash.
 	APIBaseURL string
 	// ConversationTypes maps lower-cased chat types to conversation types.
@@ -315,6 +324,48 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 		return nil, err
 	}
 	return &inbound{cfg: cfg}, nil
+}
+
+// NewOutbound validates the account's configuration for sending and
+// returns its sender. The sender does not edit (see outbound).
+func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
+	cfg, err := c.ParseOutboundConfig(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, token: cfg.AccessToken}, nil
+}
+
+// ParseOutboundConfig decodes an account's configuration for sending:
+// settings api_base_url and credentials access_token (required). The
+// inbound verification settings are not checked. Errors wrap
+// channels.ErrInvalidConfig.
+func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
+	var s settingsJSON
+	if err := decodeObject(acct.Settings, &s); err != nil {
+		return Config{}, invalidf("settings: %v", err)
+	}
+	var creds struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := decodeObject(acct.Credentials, &creds); err != nil {
+		return Config{}, invalidf("credentials: %v", err)
+	}
+	cfg := Config{APIBaseURL: c.opts.APIBaseURL, AccessToken: creds.AccessToken}
+	switch {
+	case cfg.AccessToken == "":
+		return Config{}, invalidf("credentials access_token is required to send")
+	case strings.ContainsFunc(cfg.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return Config{}, invalidf("credentials access_token contains whitespace or control characters")
+	}
+	if s.APIBaseURL != "" {
+		u, err := url.Parse(s.APIBaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return Config{}, invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
+		}
+		cfg.APIBaseURL = strings.TrimRight(s.APIBaseURL, "/")
+	}
+	return cfg, nil
 }
 
 func invalidf(format string, args ...any) error {

@@ -2,9 +2,55 @@ package main
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/miohq/mio/bench"
 )
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	return &usageError{"mio bench: not yet available"}
+	if len(args) == 0 {
+		return &usageError{"mio bench needs a benchmark: ingest"}
+	}
+	which := args[0]
+	var (
+		clients  int
+		duration time.Duration
+		warmup   time.Duration
+		noRef    bool
+	)
+	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+		fs.IntVar(&clients, "clients", 32, "concurrent clients")
+		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
+		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
+		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return &usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	switch which {
+	case "ingest":
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	default:
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest", which)}
+	}
 }

@@ -59,6 +59,9 @@ type Server struct {
 // then the newest /usr/lib/postgresql/*/bin.
 func FindBinDir() (string, error) {
 	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real // e.g. /usr/local/bin/initdb -> /usr/lib/postgresql/15/bin
+		}
 		dir := filepath.Dir(p)
 		if _, err := os.Stat(filepath.Join(dir, "postgres")); err == nil {
 			return dir, nil

@@ -1,0 +1,227 @@
+// Package bench holds MIO's benchmarks (`mio bench …`). Each starts or
+// targets a real server and database, drives load from this process, and
+// prints its figures next to a reference measured in the same run on the
+// same PostgreSQL (pgbench), so results are compared as ratios on noisy
+// shared machines.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/db/localpg"
+	"github.com/miohq/mio/migrations"
+)
+
+// Env is a database (given or private) and a running `mio serve`.
+type Env struct {
+	DatabaseURL string
+	MasterKey   []byte
+	BaseURL     string
+	server      *exec.Cmd
+	pg          *localpg.Server
+	dir         string
+	out         io.Writer
+}
+
+// EnvOptions configure Start.
+type EnvOptions struct {
+	// DatabaseURL of an existing database; empty starts a private one.
+	DatabaseURL string
+	// Binary is the mio binary to run as the server (os.Executable()).
+	Binary string
+	// ServerEnv adds environment to the server.
+	ServerEnv []string
+	Out       io.Writer
+}
+
+// Start prepares the database (migrated) and starts the server.
+func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
+	e := &Env{out: opts.Out, MasterKey: make([]byte, 32)}
+	_, _ = rand.Read(e.MasterKey)
+	e.DatabaseURL = opts.DatabaseURL
+	if e.DatabaseURL == "" {
+		dir, err := os.MkdirTemp("", "mio-bench-")
+		if err != nil {
+			return nil, err
+		}
+		_ = os.Chmod(dir, 0o755)
+		e.dir = dir
+		fmt.Fprintf(e.out, "starting a private PostgreSQL in %s (default durability settings)\n", dir)
+		e.pg, err = localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(dir, "pg"), KillWithParent: true,
+			Settings: map[string]string{"max_connections": "200", "shared_buffers": "256MB"}})
+		if err != nil {
+			return nil, err
+		}
+		conn, err := pgx.Connect(ctx, e.pg.URL("postgres"))
+		if err != nil {
+			return nil, err
+		}
+		_, err = conn.Exec(ctx, "CREATE DATABASE mio_bench")
+		conn.Close(ctx)
+		if err != nil {
+			return nil, err
+		}
+		e.DatabaseURL = e.pg.URL("mio_bench")
+	}
+	owner, err := db.Open(ctx, e.DatabaseURL, db.PoolOptions{MaxConns: 2, StatementTimeout: -1})
+	if err != nil {
+		return nil, err
+	}
+	_, err = migrations.New(owner).Up(ctx)
+	owner.Close()
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	e.BaseURL = "http://" + addr
+	cmd := exec.Command(opts.Binary, "serve")
+	cmd.Env = append(os.Environ(), "MIO_DATABASE_URL="+e.DatabaseURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(e.MasterKey),
+		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40")
+	cmd.Env = append(cmd.Env, opts.ServerEnv...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	e.server = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(e.BaseURL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return e, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			e.Close()
+			return nil, fmt.Errorf("server did not become ready")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ServerRSS returns the server's current and peak resident set size, bytes.
+func (e *Env) ServerRSS() (cur, peak int64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", e.server.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			switch fields[0] {
+			case "VmRSS:":
+				cur = kb * 1024
+			case "VmHWM:":
+				peak = kb * 1024
+			}
+		}
+	}
+	return cur, peak
+}
+
+// Close stops the server and the private database.
+func (e *Env) Close() {
+	if e.server != nil && e.server.Process != nil {
+		_ = e.server.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = e.server.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = e.server.Process.Kill()
+		}
+	}
+	if e.pg != nil {
+		_ = e.pg.Stop(context.Background())
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+	}
+}
+
+// Pgbench runs a custom pgbench script against the database and returns
+// its transactions per second (excluding connection time).
+func (e *Env) Pgbench(ctx context.Context, script string, clients int, duration time.Duration) (float64, error) {
+	bin, err := localpg.FindBinDir()
+	if err != nil {
+		return 0, err
+	}
+	f, err := os.CreateTemp("", "mio-pgbench-*.sql")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(script); err != nil {
+		return 0, err
+	}
+	f.Close()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pgbench"), "-n", "-M", "prepared", "-c", strconv.Itoa(clients),
+		"-j", "2", "-T", strconv.Itoa(int(duration.Seconds())), "-f", f.Name(), e.DatabaseURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
+	if m == nil {
+		return 0, fmt.Errorf("pgbench output not understood: %s", out)
+	}
+	return strconv.ParseFloat(string(m[1]), 64)
+}
+
+// Exec runs SQL as the owner.
+func (e *Env) Exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, e.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Percentile returns the p-th percentile (0–100) of sorted durations.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p / 100 * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+// SortDurations sorts in place.
+func SortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }

@@ -1,0 +1,186 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels/slack"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/secretbox"
+)
+
+// IngestOptions configure the ingest benchmark.
+type IngestOptions struct {
+	Clients  int           // concurrent HTTP clients; default 32
+	Duration time.Duration // measured time; default 10s
+	Warmup   time.Duration // unmeasured load first; default 2s
+	// TextBytes is the message text size (the inbox row is ~1 KB with the
+	// envelope). Default 700.
+	TextBytes int
+	// SkipPgbench skips the reference run.
+	SkipPgbench bool
+}
+
+// IngestResult holds the figures of one run.
+type IngestResult struct {
+	Clients        int
+	Accepted       int64
+	Failed         int64
+	PerSec         float64
+	P50, P99, Max  time.Duration
+	RSS, PeakRSS   int64
+	ReferenceTPS   float64
+	ReferenceShape string
+}
+
+// Ingest drives signed Slack event_callback webhooks with unique event ids
+// at the server from opts.Clients clients, then runs pgbench with the same
+// transaction shape, one commit per request, at the same client count.
+func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, error) {
+	if opts.Clients == 0 {
+		opts.Clients = 32
+	}
+	if opts.Duration == 0 {
+		opts.Duration = 10 * time.Second
+	}
+	if opts.Warmup == 0 {
+		opts.Warmup = 2 * time.Second
+	}
+	if opts.TextBytes == 0 {
+		opts.TextBytes = 700
+	}
+	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: "mio_runtime"})
+	if err != nil {
+		return nil, err
+	}
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(pool, box, env.BaseURL)
+	tenant, err := svc.TenantCreate(ctx, "bench")
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	const signingSecret = "bench-signing-secret"
+	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "slack", WebhookSecret: signingSecret, ExternalID: "TBENCH"})
+	pool.Close()
+	if err != nil {
+		return nil, err
+	}
+	url := env.BaseURL + "/webhooks/slack/" + acct.ID.String()
+	text := strings.Repeat("lorem ipsum ", opts.TextBytes/12+1)[:opts.TextBytes]
+
+	transport := &http.Transport{MaxIdleConnsPerHost: opts.Clients * 2, MaxConnsPerHost: opts.Clients * 2}
+	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
+	var (
+		seq       atomic.Int64
+		measuring atomic.Bool
+		stop      atomic.Bool
+		accepted  atomic.Int64
+		failed    atomic.Int64
+		mu        sync.Mutex
+		latencies []time.Duration
+		wg        sync.WaitGroup
+	)
+	for c := range opts.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			local := make([]time.Duration, 0, 4096)
+			for !stop.Load() && ctx.Err() == nil {
+				n := seq.Add(1)
+				ts := time.Now()
+				body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d_%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
+					c, n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
+				sts := strconv.FormatInt(ts.Unix(), 10)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Slack-Request-Timestamp", sts)
+				req.Header.Set("X-Slack-Signature", slack.Signature(signingSecret, sts, body))
+				start := time.Now()
+				resp, err := client.Do(req)
+				lat := time.Since(start)
+				ok := err == nil && resp.StatusCode == http.StatusOK
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+				if measuring.Load() {
+					if ok {
+						accepted.Add(1)
+						local = append(local, lat)
+					} else {
+						failed.Add(1)
+					}
+				}
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			mu.Unlock()
+		}()
+	}
+	time.Sleep(opts.Warmup)
+	measuring.Store(true)
+	began := time.Now()
+	time.Sleep(opts.Duration)
+	measuring.Store(false)
+	elapsed := time.Since(began)
+	stop.Store(true)
+	wg.Wait()
+	transport.CloseIdleConnections()
+
+	res := &IngestResult{Clients: opts.Clients, Accepted: accepted.Load(), Failed: failed.Load()}
+	res.PerSec = float64(res.Accepted) / elapsed.Seconds()
+	SortDurations(latencies)
+	res.P50, res.P99 = Percentile(latencies, 50), Percentile(latencies, 99)
+	if len(latencies) > 0 {
+		res.Max = latencies[len(latencies)-1]
+	}
+	res.RSS, res.PeakRSS = env.ServerRSS()
+
+	if !opts.SkipPgbench {
+		res.ReferenceShape = "BEGIN; INSERT dedup row; INSERT ~1 KB inbox row; COMMIT;"
+		if err := env.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS bench_ref;
+			CREATE TABLE IF NOT EXISTS bench_ref.dedup (account_id uuid, source_message_id text, created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (account_id, source_message_id));
+			CREATE TABLE IF NOT EXISTS bench_ref.inbox (id uuid PRIMARY KEY, envelope jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return res, err
+		}
+		row := strings.ReplaceAll(fmt.Sprintf(`{"channel_type":"slack","text":%q,"conversation":{"id":"C1","type":"channel"},"sender":{"id":"U1"}}`, text), "'", "''")
+		script := fmt.Sprintf(`\set r random(1, 2000000000)
+BEGIN;
+INSERT INTO bench_ref.dedup (account_id, source_message_id) VALUES ('%s', :client_id || '-' || :r || '-' || clock_timestamp()) ON CONFLICT DO NOTHING;
+INSERT INTO bench_ref.inbox (id, envelope) VALUES (gen_random_uuid(), '%s');
+COMMIT;
+`, acct.ID, row)
+		tps, err := env.Pgbench(ctx, script, opts.Clients, opts.Duration)
+		if err != nil {
+			return res, err
+		}
+		res.ReferenceTPS = tps
+		_ = env.Exec(ctx, "DROP SCHEMA bench_ref CASCADE")
+	}
+	return res, nil
+}
+
+// Print writes the result as a small report.
+func (r *IngestResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "mio bench ingest — %d clients, signed Slack event_callback, unique event_id\n", r.Clients)
+	fmt.Fprintf(w, "  accepted/s        %10.0f   (%d accepted, %d failed)\n", r.PerSec, r.Accepted, r.Failed)
+	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
+	fmt.Fprintf(w, "  latency p99       %10s\n", r.P99.Round(10*time.Microsecond))
+	fmt.Fprintf(w, "  latency max       %10s\n", r.Max.Round(10*time.Microsecond))
+	fmt.Fprintf(w, "  server RSS        %10.1f MB (peak %.1f MB)\n", float64(r.RSS)/1e6, float64(r.PeakRSS)/1e6)
+	if r.ReferenceTPS > 0 {
+		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per request: %s\n", r.Clients, r.ReferenceShape)
+		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)
+		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 1.00; p99 <= 50ms; RSS <= 150 MB)\n", r.PerSec/r.ReferenceTPS)
+	}
+}

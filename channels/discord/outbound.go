@@ -1,0 +1,300 @@
+package discord
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miohq/mio/channels"
+)
+
+// Outbound defaults.
+const (
+	// defaultRetryAfter is the wait when a 429 names none.
+	defaultRetryAfter = time.Second
+	// defaultSendTimeout bounds a send whose ctx has no deadline.
+	defaultSendTimeout = 30 * time.Second
+	// maxRetryAfter caps the wait a platform may ask for.
+	maxRetryAfter = 24 * time.Hour
+	// maxOutboundBody bounds how much of an API answer is read.
+	maxOutboundBody = 1 << 20
+	// nonceLength is Discord's maximum message nonce length.
+	nonceLength = 25
+)
+
+// outbound sends and edits channel messages as the account's bot
+// (POST /channels/{id}/messages, PATCH /channels/{id}/messages/{id}).
+//
+// Discord has no idempotency header, but a message nonce with
+// enforce_nonce makes Discord return the earlier message instead of
+// creating a second one for a few minutes: the nonce is derived from the
+// attempt's IdempotencyKey, so a retried attempt after a crash is not
+// posted twice. Mentions are limited to users (no @everyone, @here or role
+// pings from an agent's text); a reply still pings its author.
+type outbound struct {
+	apiBase string
+	client  *http.Client
+	token   string
+}
+
+var _ channels.Editor = (*outbound)(nil)
+
+// createMessage is the Create Message body.
+type createMessage struct {
+	Content          string            `json:"content,omitempty"`
+	Nonce            string            `json:"nonce,omitempty"`
+	EnforceNonce     bool              `json:"enforce_nonce,omitempty"`
+	MessageReference *messageReference `json:"message_reference,omitempty"`
+	Embeds           []embed           `json:"embeds,omitempty"`
+	Components       []actionRow       `json:"components,omitempty"`
+	AllowedMentions  allowedMentions   `json:"allowed_mentions"`
+}
+
+// editMessage is the Edit Message body. Every field is sent so that an
+// edit without rich content clears the original's embeds and components.
+type editMessage struct {
+	Content         string          `json:"content"`
+	Embeds          []embed         `json:"embeds"`
+	Components      []actionRow     `json:"components"`
+	AllowedMentions allowedMentions `json:"allowed_mentions"`
+}
+
+// messageReference quotes a message; the reply is still sent when the
+// quoted message was deleted meanwhile.
+type messageReference struct {
+	MessageID       string `json:"message_id"`
+	FailIfNotExists bool   `json:"fail_if_not_exists"`
+}
+
+type allowedMentions struct {
+	Parse       []string `json:"parse"`
+	RepliedUser bool     `json:"replied_user"`
+}
+
+var defaultAllowedMentions = allowedMentions{Parse: []string{"users"}, RepliedUser: true}
+
+// Send posts msg to channel ConversationID. ReplyToProviderID becomes a
+// message_reference; ThreadID is not used (a Discord thread is a channel
+// of its own, so it arrives as the conversation).
+func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	const op = "create message"
+	if err := checkMessage(msg); err != nil {
+		return nil, permanent(op, err)
+	}
+	content, embeds, components, err := render(msg)
+	if err != nil {
+		return nil, permanent(op, err)
+	}
+	body := createMessage{
+		Content:         content,
+		Embeds:          embeds,
+		Components:      components,
+		AllowedMentions: defaultAllowedMentions,
+	}
+	if msg.IdempotencyKey != "" {
+		body.Nonce = nonce(msg.IdempotencyKey)
+		body.EnforceNonce = true
+	}
+	if msg.ReplyToProviderID != "" {
+		if _, ok := parseSnowflake(msg.ReplyToProviderID); !ok {
+			return nil, permanent(op, fmt.Errorf("reply-to id %q is not a snowflake", msg.ReplyToProviderID))
+		}
+		body.MessageReference = &messageReference{MessageID: msg.ReplyToProviderID}
+	}
+	return o.call(ctx, op, http.MethodPost, "/channels/"+msg.ConversationID+"/messages", body)
+}
+
+// Edit replaces the content, embeds and components of message
+// EditProviderMessageID.
+func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	const op = "edit message"
+	if err := checkMessage(msg); err != nil {
+		return nil, permanent(op, err)
+	}
+	if _, ok := parseSnowflake(msg.EditProviderMessageID); !ok {
+		return nil, permanent(op, fmt.Errorf("provider message id %q is not a snowflake", msg.EditProviderMessageID))
+	}
+	content, embeds, components, err := render(msg)
+	if err != nil {
+		return nil, permanent(op, err)
+	}
+	body := editMessage{Content: content, Embeds: embeds, Components: components, AllowedMentions: defaultAllowedMentions}
+	if body.Embeds == nil {
+		body.Embeds = []embed{}
+	}
+	if body.Components == nil {
+		body.Components = []actionRow{}
+	}
+	res, err := o.call(ctx, op, http.MethodPatch, "/channels/"+msg.ConversationID+"/messages/"+msg.EditProviderMessageID, body)
+	if err == nil && res.ProviderMessageID == "" {
+		res.ProviderMessageID = msg.EditProviderMessageID
+	}
+	return res, err
+}
+
+func checkMessage(msg *channels.OutboundMessage) error {
+	if msg == nil {
+		return errors.New("no message")
+	}
+	if _, ok := parseSnowflake(msg.ConversationID); !ok {
+		return fmt.Errorf("conversation id %q is not a channel snowflake", msg.ConversationID)
+	}
+	return nil
+}
+
+// nonce derives a message nonce (at most nonceLength characters) from an
+// idempotency key.
+func nonce(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])[:nonceLength]
+}
+
+// call sends payload and classifies the answer: 2xx is success (the
+// message id is the answer's id), 429 rate limited (body retry_after,
+// else Retry-After), 5xx transient, any other status permanent.
+func (o *outbound) call(ctx context.Context, op, method, path string, payload any) (*channels.SendResult, error) {
+	ctx, cancel := boundContext(ctx)
+	defer cancel()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, permanent(op, fmt.Errorf("encode: %w", err))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, o.apiBase+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, permanent(op, errors.New("cannot build request"))
+	}
+	req.Header.Set("Authorization", "Bot "+o.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, op, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
+	if err != nil {
+		return nil, transportError(ctx, op, err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		var m struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(body, &m); err != nil {
+			return nil, &channels.TransientError{Err: fmt.Errorf("discord: %s: malformed answer: %w", op, err)}
+		}
+		return &channels.SendResult{ProviderMessageID: m.ID}, nil
+	}
+	var answer struct {
+		Code       int      `json:"code"`
+		Message    string   `json:"message"`
+		RetryAfter *float64 `json:"retry_after"`
+		Global     bool     `json:"global"`
+	}
+	_ = json.Unmarshal(body, &answer) // 5xx bodies may be HTML
+	apiErr := &apiError{op: op, status: resp.StatusCode, code: answer.Code, message: answer.Message}
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		wait, ok := time.Duration(0), false
+		if answer.RetryAfter != nil {
+			wait, ok = seconds(*answer.RetryAfter)
+		}
+		if !ok {
+			wait, ok = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		}
+		if !ok {
+			wait = defaultRetryAfter
+		}
+		return nil, &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
+	case resp.StatusCode >= 500:
+		return nil, &channels.TransientError{Err: apiErr}
+	}
+	return nil, &channels.PermanentError{Err: apiErr}
+}
+
+// apiError is a Discord error answer ({code, message}; 50035 invalid form
+// body, 10003 unknown channel, 10008 unknown message, 50001 missing
+// access, 50013 missing permissions, ...).
+type apiError struct {
+	op      string
+	status  int
+	code    int
+	message string
+}
+
+func (e *apiError) Error() string {
+	s := fmt.Sprintf("discord: %s: HTTP %d", e.op, e.status)
+	if e.code != 0 {
+		s += " code " + strconv.Itoa(e.code)
+	}
+	if e.message != "" {
+		s += ": " + e.message
+	}
+	return s
+}
+
+// transportError wraps a failed round trip as transient. A cancelled or
+// expired ctx is reported as such; the request URL is dropped from the
+// cause.
+func transportError(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &channels.TransientError{Err: fmt.Errorf("discord: %s: %w", op, ctxErr)}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return &channels.TransientError{Err: fmt.Errorf("discord: %s: %w", op, err)}
+}
+
+func permanent(op string, err error) error {
+	return &channels.PermanentError{Err: fmt.Errorf("discord: %s: %w", op, err)}
+}
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
+// (a date in the past means no wait). ok is false when v is empty or
+// malformed. The wait is capped at maxRetryAfter.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		return seconds(secs)
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
+}
+
+// seconds converts a non-negative number of seconds, capped at
+// maxRetryAfter.
+func seconds(secs float64) (time.Duration, bool) {
+	if math.IsNaN(secs) || secs < 0 {
+		return 0, false
+	}
+	if secs >= maxRetryAfter.Seconds() {
+		return maxRetryAfter, true
+	}
+	return time.Duration(secs * float64(time.Second)), true
+}
+
+// boundContext bounds a call whose ctx has no deadline by
+// defaultSendTimeout, so a client without a timeout cannot hang a send.
+func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultSendTimeout)
+}

@@ -1,0 +1,226 @@
+package discord
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// Discord message limits.
+const (
+	maxContentLength    = 2000 // characters of content
+	maxEmbeds           = 10
+	maxEmbedTitle       = 256
+	maxEmbedDescription = 4096
+	maxButtons          = 25 // 5 action rows of 5 buttons
+	maxButtonsPerRow    = 5
+	maxButtonLabel      = 80
+	maxCustomID         = 100
+	maxButtonURL        = 512
+	componentActionRow  = 1
+	componentButton     = 2
+	buttonStylePrimary  = 1
+	buttonStyleLink     = 5
+)
+
+type embed struct {
+	Title       string      `json:"title,omitempty"`
+	Description string      `json:"description,omitempty"`
+	Image       *embedImage `json:"image,omitempty"`
+}
+
+type embedImage struct {
+	URL string `json:"url"`
+}
+
+type actionRow struct {
+	Type       int            `json:"type"` // componentActionRow
+	Components []buttonObject `json:"components"`
+}
+
+type buttonObject struct {
+	Type     int    `json:"type"` // componentButton
+	Style    int    `json:"style"`
+	Label    string `json:"label"`
+	URL      string `json:"url,omitempty"`
+	CustomID string `json:"custom_id,omitempty"`
+}
+
+// render returns the content, embeds and components of msg. Content is
+// msg.Text with one line per attachment URL (Discord previews links); it is
+// not truncated: over maxContentLength characters is an error. A card
+// becomes one embed (title; text, list, table and label blocks in the
+// description; the first image) plus one embed per further image, and its
+// buttons become action rows: link buttons (style 5) for URL buttons,
+// primary buttons whose custom_id is the value (default the label) for
+// the others.
+func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error) {
+	content := msg.Text
+	for _, a := range msg.Attachments {
+		if a.URL != "" {
+			content = strings.TrimLeft(content+"\n"+a.URL, "\n")
+		}
+	}
+	if n := utf8.RuneCountInString(content); n > maxContentLength {
+		return "", nil, nil, fmt.Errorf("content is %d characters, Discord allows %d", n, maxContentLength)
+	}
+	var embeds []embed
+	var rows []actionRow
+	if rc := msg.RichContent; rc != nil {
+		var err error
+		if embeds, err = cardEmbeds(rc); err != nil {
+			return "", nil, nil, err
+		}
+		if rows, err = buttonRows(rc.Buttons); err != nil {
+			return "", nil, nil, err
+		}
+	}
+	if strings.TrimSpace(content) == "" && len(embeds) == 0 {
+		return "", nil, nil, errors.New("empty message: no text, rich content or attachments")
+	}
+	return content, embeds, rows, nil
+}
+
+// cardEmbeds renders a card's title and blocks as embeds.
+func cardEmbeds(rc *envelope.RichContent) ([]embed, error) {
+	main := embed{Title: truncate(strings.TrimSpace(rc.Title), maxEmbedTitle)}
+	var parts []string
+	var images []string
+	for _, b := range rc.Blocks {
+		var s string
+		switch b.Type {
+		case envelope.BlockImage:
+			if b.URL != "" {
+				images = append(images, b.URL)
+			}
+			continue
+		case envelope.BlockList:
+			lines := make([]string, 0, len(b.Items))
+			for _, item := range b.Items {
+				lines = append(lines, "• "+item)
+			}
+			s = strings.Join(lines, "\n")
+		case envelope.BlockTable:
+			if len(b.Rows) > 0 {
+				s = "```\n" + alignedTable(b.Rows) + "\n```"
+			}
+		case envelope.BlockLabel:
+			if b.Text != "" {
+				s = "*" + b.Text + "*"
+			}
+		default:
+			s = b.Text
+		}
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
+	}
+	main.Description = strings.Join(parts, "\n\n")
+	if n := utf8.RuneCountInString(main.Description); n > maxEmbedDescription {
+		return nil, fmt.Errorf("card text is %d characters, a Discord embed allows %d", n, maxEmbedDescription)
+	}
+	var out []embed
+	if len(images) > 0 {
+		main.Image = &embedImage{URL: images[0]}
+		images = images[1:]
+	}
+	if main.Title != "" || main.Description != "" || main.Image != nil {
+		out = append(out, main)
+	}
+	for _, u := range images {
+		out = append(out, embed{Image: &embedImage{URL: u}})
+	}
+	if len(out) > maxEmbeds {
+		return nil, fmt.Errorf("card renders to %d embeds, Discord allows %d", len(out), maxEmbeds)
+	}
+	return out, nil
+}
+
+// buttonRows lays buttons out in action rows of maxButtonsPerRow.
+func buttonRows(in []envelope.RichButton) ([]actionRow, error) {
+	if len(in) > maxButtons {
+		return nil, fmt.Errorf("%d buttons, Discord allows %d", len(in), maxButtons)
+	}
+	var rows []actionRow
+	seen := map[string]bool{}
+	for i, b := range in {
+		if b.Label == "" {
+			return nil, fmt.Errorf("button %d has no label", i)
+		}
+		btn := buttonObject{Type: componentButton, Label: truncate(b.Label, maxButtonLabel)}
+		if b.URL != "" {
+			if len(b.URL) > maxButtonURL {
+				return nil, fmt.Errorf("button %d: url longer than %d characters", i, maxButtonURL)
+			}
+			btn.Style, btn.URL = buttonStyleLink, b.URL
+		} else {
+			id := b.Value
+			if id == "" {
+				id = b.Label
+			}
+			switch {
+			case utf8.RuneCountInString(id) > maxCustomID:
+				return nil, fmt.Errorf("button %d: value longer than %d characters", i, maxCustomID)
+			case seen[id]:
+				return nil, fmt.Errorf("button %d: value %q is not unique", i, id)
+			}
+			seen[id] = true
+			btn.Style, btn.CustomID = buttonStylePrimary, id
+		}
+		if i%maxButtonsPerRow == 0 {
+			rows = append(rows, actionRow{Type: componentActionRow})
+		}
+		rows[len(rows)-1].Components = append(rows[len(rows)-1].Components, btn)
+	}
+	return rows, nil
+}
+
+// alignedTable lays rows out in padded columns, with a rule under the
+// header row.
+func alignedTable(rows [][]string) string {
+	var widths []int
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
+		}
+	}
+	line := func(r []string) string {
+		cells := make([]string, len(widths))
+		for i := range widths {
+			cell := ""
+			if i < len(r) {
+				cell = r[i]
+			}
+			cells[i] = cell + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
+		}
+		return strings.TrimRight(strings.Join(cells, " | "), " ")
+	}
+	lines := []string{line(rows[0])}
+	if len(rows) > 1 {
+		rules := make([]string, len(widths))
+		for i, w := range widths {
+			rules[i] = strings.Repeat("-", w)
+		}
+		lines = append(lines, strings.Join(rules, "-+-"))
+		for _, r := range rows[1:] {
+			lines = append(lines, line(r))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// truncate shortens s to at most n runes, ending with an ellipsis when cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

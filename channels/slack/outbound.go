@@ -1,0 +1,269 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miohq/mio/channels"
+)
+
+// Outbound defaults.
+const (
+	// defaultRetryAfter is the wait when Slack rate-limits without a
+	// Retry-After header.
+	defaultRetryAfter = time.Second
+	// defaultSendTimeout bounds a send whose ctx has no deadline.
+	defaultSendTimeout = 30 * time.Second
+	// maxRetryAfter caps the wait a platform may ask for.
+	maxRetryAfter = 24 * time.Hour
+	// maxOutboundBody bounds how much of a Web API answer is read.
+	maxOutboundBody = 1 << 20
+)
+
+// Slack ok:false error codes worth retrying; every other code is permanent
+// (invalid_auth, channel_not_found, not_in_channel, is_archived,
+// msg_too_long, no_text, invalid_blocks, cant_update_message,
+// edit_window_closed, message_not_found, ...).
+var (
+	rateLimitedCodes = map[string]bool{"rate_limited": true, "ratelimited": true}
+	transientCodes   = map[string]bool{
+		"internal_error":      true,
+		"fatal_error":         true,
+		"service_unavailable": true,
+		"request_timeout":     true,
+	}
+)
+
+// outbound sends and edits messages of one Slack account with its bot token
+// (chat.postMessage, chat.update). Slack honours no idempotency key.
+type outbound struct {
+	apiBase string
+	client  *http.Client
+	token   string
+}
+
+var _ channels.Editor = (*outbound)(nil)
+
+// postMessage is the chat.postMessage body.
+type postMessage struct {
+	Channel  string `json:"channel"`
+	Text     string `json:"text"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	Blocks   []any  `json:"blocks,omitempty"`
+}
+
+// updateMessage is the chat.update body. Blocks is always sent: an empty
+// list clears the blocks of the original message, which chat.update would
+// otherwise keep.
+type updateMessage struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Text    string `json:"text"`
+	Blocks  []any  `json:"blocks"`
+}
+
+// Send posts msg with chat.postMessage. ThreadID becomes thread_ts; without
+// one, ReplyToProviderID (a message ts) starts or continues that message's
+// thread, Slack's closest equivalent of a quoted reply.
+func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	const method = "chat.postMessage"
+	if err := checkMessage(msg); err != nil {
+		return nil, permanent(method, err)
+	}
+	text, blocks, err := render(msg)
+	if err != nil {
+		return nil, permanent(method, err)
+	}
+	threadTS := msg.ThreadID
+	if threadTS == "" {
+		threadTS = msg.ReplyToProviderID
+	}
+	return o.call(ctx, method, postMessage{Channel: msg.ConversationID, Text: text, ThreadTS: threadTS, Blocks: blocks})
+}
+
+// Edit replaces the text and blocks of message EditProviderMessageID (its
+// ts) with chat.update.
+func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	const method = "chat.update"
+	if err := checkMessage(msg); err != nil {
+		return nil, permanent(method, err)
+	}
+	if msg.EditProviderMessageID == "" {
+		return nil, permanent(method, errors.New("no provider message id to edit"))
+	}
+	text, blocks, err := render(msg)
+	if err != nil {
+		return nil, permanent(method, err)
+	}
+	if blocks == nil {
+		blocks = []any{}
+	}
+	res, err := o.call(ctx, method, updateMessage{Channel: msg.ConversationID, TS: msg.EditProviderMessageID, Text: text, Blocks: blocks})
+	if err == nil && res.ProviderMessageID == "" {
+		res.ProviderMessageID = msg.EditProviderMessageID
+	}
+	return res, err
+}
+
+func checkMessage(msg *channels.OutboundMessage) error {
+	switch {
+	case msg == nil:
+		return errors.New("no message")
+	case msg.ConversationID == "":
+		return errors.New("no conversation (channel) id")
+	}
+	return nil
+}
+
+// call POSTs payload to a Web API method and classifies the answer.
+func (o *outbound) call(ctx context.Context, method string, payload any) (*channels.SendResult, error) {
+	status, header, body, err := o.post(ctx, method, payload)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case status == http.StatusTooManyRequests:
+		return nil, rateLimited(header, fmt.Errorf("slack: %s: HTTP %d", method, status))
+	case status >= 500:
+		return nil, &channels.TransientError{Err: fmt.Errorf("slack: %s: HTTP %d", method, status)}
+	}
+	var answer struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+		TS    string `json:"ts"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		if status != http.StatusOK {
+			return nil, permanent(method, fmt.Errorf("HTTP %d", status))
+		}
+		// A 200 that is not Slack JSON (a proxy page, a cut answer) does not
+		// say whether the message was posted: retry.
+		return nil, &channels.TransientError{Err: fmt.Errorf("slack: %s: malformed answer: %w", method, err)}
+	}
+	if !answer.OK {
+		return nil, classifyCode(method, answer.Error, header)
+	}
+	return &channels.SendResult{ProviderMessageID: answer.TS}, nil
+}
+
+// classifyCode turns an ok:false error code into a typed error.
+func classifyCode(method, code string, header http.Header) error {
+	if code == "" {
+		code = "unknown_error"
+	}
+	err := &apiError{method: method, code: code}
+	switch {
+	case rateLimitedCodes[code]:
+		return rateLimited(header, err)
+	case transientCodes[code]:
+		return &channels.TransientError{Err: err}
+	}
+	return &channels.PermanentError{Err: err}
+}
+
+// apiError is a Web API answer with ok:false.
+type apiError struct {
+	method string
+	code   string
+}
+
+func (e *apiError) Error() string { return "slack: " + e.method + ": " + e.code }
+
+// post sends payload as JSON with the bot token and returns the answer's
+// status, headers and bounded body. Round-trip failures (network, timeout,
+// cancelled ctx) are *channels.TransientError.
+func (o *outbound) post(ctx context.Context, method string, payload any) (int, http.Header, []byte, error) {
+	ctx, cancel := boundContext(ctx)
+	defer cancel()
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return 0, nil, nil, permanent(method, fmt.Errorf("encode: %w", err))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.apiBase+"/"+method, bytes.NewReader(b))
+	if err != nil {
+		return 0, nil, nil, permanent(method, errors.New("cannot build request"))
+	}
+	req.Header.Set("Authorization", "Bearer "+o.token)
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, method, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
+	if err != nil {
+		return 0, nil, nil, transportError(ctx, method, err)
+	}
+	return resp.StatusCode, resp.Header, body, nil
+}
+
+// transportError wraps a failed round trip as transient. A cancelled or
+// expired ctx is reported as such; the request URL is dropped from the
+// cause.
+func transportError(ctx context.Context, method string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &channels.TransientError{Err: fmt.Errorf("slack: %s: %w", method, ctxErr)}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return &channels.TransientError{Err: fmt.Errorf("slack: %s: %w", method, err)}
+}
+
+func permanent(method string, err error) error {
+	return &channels.PermanentError{Err: fmt.Errorf("slack: %s: %w", method, err)}
+}
+
+// rateLimited wraps err, honouring Retry-After (default
+// defaultRetryAfter).
+func rateLimited(header http.Header, err error) error {
+	wait, ok := parseRetryAfter(header.Get("Retry-After"), time.Now())
+	if !ok {
+		wait = defaultRetryAfter
+	}
+	return &channels.RateLimitedError{RetryAfter: wait, Err: err}
+}
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
+// (a date in the past means no wait). ok is false when v is empty or
+// malformed. The wait is capped at maxRetryAfter.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(secs) || secs < 0 {
+			return 0, false
+		}
+		if secs >= maxRetryAfter.Seconds() {
+			return maxRetryAfter, true
+		}
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
+}
+
+// boundContext bounds a call whose ctx has no deadline by
+// defaultSendTimeout, so a client without a timeout cannot hang a send.
+func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultSendTimeout)
+}

@@ -1,0 +1,514 @@
+package slack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/outbound golden files")
+
+const testBotToken = "xoxb-1234-outbound-test"
+
+// webAPICall is one request the fake Web API received.
+type webAPICall struct {
+	Path string
+	Body map[string]any
+	Raw  []byte
+}
+
+// fakeWebAPI fakes chat.postMessage and chat.update. Like Slack it answers
+// ok:false invalid_auth to a wrong bearer token and unknown_method to
+// other paths; otherwise respond writes the answer.
+type fakeWebAPI struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	calls []webAPICall
+}
+
+func newFakeWebAPI(t *testing.T, respond func(w http.ResponseWriter, r *http.Request)) *fakeWebAPI {
+	t.Helper()
+	f := &fakeWebAPI{}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		f.mu.Lock()
+		f.calls = append(f.calls, webAPICall{Path: r.URL.Path, Body: body, Raw: raw})
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		switch {
+		case r.Method != http.MethodPost || (r.URL.Path != "/chat.postMessage" && r.URL.Path != "/chat.update"):
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"ok":false,"error":"unknown_method"}`)
+		case r.Header.Get("Authorization") != "Bearer "+testBotToken:
+			_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_auth"}`)
+		case !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || body == nil:
+			_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_json"}`)
+		default:
+			respond(w, r)
+		}
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeWebAPI) recorded() []webAPICall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]webAPICall(nil), f.calls...)
+}
+
+func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+func newTestOutbound(t *testing.T, apiBase string, client *http.Client) channels.Outbound {
+	t.Helper()
+	out, err := New(Options{APIBase: apiBase, HTTPClient: client}).NewOutbound(channels.Account{
+		ID:          uuid.New(),
+		TenantID:    uuid.New(),
+		Credentials: json.RawMessage(`{"bot_token":"` + testBotToken + `"}`),
+	})
+	require.NoError(t, err)
+	return out
+}
+
+func textMessage(text string) *channels.OutboundMessage {
+	return &channels.OutboundMessage{
+		MessageID:      uuid.MustParse("6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01"),
+		Attempt:        1,
+		IdempotencyKey: "6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01:1:1",
+		ConversationID: "C0123ABCD",
+		Text:           text,
+	}
+}
+
+// errorKind names the typed error err is, for table assertions.
+func errorKind(err error) string {
+	var rl *channels.RateLimitedError
+	var tr *channels.TransientError
+	var pe *channels.PermanentError
+	switch {
+	case err == nil:
+		return "none"
+	case errors.As(err, &rl):
+		return "rate_limited"
+	case errors.As(err, &tr):
+		return "transient"
+	case errors.As(err, &pe):
+		return "permanent"
+	}
+	return "untyped"
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	tests := []struct {
+		name      string
+		respond   func(http.ResponseWriter, *http.Request)
+		msg       func(m *channels.OutboundMessage)
+		wantKind  string
+		wantRetry time.Duration
+		wantID    string
+		wantBody  map[string]any
+		wantInErr string
+	}{
+		{
+			name:     "success",
+			respond:  answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","message":{"text":"hello"}}`),
+			wantKind: "none",
+			wantID:   "1700000000.000100",
+			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello"},
+		},
+		{
+			name:    "thread reply",
+			respond: answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000200"}`),
+			msg: func(m *channels.OutboundMessage) {
+				m.ThreadID = "1690000000.000001"
+				m.ReplyToProviderID = "1690000000.000999"
+			},
+			wantKind: "none",
+			wantID:   "1700000000.000200",
+			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello", "thread_ts": "1690000000.000001"},
+		},
+		{
+			name:     "reply without thread starts the quoted message's thread",
+			respond:  answer(200, `{"ok":true,"ts":"1700000000.000300"}`),
+			msg:      func(m *channels.OutboundMessage) { m.ReplyToProviderID = "1690000000.000999" },
+			wantKind: "none",
+			wantID:   "1700000000.000300",
+			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello", "thread_ts": "1690000000.000999"},
+		},
+		{
+			name:    "attachments become links",
+			respond: answer(200, `{"ok":true,"ts":"1.2"}`),
+			msg: func(m *channels.OutboundMessage) {
+				m.Attachments = []envelope.SendAttachment{{URL: "https://x.test/a.pdf", Name: "a<b>.pdf"}}
+			},
+			wantKind: "none",
+			wantID:   "1.2",
+			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello\n<https://x.test/a.pdf|a&lt;b&gt;.pdf>"},
+		},
+		{name: "HTTP 429 with Retry-After seconds", respond: answer(429, ``, "Retry-After", "7"), wantKind: "rate_limited", wantRetry: 7 * time.Second},
+		{name: "HTTP 429 without Retry-After", respond: answer(429, ``), wantKind: "rate_limited", wantRetry: time.Second},
+		{name: "ok:false rate_limited with Retry-After", respond: answer(200, `{"ok":false,"error":"rate_limited"}`, "Retry-After", "3"), wantKind: "rate_limited", wantRetry: 3 * time.Second, wantInErr: "rate_limited"},
+		{name: "ok:false ratelimited", respond: answer(200, `{"ok":false,"error":"ratelimited"}`), wantKind: "rate_limited", wantRetry: time.Second},
+		{name: "ok:false internal_error", respond: answer(200, `{"ok":false,"error":"internal_error"}`), wantKind: "transient", wantInErr: "internal_error"},
+		{name: "ok:false fatal_error", respond: answer(200, `{"ok":false,"error":"fatal_error"}`), wantKind: "transient"},
+		{name: "ok:false service_unavailable", respond: answer(200, `{"ok":false,"error":"service_unavailable"}`), wantKind: "transient"},
+		{name: "ok:false request_timeout", respond: answer(200, `{"ok":false,"error":"request_timeout"}`), wantKind: "transient"},
+		{name: "ok:false channel_not_found", respond: answer(200, `{"ok":false,"error":"channel_not_found"}`), wantKind: "permanent", wantInErr: "channel_not_found"},
+		{name: "ok:false not_in_channel", respond: answer(200, `{"ok":false,"error":"not_in_channel"}`), wantKind: "permanent"},
+		{name: "ok:false is_archived", respond: answer(200, `{"ok":false,"error":"is_archived"}`), wantKind: "permanent"},
+		{name: "ok:false msg_too_long", respond: answer(200, `{"ok":false,"error":"msg_too_long"}`), wantKind: "permanent"},
+		{name: "ok:false no_text", respond: answer(200, `{"ok":false,"error":"no_text"}`), wantKind: "permanent"},
+		{name: "ok:false invalid_blocks", respond: answer(200, `{"ok":false,"error":"invalid_blocks"}`), wantKind: "permanent"},
+		{name: "ok:false without code", respond: answer(200, `{"ok":false}`), wantKind: "permanent"},
+		{name: "HTTP 500 HTML", respond: answer(500, `<html><body>Internal Server Error</body></html>`, "Content-Type", "text/html"), wantKind: "transient"},
+		{name: "HTTP 503", respond: answer(503, `<html>down</html>`), wantKind: "transient"},
+		{name: "HTTP 200 not JSON", respond: answer(200, `<html>proxy</html>`), wantKind: "transient"},
+		{name: "HTTP 400 not JSON", respond: answer(400, `bad`), wantKind: "permanent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFakeWebAPI(t, tt.respond)
+			out := newTestOutbound(t, fake.srv.URL, nil)
+			msg := textMessage("hello")
+			if tt.msg != nil {
+				tt.msg(msg)
+			}
+			res, err := out.Send(context.Background(), msg)
+			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			calls := fake.recorded()
+			require.Len(t, calls, 1)
+			require.Equal(t, "/chat.postMessage", calls[0].Path)
+			if tt.wantBody != nil {
+				require.Equal(t, tt.wantBody, calls[0].Body)
+			}
+			if err != nil {
+				require.Nil(t, res)
+				require.NotContains(t, err.Error(), testBotToken)
+				if tt.wantInErr != "" {
+					require.ErrorContains(t, err, tt.wantInErr)
+				}
+				if tt.wantKind == "rate_limited" {
+					var rl *channels.RateLimitedError
+					require.ErrorAs(t, err, &rl)
+					require.Equal(t, tt.wantRetry, rl.RetryAfter)
+				}
+				return
+			}
+			require.Equal(t, tt.wantID, res.ProviderMessageID)
+			require.Empty(t, res.ConversationID)
+		})
+	}
+
+	t.Run("HTTP 429 with an HTTP-date", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeWebAPI(t, answer(429, ``, "Retry-After", future))
+		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), textMessage("hello"))
+		var rl *channels.RateLimitedError
+		require.ErrorAs(t, err, &rl)
+		require.InDelta(t, 90*time.Second, rl.RetryAfter, float64(5*time.Second))
+	})
+}
+
+func TestSendInvalidMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		msg  *channels.OutboundMessage
+	}{
+		{name: "nil", msg: nil},
+		{name: "no conversation", msg: &channels.OutboundMessage{Text: "hi"}},
+		{name: "empty", msg: textMessage("")},
+		{name: "button without label", msg: func() *channels.OutboundMessage {
+			m := textMessage("hi")
+			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Value: "x"}}}
+			return m
+		}()},
+		{name: "button value too long", msg: func() *channels.OutboundMessage {
+			m := textMessage("hi")
+			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Label: "x", Value: strings.Repeat("v", maxButtonValue+1)}}}
+			return m
+		}()},
+		{name: "too many blocks", msg: func() *channels.OutboundMessage {
+			m := textMessage("hi")
+			m.RichContent = &envelope.RichContent{}
+			for range maxBlocks {
+				m.RichContent.Blocks = append(m.RichContent.Blocks, envelope.RichBlock{Type: envelope.BlockText, Text: "x"})
+			}
+			return m
+		}()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), tt.msg)
+			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Empty(t, fake.recorded(), "nothing is sent")
+		})
+	}
+}
+
+func TestEdit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		respond  func(http.ResponseWriter, *http.Request)
+		editID   string
+		wantKind string
+		wantID   string
+	}{
+		{name: "success", respond: answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","text":"fixed"}`), editID: "1700000000.000100", wantKind: "none", wantID: "1700000000.000100"},
+		{name: "cant_update_message", respond: answer(200, `{"ok":false,"error":"cant_update_message"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "edit_window_closed", respond: answer(200, `{"ok":false,"error":"edit_window_closed"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "message_not_found", respond: answer(200, `{"ok":false,"error":"message_not_found"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "rate limited", respond: answer(429, ``, "Retry-After", "2"), editID: "1.1", wantKind: "rate_limited"},
+		{name: "server error", respond: answer(502, `<html>bad gateway</html>`), editID: "1.1", wantKind: "transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFakeWebAPI(t, tt.respond)
+			out := newTestOutbound(t, fake.srv.URL, nil)
+			editor, ok := out.(channels.Editor)
+			require.True(t, ok, "the Slack sender edits")
+			msg := textMessage("fixed")
+			msg.EditProviderMessageID = tt.editID
+			res, err := editor.Edit(context.Background(), msg)
+			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			calls := fake.recorded()
+			require.Len(t, calls, 1)
+			require.Equal(t, "/chat.update", calls[0].Path)
+			require.Equal(t, map[string]any{"channel": "C0123ABCD", "ts": tt.editID, "text": "fixed", "blocks": []any{}}, calls[0].Body)
+			if err == nil {
+				require.Equal(t, tt.wantID, res.ProviderMessageID)
+			}
+		})
+	}
+
+	t.Run("no message to edit", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeWebAPI(t, answer(200, `{"ok":true}`))
+		_, err := newTestOutbound(t, fake.srv.URL, nil).(channels.Editor).Edit(context.Background(), textMessage("x"))
+		require.Equal(t, "permanent", errorKind(err))
+		require.Empty(t, fake.recorded())
+	})
+}
+
+func TestSendTransportFailures(t *testing.T) {
+	t.Parallel()
+
+	t.Run("timeout", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeWebAPI(t, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done() // never answer before the client gives up
+		})
+		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond})
+		_, err := out.Send(context.Background(), textMessage("hello"))
+		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.NotContains(t, err.Error(), testBotToken)
+	})
+
+	t.Run("context deadline", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeWebAPI(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
+		require.Equal(t, "transient", errorKind(err))
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+
+	t.Run("cancelled by the caller", func(t *testing.T) {
+		t.Parallel()
+		fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
+		require.Equal(t, "transient", errorKind(err))
+		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	t.Run("connection refused", func(t *testing.T) {
+		t.Parallel()
+		srv := httptest.NewServer(http.NotFoundHandler())
+		base := srv.URL
+		srv.Close()
+		_, err := newTestOutbound(t, base, nil).Send(context.Background(), textMessage("hello"))
+		require.Equal(t, "transient", errorKind(err))
+		require.NotContains(t, err.Error(), base, "the URL is not repeated in errors")
+	})
+}
+
+func TestRenderGolden(t *testing.T) {
+	t.Parallel()
+	rich := &envelope.RichContent{
+		Title: "Deploy <prod> finished",
+		Blocks: []envelope.RichBlock{
+			{Type: envelope.BlockText, Text: "All *3* services are up & healthy."},
+			{Type: envelope.BlockList, Items: []string{"api", "worker", "web"}},
+			{Type: envelope.BlockTable, Rows: [][]string{{"service", "version"}, {"api", "1.4.2"}, {"worker", "1.4.10"}}},
+			{Type: envelope.BlockLabel, Text: "took 4m12s"},
+			{Type: envelope.BlockImage, URL: "https://img.test/graph.png", Alt: "latency graph"},
+		},
+		Buttons: []envelope.RichButton{
+			{Label: "Open dashboard", URL: "https://dash.test/deploys/42"},
+			{Label: "Roll back", Value: "rollback:42"},
+			{Label: "Ack"},
+		},
+	}
+	tests := []struct {
+		name   string
+		golden string
+		msg    func(m *channels.OutboundMessage)
+	}{
+		{name: "card with text", golden: "card_with_text.json", msg: func(m *channels.OutboundMessage) { m.RichContent = rich }},
+		{name: "card only", golden: "card_only.json", msg: func(m *channels.OutboundMessage) { m.Text = ""; m.RichContent = rich }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+			msg := textMessage("Deployment report for <@U123>")
+			tt.msg(msg)
+			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
+			require.NoError(t, err)
+			calls := fake.recorded()
+			require.Len(t, calls, 1)
+			requireGolden(t, tt.golden, calls[0].Raw)
+		})
+	}
+}
+
+// requireGolden compares got with testdata/outbound/name as JSON; -update
+// rewrites the file.
+func requireGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "outbound", name)
+	var v any
+	require.NoError(t, json.Unmarshal(got, &v))
+	if *updateGolden {
+		var pretty bytes.Buffer
+		enc := json.NewEncoder(&pretty)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		require.NoError(t, enc.Encode(v))
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got))
+}
+
+func TestNewOutboundConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		settings string
+		creds    string
+		wantErr  bool
+	}{
+		{name: "bot token only", creds: `{"bot_token":"xoxb-1"}`},
+		{name: "no signing secret needed", settings: `{}`, creds: `{"bot_token":"xoxb-1","other":1}`},
+		{name: "no credentials", wantErr: true},
+		{name: "empty bot token", creds: `{"bot_token":""}`, wantErr: true},
+		{name: "bot token with whitespace", creds: `{"bot_token":"xoxb 1"}`, wantErr: true},
+		{name: "credentials not an object", creds: `["xoxb-1"]`, wantErr: true},
+		{name: "settings not an object", settings: `"x"`, creds: `{"bot_token":"xoxb-1"}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			acct := channels.Account{ID: uuid.New()}
+			if tt.settings != "" {
+				acct.Settings = json.RawMessage(tt.settings)
+			}
+			if tt.creds != "" {
+				acct.Credentials = json.RawMessage(tt.creds)
+			}
+			out, err := New(Options{}).NewOutbound(acct)
+			if tt.wantErr {
+				require.ErrorIs(t, err, channels.ErrInvalidConfig)
+				require.Nil(t, out)
+				return
+			}
+			require.NoError(t, err)
+			require.NotNil(t, out)
+		})
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name   string
+		in     string
+		want   time.Duration
+		wantOK bool
+	}{
+		{name: "empty", in: ""},
+		{name: "seconds", in: "30", want: 30 * time.Second, wantOK: true},
+		{name: "zero", in: "0", want: 0, wantOK: true},
+		{name: "fractional", in: "1.5", want: 1500 * time.Millisecond, wantOK: true},
+		{name: "negative", in: "-1"},
+		{name: "NaN", in: "NaN"},
+		{name: "huge is capped", in: "99999999999", want: maxRetryAfter, wantOK: true},
+		{name: "HTTP-date", in: now.Add(2 * time.Minute).Format(http.TimeFormat), want: 2 * time.Minute, wantOK: true},
+		{name: "HTTP-date in the past", in: now.Add(-time.Minute).Format(http.TimeFormat), want: 0, wantOK: true},
+		{name: "garbage", in: "soon"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, ok := parseRetryAfter(tt.in, now)
+			require.Equal(t, tt.wantOK, ok)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestBoundContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := boundContext(context.Background())
+	defer cancel()
+	deadline, ok := ctx.Deadline()
+	require.True(t, ok, "a send without a deadline gets one")
+	require.WithinDuration(t, time.Now().Add(defaultSendTimeout), deadline, 5*time.Second)
+
+	parent, cancelParent := context.WithTimeout(context.Background(), time.Minute)
+	defer cancelParent()
+	ctx, cancel = boundContext(parent)
+	defer cancel()
+	require.Equal(t, parent, ctx, "an existing deadline is kept")
+}

@@ -1,0 +1,142 @@
+package telegram
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// Bot API limits.
+const (
+	maxTextLength   = 4096 // characters of a message text
+	maxCallbackData = 64   // bytes of a button's callback_data
+)
+
+// inlineKeyboard is a reply_markup InlineKeyboardMarkup.
+type inlineKeyboard struct {
+	InlineKeyboard [][]inlineButton `json:"inline_keyboard"`
+}
+
+// inlineButton is an InlineKeyboardButton: a URL button or a callback
+// button.
+type inlineButton struct {
+	Text         string `json:"text"`
+	URL          string `json:"url,omitempty"`
+	CallbackData string `json:"callback_data,omitempty"`
+}
+
+// render returns the plain text and inline keyboard of msg. The text is
+// msg.Text, then one line per attachment, then the card rendered as text
+// (title, blocks); buttons become an inline keyboard with one button per
+// row. A text over maxTextLength characters, an empty text or a callback
+// value over maxCallbackData bytes is an error: the message is not
+// truncated or split.
+func render(msg *channels.OutboundMessage) (string, *inlineKeyboard, error) {
+	var parts []string
+	if strings.TrimSpace(msg.Text) != "" {
+		parts = append(parts, msg.Text)
+	}
+	if links := attachmentLines(msg.Attachments); links != "" {
+		parts = append(parts, links)
+	}
+	var keyboard *inlineKeyboard
+	if rc := msg.RichContent; rc != nil {
+		if s := richText(rc); s != "" {
+			parts = append(parts, s)
+		}
+		var err error
+		if keyboard, err = buttons(rc.Buttons); err != nil {
+			return "", nil, err
+		}
+	}
+	text := strings.Join(parts, "\n\n")
+	switch n := utf8.RuneCountInString(text); {
+	case strings.TrimSpace(text) == "":
+		return "", nil, errors.New("empty message: no text, rich content or attachments")
+	case n > maxTextLength:
+		return "", nil, fmt.Errorf("text is %d characters, Telegram allows %d", n, maxTextLength)
+	}
+	return text, keyboard, nil
+}
+
+// buttons builds the inline keyboard; a callback button's data is its
+// value, defaulting to its label.
+func buttons(in []envelope.RichButton) (*inlineKeyboard, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	kb := &inlineKeyboard{}
+	for i, b := range in {
+		if b.Label == "" {
+			return nil, fmt.Errorf("button %d has no label", i)
+		}
+		btn := inlineButton{Text: b.Label}
+		if b.URL != "" {
+			btn.URL = b.URL
+		} else {
+			btn.CallbackData = b.Value
+			if btn.CallbackData == "" {
+				btn.CallbackData = b.Label
+			}
+			if len(btn.CallbackData) > maxCallbackData {
+				return nil, fmt.Errorf("button %d: callback data is %d bytes, Telegram allows %d", i, len(btn.CallbackData), maxCallbackData)
+			}
+		}
+		kb.InlineKeyboard = append(kb.InlineKeyboard, []inlineButton{btn})
+	}
+	return kb, nil
+}
+
+// attachmentLines renders URL attachments as "name: url" lines.
+func attachmentLines(atts []envelope.SendAttachment) string {
+	var lines []string
+	for _, a := range atts {
+		switch {
+		case a.URL == "":
+		case a.Name != "":
+			lines = append(lines, a.Name+": "+a.URL)
+		default:
+			lines = append(lines, a.URL)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// richText renders a card's title and blocks as plain text, separated by
+// blank lines: lists as bullets, tables as "a | b" rows, labels as text,
+// images as their alt text and URL. Buttons are left to the keyboard.
+func richText(rc *envelope.RichContent) string {
+	var parts []string
+	if t := strings.TrimSpace(rc.Title); t != "" {
+		parts = append(parts, t)
+	}
+	for _, b := range rc.Blocks {
+		var s string
+		switch b.Type {
+		case envelope.BlockList:
+			lines := make([]string, 0, len(b.Items))
+			for _, item := range b.Items {
+				lines = append(lines, "• "+item)
+			}
+			s = strings.Join(lines, "\n")
+		case envelope.BlockTable:
+			lines := make([]string, 0, len(b.Rows))
+			for _, r := range b.Rows {
+				lines = append(lines, strings.Join(r, " | "))
+			}
+			s = strings.Join(lines, "\n")
+		case envelope.BlockImage:
+			s = strings.TrimSpace(b.Alt + " " + b.URL)
+		default:
+			s = b.Text
+		}
+		if strings.TrimSpace(s) != "" {
+			parts = append(parts, s)
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}

@@ -1,0 +1,216 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/miohq/mio/channels"
+)
+
+// Outbound defaults.
+const (
+	// DefaultRetryAfter is the wait after a 429, 502 or 504 without
+	// Retry-After.
+	DefaultRetryAfter = 5 * time.Second
+	// SenderID is data.sender.id of every outbound delivery.
+	SenderID = "mio"
+	// defaultSendTimeout bounds a send whose ctx has no deadline.
+	defaultSendTimeout = 30 * time.Second
+	// maxRetryAfter caps the wait an endpoint may ask for.
+	maxRetryAfter = 24 * time.Hour
+	// maxOutboundBody bounds how much of an endpoint's answer is read.
+	maxOutboundBody = 64 << 10
+)
+
+// outbound delivers messages to one account's endpoint as signed Standard
+// Webhooks. The webhook-id header is the attempt's IdempotencyKey: it is
+// the same on every retry of the attempt, so the receiver can drop
+// duplicates. Redirects are not followed (the Channel's client refuses
+// them).
+type outbound struct {
+	client   *http.Client
+	now      func() time.Time
+	endpoint string
+	secret   string
+}
+
+var _ channels.Editor = (*outbound)(nil)
+
+// Send delivers msg as a message.created event. ProviderMessageID is the
+// id the endpoint answers ({"id": "..."}), else the webhook-id.
+func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	return o.deliver(ctx, EventMessageCreated, msg)
+}
+
+// Edit delivers msg as a message.updated event naming the edited message
+// in data.edit_of_provider_message_id. ProviderMessageID is the id the
+// endpoint answers, else the edited message's id.
+func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	if msg != nil && msg.EditProviderMessageID == "" {
+		return nil, permanent(errors.New("no provider message id to edit"))
+	}
+	return o.deliver(ctx, EventMessageUpdated, msg)
+}
+
+func (o *outbound) deliver(ctx context.Context, event string, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	ctx, cancel := boundContext(ctx)
+	defer cancel()
+	if msg == nil {
+		return nil, permanent(errors.New("no message"))
+	}
+	if msg.ConversationID == "" {
+		return nil, permanent(errors.New("no conversation id"))
+	}
+	if strings.TrimSpace(msg.Text) == "" && msg.RichContent == nil && len(msg.Attachments) == 0 {
+		return nil, permanent(errors.New("empty message: no text, rich content or attachments"))
+	}
+	id := msg.IdempotencyKey
+	if id == "" {
+		id = "msg_" + msg.MessageID.String() + "_" + strconv.Itoa(msg.Attempt)
+	}
+	if len(id) > maxIDLength || strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return nil, permanent(errors.New("idempotency key is not a valid webhook-id"))
+	}
+	now := o.now()
+	body, err := json.Marshal(newPayload(event, now, msg))
+	if err != nil {
+		return nil, permanent(fmt.Errorf("encode: %w", err))
+	}
+	sig, err := Sign(o.secret, id, now, body)
+	if err != nil {
+		return nil, permanent(err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, permanent(errors.New("cannot build request"))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderSignature, sig)
+	resp, err := o.client.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
+	if err != nil {
+		return nil, transportError(ctx, err)
+	}
+	if err := classify(resp.StatusCode, resp.Header, o.now()); err != nil {
+		return nil, err
+	}
+	providerID := answerID(answer)
+	if providerID == "" {
+		providerID = id
+		if event == EventMessageUpdated {
+			providerID = msg.EditProviderMessageID
+		}
+	}
+	return &channels.SendResult{ProviderMessageID: providerID}, nil
+}
+
+// classify maps an endpoint's status to the Standard Webhooks sender
+// rules: 2xx success; 3xx failure (redirects are not followed); 410 the
+// endpoint is gone; 429, 502 and 504 throttle (Retry-After, default
+// DefaultRetryAfter); other 5xx transient; anything else permanent.
+func classify(status int, header http.Header, now time.Time) error {
+	err := fmt.Errorf("webhook: endpoint answered HTTP %d", status)
+	switch {
+	case status >= 200 && status < 300:
+		return nil
+	case status == http.StatusGone:
+		return &channels.PermanentError{Err: fmt.Errorf("webhook: endpoint answered HTTP 410: %w", channels.ErrEndpointGone)}
+	case status == http.StatusTooManyRequests || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+		wait, ok := parseRetryAfter(header.Get("Retry-After"), now)
+		if !ok {
+			wait = DefaultRetryAfter
+		}
+		return &channels.RateLimitedError{RetryAfter: wait, Err: err}
+	case status >= 500:
+		return &channels.TransientError{Err: err}
+	case status >= 300 && status < 400:
+		return &channels.PermanentError{Err: fmt.Errorf("webhook: endpoint answered a redirect (HTTP %d), which is not followed", status)}
+	}
+	return &channels.PermanentError{Err: err}
+}
+
+// answerID reads a string id from a JSON object answer.
+func answerID(answer []byte) string {
+	var m struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal(answer, &m) != nil {
+		return ""
+	}
+	switch id := m.ID.(type) {
+	case string:
+		return id
+	case float64:
+		if id == math.Trunc(id) && math.Abs(id) < 1<<53 {
+			return strconv.FormatInt(int64(id), 10)
+		}
+	}
+	return ""
+}
+
+// transportError wraps a failed delivery as transient. A cancelled or
+// expired ctx is reported as such; the endpoint URL, which may carry
+// credentials, is dropped from the cause.
+func transportError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &channels.TransientError{Err: fmt.Errorf("webhook: deliver: %w", ctxErr)}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return &channels.TransientError{Err: fmt.Errorf("webhook: deliver: %w", err)}
+}
+
+func permanent(err error) error {
+	return &channels.PermanentError{Err: fmt.Errorf("webhook: deliver: %w", err)}
+}
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
+// (a date in the past means no wait). ok is false when v is empty or
+// malformed. The wait is capped at maxRetryAfter.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if math.IsNaN(secs) || secs < 0 {
+			return 0, false
+		}
+		if secs >= maxRetryAfter.Seconds() {
+			return maxRetryAfter, true
+		}
+		return time.Duration(secs * float64(time.Second)), true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return min(max(t.Sub(now), 0), maxRetryAfter), true
+}
+
+// boundContext bounds a call whose ctx has no deadline by
+// defaultSendTimeout, so a client without a timeout cannot hang a send.
+func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, defaultSendTimeout)
+}
