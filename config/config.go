@@ -46,6 +46,12 @@ type Config struct {
 	Env string
 	// HTTPAddr (MIO_HTTP_ADDR) is the public listener. Default :8080.
 	HTTPAddr string
+	// IngestFlushers (MIO_INGEST_FLUSHERS) is how many group-commit
+	// transactions may be in flight at once. Default 2.
+	IngestFlushers int
+	// IngestWindow (MIO_INGEST_WINDOW) is how long a group commit waits to
+	// gather concurrent webhooks. Default 500µs.
+	IngestWindow time.Duration
 	// LogLevel (MIO_LOG_LEVEL): debug, info, warn or error. Default info.
 	LogLevel slog.Level
 	// MasterKey (MIO_MASTER_KEY) is the 32-byte AES-256 key, base64
@@ -147,6 +153,17 @@ func options() []option {
 			set: func(c *Config, v string) error { return oneOf(&c.Env, v, []string{"dev", "prod"}) }},
 		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
 			set: func(c *Config, v string) error { return addr(&c.HTTPAddr, v) }},
+		{flag: "ingest-flushers", envs: []string{"MIO_INGEST_FLUSHERS"}, def: "2", usage: "group-commit transactions in flight",
+			set: func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 256 {
+					return errors.New("want an integer from 1 to 256")
+				}
+				c.IngestFlushers = n
+				return nil
+			}},
+		{flag: "ingest-window", envs: []string{"MIO_INGEST_WINDOW"}, def: "500us", usage: "how long a group commit gathers webhooks",
+			set: func(c *Config, v string) error { return duration(&c.IngestWindow, v, 0, time.Second) }},
 		{flag: "log-level", envs: []string{"MIO_LOG_LEVEL"}, def: "info", usage: "debug, info, warn or error",
 			set: func(c *Config, v string) error {
 				var l slog.Level
@@ -382,4 +399,27 @@ func Table() [][4]string {
 		rows = append(rows, [4]string{env, "--" + o.flag, o.def, o.usage})
 	}
 	return rows
+}
+
+// MarkdownTable renders the options as the README's configuration table.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| variable | flag | default | meaning |\n| --- | --- | --- | --- |\n")
+	for _, r := range Table() {
+		secret := strings.HasSuffix(r[0], " (or `_FILE`)")
+		envs := strings.Split(strings.TrimSuffix(r[0], " (or `_FILE`)"), ", ")
+		for i := range envs {
+			envs[i] = "`" + envs[i] + "`"
+		}
+		e := strings.Join(envs, ", ")
+		if secret {
+			e += " (or `_FILE`)"
+		}
+		def := ""
+		if r[2] != "" {
+			def = "`" + r[2] + "`"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", e, r[1], def, r[3])
+	}
+	return b.String()
 }

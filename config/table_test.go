@@ -1,6 +1,7 @@
 package config
 
 import (
+	"flag"
 	"os"
 	"strings"
 	"testing"
@@ -8,26 +9,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestREADMEConfigurationTable keeps the README's table in step with the
-// options: every environment variable and its default must appear.
+var update = flag.Bool("update", false, "rewrite the README configuration table")
+
+const (
+	tableStart = "<!-- config-table -->\n"
+	tableEnd   = "<!-- /config-table -->"
+)
+
+// TestREADMEConfigurationTable keeps the README's table identical to the
+// options table (`go test ./config -update` rewrites it).
 func TestREADMEConfigurationTable(t *testing.T) {
-	t.Parallel()
 	b, err := os.ReadFile("../README.md")
 	require.NoError(t, err)
 	readme := string(b)
-	for _, row := range Table() {
-		env := strings.Split(row[0], ",")[0]
-		env = strings.TrimSpace(strings.TrimSuffix(env, " (or `_FILE`)"))
-		line := ""
-		for _, l := range strings.Split(readme, "\n") {
-			if strings.HasPrefix(l, "| `"+env+"`") {
-				line = l
-			}
-		}
-		require.NotEmpty(t, line, "README configuration table lacks %s", env)
-		require.Contains(t, line, "`"+row[1]+"`", "README row for %s lacks its flag", env)
-		if row[2] != "" {
-			require.Contains(t, line, "`"+row[2]+"`", "README row for %s lacks its default %q", env, row[2])
-		}
+	i := strings.Index(readme, tableStart)
+	j := strings.Index(readme, tableEnd)
+	require.True(t, i >= 0 && j > i, "README lacks the config-table markers")
+	want := MarkdownTable()
+	got := readme[i+len(tableStart) : j]
+	if *update {
+		readme = readme[:i+len(tableStart)] + want + readme[j:]
+		require.NoError(t, os.WriteFile("../README.md", []byte(readme), 0o644))
+		return
 	}
+	require.Equal(t, want, got, "README configuration table is stale: run go test ./config -update")
 }

@@ -36,6 +36,14 @@ type InboxRow struct {
 // source message id) already exists are skipped as redeliveries. The
 // transaction's tenant must be tenantID.
 func InboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []InboxRow) ([]uuid.UUID, error) {
+	ids, err := queries().InboxInsertBatch(ctx, tx, inboxParams(tenantID, rows))
+	if err != nil {
+		return nil, translate(err)
+	}
+	return ids, nil
+}
+
+func inboxParams(tenantID uuid.UUID, rows []InboxRow) *dbsqlc.InboxInsertBatchParams {
 	p := &dbsqlc.InboxInsertBatchParams{
 		TenantID:         tenantID,
 		Ids:              make([]uuid.UUID, len(rows)),
@@ -53,11 +61,7 @@ func InboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []I
 		p.SourceMessageIds[i], p.ConversationIds[i], p.States[i] = r.SourceMessageID, r.ConversationID, r.State
 		p.Envelopes[i], p.Raws[i], p.ReceivedAts[i] = string(r.Envelope), r.Raw, r.ReceivedAt
 	}
-	ids, err := queries().InboxInsertBatch(ctx, tx, p)
-	if err != nil {
-		return nil, translate(err)
-	}
-	return ids, nil
+	return p
 }
 
 // InboxMessage is a stored inbox row.
@@ -98,6 +102,11 @@ type ProviderEvent struct {
 // ProviderEventInsertBatch records receipts, skipping (message, status)
 // pairs already recorded; it returns how many were new.
 func ProviderEventInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, events []ProviderEvent) (int64, error) {
+	n, err := queries().ProviderEventInsertBatch(ctx, tx, providerEventParams(tenantID, events))
+	return n, translate(err)
+}
+
+func providerEventParams(tenantID uuid.UUID, events []ProviderEvent) *dbsqlc.ProviderEventInsertBatchParams {
 	p := &dbsqlc.ProviderEventInsertBatchParams{
 		TenantID:           tenantID,
 		AccountIds:         make([]uuid.UUID, len(events)),
@@ -120,8 +129,7 @@ func ProviderEventInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, 
 		}
 		p.Raws[i] = string(raw)
 	}
-	n, err := queries().ProviderEventInsertBatch(ctx, tx, p)
-	return n, translate(err)
+	return p
 }
 
 // InboundDedupPrune deletes at most maxRows of the tenant's dedup keys

@@ -2,7 +2,14 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
 	"net/http"
+	"strings"
+
+	"github.com/miohq/mio/db"
 )
 
 // errorBody is the JSON error shape of every endpoint:
@@ -24,4 +31,59 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: code, Message: message}})
+}
+
+// maxRequestBody bounds /v1 request bodies.
+const maxRequestBody = 1 << 20
+
+// decodeJSON reads one JSON object into v, rejecting unknown fields,
+// trailing data and oversized bodies. The returned error's text is a
+// reason safe to show the caller.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return errUnsupportedMedia
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return errors.New("body too large")
+		case errors.Is(err, io.EOF):
+			return errors.New("empty body: want a JSON object")
+		}
+		return fmt.Errorf("invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return errors.New("invalid JSON: trailing data after the object")
+	}
+	return nil
+}
+
+var errUnsupportedMedia = errors.New("content type must be application/json")
+
+// badRequest answers a decode or validation error.
+func badRequest(w http.ResponseWriter, err error) {
+	if errors.Is(err, errUnsupportedMedia) {
+		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
+		return
+	}
+	writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+}
+
+// dbError answers a data-layer error that is not the caller's fault: 503
+// when the database is unavailable, else 500.
+func (s *Server) dbError(w http.ResponseWriter, what string, err error) {
+	if db.IsUnavailable(err) {
+		s.log.Warn("database unavailable", "step", what, "err", err)
+		w.Header().Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable, retry")
+		return
+	}
+	s.log.Error("database error", "step", what, "err", err)
+	writeError(w, http.StatusInternalServerError, "internal", "internal error")
 }

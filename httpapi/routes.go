@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/miohq/mio/db"
 )
 
 // PublicHandler is the public listener's route table.
@@ -24,6 +27,11 @@ func (s *Server) PublicHandler() http.Handler {
 	// Inbound webhooks (and platform handshakes: Meta's is a GET).
 	r.Post("/webhooks/{channel_type}/{account_id}", s.webhook)
 	r.Get("/webhooks/{channel_type}/{account_id}", s.webhook)
+
+	// The agent API: bearer token, tenant-scoped.
+	r.Route("/v1", func(r chi.Router) {
+		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/messages/{id}", s.getMessage)
+	})
 	return r
 }
 
@@ -33,5 +41,11 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Use(s.recoverer)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
+	// Profiling for operators (the admin listener is loopback by default).
+	r.HandleFunc("/debug/pprof/*", pprof.Index)
+	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	r.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return r
 }

@@ -10,11 +10,14 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/notify"
 )
 
 // Deps are what the HTTP layer needs from the process.
@@ -29,6 +32,11 @@ type Deps struct {
 	Registry *channels.Registry
 	Accounts *ingest.Accounts
 	Ingester *ingest.Ingester
+	// River inserts jobs transactionally with API writes (outbound
+	// dispatch); it may be an insert-only client.
+	River *river.Client[pgx.Tx]
+	// Hub wakes long-polling consumers.
+	Hub *notify.Hub
 	// WebhookDeadline bounds every webhook request. Default 2.5s.
 	WebhookDeadline time.Duration
 	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
@@ -47,6 +55,9 @@ type Server struct {
 	ingester        *ingest.Ingester
 	webhookDeadline time.Duration
 	webhookMaxBody  int64
+	tokens          *tokenCache
+	river           *river.Client[pgx.Tx]
+	hub             *notify.Hub
 }
 
 // New returns a Server.
@@ -62,5 +73,6 @@ func New(d Deps) *Server {
 	}
 	return &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
 		registry: d.Registry, accounts: d.Accounts, ingester: d.Ingester,
-		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody}
+		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
+		tokens: newTokenCache(5 * time.Second), river: d.River, hub: d.Hub}
 }

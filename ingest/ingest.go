@@ -87,7 +87,7 @@ type outcome struct {
 
 // New returns an Ingester; call Start.
 func New(pool *pgxpool.Pool, cfg Config) *Ingester {
-	if cfg.Window == 0 {
+	if cfg.Window <= 0 {
 		cfg.Window = 500 * time.Microsecond
 	}
 	if cfg.MaxBatch == 0 {
@@ -265,63 +265,47 @@ func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
 	for i := range results {
 		results[i] = &Result{}
 	}
-	tx, err := db.BeginTenant(ctx, in.pool, order[0])
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck
-	var enrich []river.InsertManyParams
+	groups := make([]db.IngestGroup, len(order))
+	owner := map[uuid.UUID]int{}
+	needsEnrich := false
 	for n, tenant := range order {
-		if n > 0 {
-			if err := db.SetTenant(ctx, tx, tenant); err != nil {
-				return nil, err
-			}
-		}
-		var rows []db.InboxRow
-		var events []db.ProviderEvent
-		owner := map[uuid.UUID]int{}
+		groups[n].TenantID = tenant
 		for _, i := range byTenant[tenant] {
 			for _, m := range batch[i].req.Messages {
 				owner[m.ID] = i
-				rows = append(rows, m)
+				groups[n].Rows = append(groups[n].Rows, m)
+				needsEnrich = needsEnrich || (m.State == db.InboxReceived && in.cfg.River != nil)
 			}
-			events = append(events, batch[i].req.Statuses...)
-		}
-		if len(rows) > 0 {
-			ids, err := db.InboxInsertBatch(ctx, tx, tenant, rows)
-			if err != nil {
-				return nil, fmt.Errorf("insert inbox: %w", err)
-			}
-			inserted := make(map[uuid.UUID]bool, len(ids))
-			for _, id := range ids {
-				inserted[id] = true
-				results[owner[id]].Inserted = append(results[owner[id]].Inserted, id)
-			}
-			for _, r := range rows {
-				if !inserted[r.ID] {
-					results[owner[r.ID]].Duplicates++
-				} else if r.State == db.InboxReceived && in.cfg.River != nil {
-					enrich = append(enrich, river.InsertManyParams{Args: workers.EnrichArgs{TenantID: tenant, MessageID: r.ID}})
-				}
-			}
-		}
-		if len(events) > 0 {
-			// Receipts are counted per tenant group; attribute to the
-			// group's first request (receipts have no per-request answer).
-			n, err := db.ProviderEventInsertBatch(ctx, tx, tenant, events)
-			if err != nil {
-				return nil, fmt.Errorf("insert provider events: %w", err)
-			}
-			results[byTenant[tenant][0]].NewStatuses += n
+			groups[n].Events = append(groups[n].Events, batch[i].req.Statuses...)
 		}
 	}
-	if len(enrich) > 0 {
-		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
-			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
-		}
+	var (
+		committed []db.IngestGroupResult
+		err       error
+	)
+	if needsEnrich {
+		committed, err = in.commitWithJobs(ctx, groups)
+	} else {
+		// The common case: one pipelined round trip.
+		committed, err = db.IngestCommit(ctx, in.pool, groups)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err != nil {
 		return nil, err
+	}
+	for n, g := range groups {
+		inserted := make(map[uuid.UUID]bool, len(committed[n].Inserted))
+		for _, id := range committed[n].Inserted {
+			inserted[id] = true
+			results[owner[id]].Inserted = append(results[owner[id]].Inserted, id)
+		}
+		for _, r := range g.Rows {
+			if !inserted[r.ID] {
+				results[owner[r.ID]].Duplicates++
+			}
+		}
+		// Receipts have no per-request answer: attribute them to the
+		// group's first request.
+		results[byTenant[g.TenantID][0]].NewStatuses += committed[n].NewEvents
 	}
 	if in.cfg.OnCommit != nil {
 		for _, tenant := range order {
@@ -334,4 +318,53 @@ func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// commitWithJobs commits groups in a transaction that also enqueues an
+// enrich job for every newly inserted message with pending attachments.
+func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup) ([]db.IngestGroupResult, error) {
+	tx, err := db.BeginTenant(ctx, in.pool, groups[0].TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	out := make([]db.IngestGroupResult, len(groups))
+	var jobs []river.InsertManyParams
+	for n, g := range groups {
+		if n > 0 {
+			if err := db.SetTenant(ctx, tx, g.TenantID); err != nil {
+				return nil, err
+			}
+		}
+		if len(g.Rows) > 0 {
+			ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
+			if err != nil {
+				return nil, fmt.Errorf("insert inbox: %w", err)
+			}
+			out[n].Inserted = ids
+			inserted := make(map[uuid.UUID]bool, len(ids))
+			for _, id := range ids {
+				inserted[id] = true
+			}
+			for _, r := range g.Rows {
+				if inserted[r.ID] && r.State == db.InboxReceived {
+					jobs = append(jobs, river.InsertManyParams{Args: workers.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+				}
+			}
+		}
+		if len(g.Events) > 0 {
+			if out[n].NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
+				return nil, fmt.Errorf("insert provider events: %w", err)
+			}
+		}
+	}
+	if len(jobs) > 0 {
+		if _, err := in.cfg.River.InsertManyTx(ctx, tx, jobs); err != nil {
+			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

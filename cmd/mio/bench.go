@@ -40,7 +40,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	switch which {
 	case "ingest":
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout})
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr}})
 		if err != nil {
 			return err
 		}

@@ -84,6 +84,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	go hub.Run(bg)
 	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
 	ingester := ingest.New(pool, ingest.Config{
+		Flushers: cfg.IngestFlushers,
+		Window:   cfg.IngestWindow,
 		River:    riverClient,
 		OnCommit: hub.Publish,
 		OnBatch:  func(n int) { m.IngestBatchSize.Observe(float64(n)) },
@@ -94,6 +96,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
 		Registry: registry, Accounts: ingest.NewAccounts(pool, box, registry, 5*time.Second), Ingester: ingester,
+		River: riverClient, Hub: hub,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 	})
 

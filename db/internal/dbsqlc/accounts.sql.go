@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const accountGet = `-- name: AccountGet :one
+const AccountGet = `-- name: AccountGet :one
 SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at FROM mio.accounts WHERE tenant_id = $1 AND id = $2
 `
 
@@ -21,7 +21,7 @@ type AccountGetParams struct {
 }
 
 func (q *Queries) AccountGet(ctx context.Context, db DBTX, arg *AccountGetParams) (MioAccount, error) {
-	row := db.QueryRow(ctx, accountGet, arg.TenantID, arg.ID)
+	row := db.QueryRow(ctx, AccountGet, arg.TenantID, arg.ID)
 	var i MioAccount
 	err := row.Scan(
 		&i.TenantID,
@@ -42,7 +42,7 @@ func (q *Queries) AccountGet(ctx context.Context, db DBTX, arg *AccountGetParams
 	return i, err
 }
 
-const accountInsert = `-- name: AccountInsert :one
+const AccountInsert = `-- name: AccountInsert :one
 INSERT INTO mio.accounts (
     tenant_id, id, channel_type, display_name, external_id, settings,
     credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts
@@ -68,7 +68,7 @@ type AccountInsertParams struct {
 }
 
 func (q *Queries) AccountInsert(ctx context.Context, db DBTX, arg *AccountInsertParams) (MioAccount, error) {
-	row := db.QueryRow(ctx, accountInsert,
+	row := db.QueryRow(ctx, AccountInsert,
 		arg.TenantID,
 		arg.ID,
 		arg.ChannelType,
@@ -101,7 +101,7 @@ func (q *Queries) AccountInsert(ctx context.Context, db DBTX, arg *AccountInsert
 	return i, err
 }
 
-const accountList = `-- name: AccountList :many
+const AccountList = `-- name: AccountList :many
 SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at FROM mio.accounts
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR channel_type = $2)
@@ -114,7 +114,7 @@ type AccountListParams struct {
 }
 
 func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListParams) ([]MioAccount, error) {
-	rows, err := db.Query(ctx, accountList, arg.TenantID, arg.ChannelType)
+	rows, err := db.Query(ctx, AccountList, arg.TenantID, arg.ChannelType)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListPara
 	return items, nil
 }
 
-const accountRoute = `-- name: AccountRoute :one
+const AccountRoute = `-- name: AccountRoute :one
 SELECT account_id, tenant_id, channel_type FROM mio.account_routes WHERE account_id = $1
 `
 
@@ -159,13 +159,13 @@ type AccountRouteParams struct {
 // Resolves an account id from a webhook URL to its tenant. Not
 // tenant-scoped: the routing table holds only (account, tenant, channel).
 func (q *Queries) AccountRoute(ctx context.Context, db DBTX, arg *AccountRouteParams) (MioAccountRoute, error) {
-	row := db.QueryRow(ctx, accountRoute, arg.AccountID)
+	row := db.QueryRow(ctx, AccountRoute, arg.AccountID)
 	var i MioAccountRoute
 	err := row.Scan(&i.AccountID, &i.TenantID, &i.ChannelType)
 	return i, err
 }
 
-const accountSetStatus = `-- name: AccountSetStatus :one
+const AccountSetStatus = `-- name: AccountSetStatus :one
 UPDATE mio.accounts SET status = $1, updated_at = now()
 WHERE tenant_id = $2 AND id = $3
 RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at
@@ -178,7 +178,7 @@ type AccountSetStatusParams struct {
 }
 
 func (q *Queries) AccountSetStatus(ctx context.Context, db DBTX, arg *AccountSetStatusParams) (MioAccount, error) {
-	row := db.QueryRow(ctx, accountSetStatus, arg.Status, arg.TenantID, arg.ID)
+	row := db.QueryRow(ctx, AccountSetStatus, arg.Status, arg.TenantID, arg.ID)
 	var i MioAccount
 	err := row.Scan(
 		&i.TenantID,

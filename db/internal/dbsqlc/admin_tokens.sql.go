@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const adminTokenGetByHash = `-- name: AdminTokenGetByHash :one
+const AdminTokenGetByHash = `-- name: AdminTokenGetByHash :one
 SELECT id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.admin_tokens WHERE token_sha256 = $1
 `
 
@@ -20,7 +20,7 @@ type AdminTokenGetByHashParams struct {
 }
 
 func (q *Queries) AdminTokenGetByHash(ctx context.Context, db DBTX, arg *AdminTokenGetByHashParams) (MioAdminToken, error) {
-	row := db.QueryRow(ctx, adminTokenGetByHash, arg.TokenSha256)
+	row := db.QueryRow(ctx, AdminTokenGetByHash, arg.TokenSha256)
 	var i MioAdminToken
 	err := row.Scan(
 		&i.ID,
@@ -34,7 +34,7 @@ func (q *Queries) AdminTokenGetByHash(ctx context.Context, db DBTX, arg *AdminTo
 	return i, err
 }
 
-const adminTokenInsert = `-- name: AdminTokenInsert :one
+const AdminTokenInsert = `-- name: AdminTokenInsert :one
 INSERT INTO mio.admin_tokens (id, name, roles, token_sha256)
 VALUES ($1, $2, $3, $4)
 RETURNING id, name, roles, token_sha256, created_at, last_used_at, revoked_at
@@ -48,7 +48,7 @@ type AdminTokenInsertParams struct {
 }
 
 func (q *Queries) AdminTokenInsert(ctx context.Context, db DBTX, arg *AdminTokenInsertParams) (MioAdminToken, error) {
-	row := db.QueryRow(ctx, adminTokenInsert,
+	row := db.QueryRow(ctx, AdminTokenInsert,
 		arg.ID,
 		arg.Name,
 		arg.Roles,

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const aPITokenGetByHash = `-- name: APITokenGetByHash :one
+const APITokenGetByHash = `-- name: APITokenGetByHash :one
 SELECT tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.api_tokens
 WHERE tenant_id = $1 AND token_sha256 = $2
 `
@@ -22,7 +22,7 @@ type APITokenGetByHashParams struct {
 }
 
 func (q *Queries) APITokenGetByHash(ctx context.Context, db DBTX, arg *APITokenGetByHashParams) (MioApiToken, error) {
-	row := db.QueryRow(ctx, aPITokenGetByHash, arg.TenantID, arg.TokenSha256)
+	row := db.QueryRow(ctx, APITokenGetByHash, arg.TenantID, arg.TokenSha256)
 	var i MioApiToken
 	err := row.Scan(
 		&i.TenantID,
@@ -37,7 +37,7 @@ func (q *Queries) APITokenGetByHash(ctx context.Context, db DBTX, arg *APITokenG
 	return i, err
 }
 
-const aPITokenInsert = `-- name: APITokenInsert :one
+const APITokenInsert = `-- name: APITokenInsert :one
 INSERT INTO mio.api_tokens (tenant_id, id, name, roles, token_sha256)
 VALUES ($1, $2, $3, $4, $5)
 RETURNING tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at
@@ -52,7 +52,7 @@ type APITokenInsertParams struct {
 }
 
 func (q *Queries) APITokenInsert(ctx context.Context, db DBTX, arg *APITokenInsertParams) (MioApiToken, error) {
-	row := db.QueryRow(ctx, aPITokenInsert,
+	row := db.QueryRow(ctx, APITokenInsert,
 		arg.TenantID,
 		arg.ID,
 		arg.Name,
@@ -73,7 +73,7 @@ func (q *Queries) APITokenInsert(ctx context.Context, db DBTX, arg *APITokenInse
 	return i, err
 }
 
-const aPITokenList = `-- name: APITokenList :many
+const APITokenList = `-- name: APITokenList :many
 SELECT tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.api_tokens WHERE tenant_id = $1 ORDER BY created_at, id
 `
 
@@ -82,7 +82,7 @@ type APITokenListParams struct {
 }
 
 func (q *Queries) APITokenList(ctx context.Context, db DBTX, arg *APITokenListParams) ([]MioApiToken, error) {
-	rows, err := db.Query(ctx, aPITokenList, arg.TenantID)
+	rows, err := db.Query(ctx, APITokenList, arg.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (q *Queries) APITokenList(ctx context.Context, db DBTX, arg *APITokenListPa
 	return items, nil
 }
 
-const aPITokenRevoke = `-- name: APITokenRevoke :one
+const APITokenRevoke = `-- name: APITokenRevoke :one
 UPDATE mio.api_tokens SET revoked_at = coalesce(revoked_at, now())
 WHERE tenant_id = $1 AND id = $2
 RETURNING tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at
@@ -122,7 +122,7 @@ type APITokenRevokeParams struct {
 }
 
 func (q *Queries) APITokenRevoke(ctx context.Context, db DBTX, arg *APITokenRevokeParams) (MioApiToken, error) {
-	row := db.QueryRow(ctx, aPITokenRevoke, arg.TenantID, arg.ID)
+	row := db.QueryRow(ctx, APITokenRevoke, arg.TenantID, arg.ID)
 	var i MioApiToken
 	err := row.Scan(
 		&i.TenantID,
@@ -137,7 +137,7 @@ func (q *Queries) APITokenRevoke(ctx context.Context, db DBTX, arg *APITokenRevo
 	return i, err
 }
 
-const aPITokenTouch = `-- name: APITokenTouch :exec
+const APITokenTouch = `-- name: APITokenTouch :exec
 UPDATE mio.api_tokens SET last_used_at = now()
 WHERE tenant_id = $1 AND id = $2
   AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
@@ -149,6 +149,6 @@ type APITokenTouchParams struct {
 }
 
 func (q *Queries) APITokenTouch(ctx context.Context, db DBTX, arg *APITokenTouchParams) error {
-	_, err := db.Exec(ctx, aPITokenTouch, arg.TenantID, arg.ID)
+	_, err := db.Exec(ctx, APITokenTouch, arg.TenantID, arg.ID)
 	return err
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const inboundDedupPrune = `-- name: InboundDedupPrune :execrows
+const InboundDedupPrune = `-- name: InboundDedupPrune :execrows
 DELETE FROM mio.inbound_dedup
 WHERE ctid = ANY (ARRAY(
     SELECT d.ctid FROM mio.inbound_dedup AS d WHERE d.tenant_id = $1::uuid AND d.created_at < $2::timestamptz ORDER BY d.created_at LIMIT $3::int
@@ -28,14 +28,14 @@ type InboundDedupPruneParams struct {
 // Deletes at most @max_rows dedup keys older than @before (bounded so a
 // prune never holds long locks).
 func (q *Queries) InboundDedupPrune(ctx context.Context, db DBTX, arg *InboundDedupPruneParams) (int64, error) {
-	result, err := db.Exec(ctx, inboundDedupPrune, arg.TenantID, arg.Before, arg.MaxRows)
+	result, err := db.Exec(ctx, InboundDedupPrune, arg.TenantID, arg.Before, arg.MaxRows)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
-const inboxGet = `-- name: InboxGet :one
+const InboxGet = `-- name: InboxGet :one
 SELECT tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at FROM mio.inbox WHERE tenant_id = $1 AND id = $2
 `
 
@@ -45,7 +45,7 @@ type InboxGetParams struct {
 }
 
 func (q *Queries) InboxGet(ctx context.Context, db DBTX, arg *InboxGetParams) (MioInbox, error) {
-	row := db.QueryRow(ctx, inboxGet, arg.TenantID, arg.ID)
+	row := db.QueryRow(ctx, InboxGet, arg.TenantID, arg.ID)
 	var i MioInbox
 	err := row.Scan(
 		&i.TenantID,
@@ -68,7 +68,7 @@ func (q *Queries) InboxGet(ctx context.Context, db DBTX, arg *InboxGetParams) (M
 	return i, err
 }
 
-const inboxInsertBatch = `-- name: InboxInsertBatch :many
+const InboxInsertBatch = `-- name: InboxInsertBatch :many
 WITH input AS (
     SELECT unnest($2::uuid[]) AS id,
            unnest($3::uuid[]) AS account_id,
@@ -117,7 +117,7 @@ type InboxInsertBatchParams struct {
 // whose (account, source id) already exists is skipped (a redelivery) and
 // only the ids actually inserted are returned.
 func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInsertBatchParams) ([]uuid.UUID, error) {
-	rows, err := db.Query(ctx, inboxInsertBatch,
+	rows, err := db.Query(ctx, InboxInsertBatch,
 		arg.TenantID,
 		arg.Ids,
 		arg.AccountIds,
@@ -147,7 +147,7 @@ func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInser
 	return items, nil
 }
 
-const providerEventInsertBatch = `-- name: ProviderEventInsertBatch :execrows
+const ProviderEventInsertBatch = `-- name: ProviderEventInsertBatch :execrows
 INSERT INTO mio.provider_events (tenant_id, account_id, provider_message_id, status, occurred_at, recipient_id, error, raw)
 SELECT $1::uuid, t.account_id, t.provider_message_id, t.status, t.occurred_at, t.recipient_id, t.error, t.raw::jsonb
 FROM (
@@ -174,7 +174,7 @@ type ProviderEventInsertBatchParams struct {
 }
 
 func (q *Queries) ProviderEventInsertBatch(ctx context.Context, db DBTX, arg *ProviderEventInsertBatchParams) (int64, error) {
-	result, err := db.Exec(ctx, providerEventInsertBatch,
+	result, err := db.Exec(ctx, ProviderEventInsertBatch,
 		arg.TenantID,
 		arg.AccountIds,
 		arg.ProviderMessageIds,

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 )
 
-const tenantGet = `-- name: TenantGet :one
+const TenantGet = `-- name: TenantGet :one
 SELECT id, name, created_at FROM mio.tenants WHERE id = $1
 `
 
@@ -20,13 +20,13 @@ type TenantGetParams struct {
 }
 
 func (q *Queries) TenantGet(ctx context.Context, db DBTX, arg *TenantGetParams) (MioTenant, error) {
-	row := db.QueryRow(ctx, tenantGet, arg.ID)
+	row := db.QueryRow(ctx, TenantGet, arg.ID)
 	var i MioTenant
 	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
 	return i, err
 }
 
-const tenantInsert = `-- name: TenantInsert :one
+const TenantInsert = `-- name: TenantInsert :one
 INSERT INTO mio.tenants (id, name) VALUES ($1, $2)
 RETURNING id, name, created_at
 `
@@ -37,18 +37,18 @@ type TenantInsertParams struct {
 }
 
 func (q *Queries) TenantInsert(ctx context.Context, db DBTX, arg *TenantInsertParams) (MioTenant, error) {
-	row := db.QueryRow(ctx, tenantInsert, arg.ID, arg.Name)
+	row := db.QueryRow(ctx, TenantInsert, arg.ID, arg.Name)
 	var i MioTenant
 	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
 	return i, err
 }
 
-const tenantList = `-- name: TenantList :many
+const TenantList = `-- name: TenantList :many
 SELECT id, name, created_at FROM mio.tenants ORDER BY created_at, id
 `
 
 func (q *Queries) TenantList(ctx context.Context, db DBTX) ([]MioTenant, error) {
-	rows, err := db.Query(ctx, tenantList)
+	rows, err := db.Query(ctx, TenantList)
 	if err != nil {
 		return nil, err
 	}
