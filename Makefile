@@ -8,7 +8,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/...
 
-.PHONY: run test lint generate check-generated build bench bench-ingest postgres fmt
+.PHONY: run test lint generate check-generated build bench bench-ingest bench-consume postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -39,11 +39,15 @@ check-generated:
 	$(GO) tool sqlc diff
 
 ## bench: every benchmark (see docs/benchmarks.md)
-bench: bench-ingest
+bench: bench-ingest bench-consume
 
 ## bench-ingest: webhook ingestion vs the pgbench reference
 bench-ingest: postgres build
 	./$(BIN) bench ingest
+
+## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
+bench-consume: postgres build
+	./$(BIN) bench consume
 
 postgres:
 	@deploy/scripts/ensure-postgres.sh

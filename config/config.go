@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/miohq/mio/envelope"
 )
 
 // Config is MIO's configuration. Fields are alphabetical; each comment
@@ -26,6 +28,29 @@ type Config struct {
 	// AdminAddr (MIO_ADMIN_ADDR) is the admin listener: /metrics and the
 	// admin API. Default 127.0.0.1:9090.
 	AdminAddr string
+	// ArchiveBatchRows (MIO_ARCHIVE_BATCH_ROWS) is the most messages one
+	// archive batch (NDJSON objects + cursor commit) holds. Default 10000.
+	ArchiveBatchRows int
+	// ArchiveInterval (MIO_ARCHIVE_INTERVAL) is how often the archive job
+	// runs. Default 1m.
+	ArchiveInterval time.Duration
+	// ArchiveMaxAge (MIO_ARCHIVE_MAX_AGE) flushes a partial archive batch
+	// once its oldest message has been ready this long. Default 10m.
+	ArchiveMaxAge time.Duration
+	// AttachmentMaxBytes (MIO_ATTACHMENT_MAX_BYTES) caps one attachment
+	// download: "25MiB", optionally followed by per-channel overrides
+	// ("25MiB,slack=100MiB"), kept in AttachmentMaxBytesByChannel.
+	// Telegram bots are limited to 20 MB by the Bot API anyway. Default
+	// 25MiB.
+	AttachmentMaxBytes          int64
+	AttachmentMaxBytesByChannel map[string]int64
+	// AttachmentURLTTL (MIO_ATTACHMENT_URL_TTL), when positive with a gs://
+	// blob store, makes GET /v1/attachments/{id} redirect to a signed URL
+	// valid this long instead of streaming. Default 0 (stream).
+	AttachmentURLTTL time.Duration
+	// BlobRetention (MIO_BLOB_RETENTION) is how long an unreferenced blob
+	// is kept before it is deleted. Default 24h.
+	BlobRetention time.Duration
 	// DataDir (MIO_DATA_DIR) is where `mio dev` keeps its PostgreSQL
 	// cluster, blobs and dev.json. Default ./.mio.
 	DataDir string
@@ -42,10 +67,25 @@ type Config struct {
 	// DBRuntimeRole (MIO_DB_RUNTIME_ROLE) is the role, without BYPASSRLS,
 	// that every service session assumes. Default mio_runtime.
 	DBRuntimeRole string
+	// EnrichWorkers (MIO_ENRICH_WORKERS) is how many attachment jobs run
+	// at once per process. Default 10.
+	EnrichWorkers int
 	// Env (MIO_ENV) is dev or prod. Default dev.
 	Env string
+	// FetchAllowedHosts (MIO_FETCH_ALLOWED_HOSTS) overrides, per channel,
+	// the hosts attachments may be downloaded from:
+	// "webhook=files.example.com,*.cdn.example.com;slack=files.slack.com".
+	// A channel not named keeps its adapter's hosts; "webhook=" (empty)
+	// allows any public host. Default: the adapters' hosts.
+	FetchAllowedHosts map[string][]string
+	// FetchTimeout (MIO_FETCH_TIMEOUT) bounds one attachment download.
+	// Default 60s.
+	FetchTimeout time.Duration
 	// HTTPAddr (MIO_HTTP_ADDR) is the public listener. Default :8080.
 	HTTPAddr string
+	// InboxRetention (MIO_INBOX_RETENTION) is how long inbox messages are
+	// kept; a message is deleted after it only once archived. Default 168h.
+	InboxRetention time.Duration
 	// IngestFlushers (MIO_INGEST_FLUSHERS) is how many group-commit
 	// transactions may be in flight at once. Default 2.
 	IngestFlushers int
@@ -65,6 +105,9 @@ type Config struct {
 	// HTTPAddr (http://localhost:PORT); PublicURLDerived is then true.
 	PublicURL        string
 	PublicURLDerived bool
+	// RetentionInterval (MIO_RETENTION_INTERVAL) is how often inbox and
+	// blob retention run. Default 1h.
+	RetentionInterval time.Duration
 	// Role (MIO_ROLE) selects what `mio serve` runs: all, api, worker or
 	// bridge. Default all.
 	Role string
@@ -98,6 +141,25 @@ func options() []option {
 	return []option{
 		{flag: "admin-addr", envs: []string{"MIO_ADMIN_ADDR"}, def: "127.0.0.1:9090", usage: "admin listener (metrics, admin API)",
 			set: func(c *Config, v string) error { return addr(&c.AdminAddr, v) }},
+		{flag: "archive-batch-rows", envs: []string{"MIO_ARCHIVE_BATCH_ROWS"}, def: "10000", usage: "most messages in one archive batch",
+			set: func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1_000_000 {
+					return errors.New("want an integer from 1 to 1000000")
+				}
+				c.ArchiveBatchRows = n
+				return nil
+			}},
+		{flag: "archive-interval", envs: []string{"MIO_ARCHIVE_INTERVAL"}, def: "1m", usage: "how often the NDJSON archive job runs",
+			set: func(c *Config, v string) error { return duration(&c.ArchiveInterval, v, time.Second, 24*time.Hour) }},
+		{flag: "archive-max-age", envs: []string{"MIO_ARCHIVE_MAX_AGE"}, def: "10m", usage: "flush a partial archive batch once its oldest message is this old",
+			set: func(c *Config, v string) error { return duration(&c.ArchiveMaxAge, v, 0, 24*time.Hour) }},
+		{flag: "attachment-max-bytes", envs: []string{"MIO_ATTACHMENT_MAX_BYTES"}, def: "25MiB", usage: "largest attachment downloaded, optionally per channel (25MiB,slack=100MiB)",
+			set: func(c *Config, v string) error { return attachmentMaxBytes(c, v) }},
+		{flag: "attachment-url-ttl", envs: []string{"MIO_ATTACHMENT_URL_TTL"}, def: "0s", usage: "with gs://, redirect attachment downloads to signed URLs valid this long (0: stream)",
+			set: func(c *Config, v string) error { return duration(&c.AttachmentURLTTL, v, 0, 7*24*time.Hour) }},
+		{flag: "blob-retention", envs: []string{"MIO_BLOB_RETENTION"}, def: "24h", usage: "how long unreferenced attachment blobs are kept",
+			set: func(c *Config, v string) error { return duration(&c.BlobRetention, v, time.Minute, 24*365*time.Hour) }},
 		{flag: "blob-url", envs: []string{"MIO_BLOB_URL"}, def: "", usage: "blob store: file://DIR or gs://BUCKET/PREFIX (default file://$MIO_DATA_DIR/blobs)",
 			set: func(c *Config, v string) error {
 				if v == "" {
@@ -149,10 +211,25 @@ func options() []option {
 				c.DBRuntimeRole = v
 				return nil
 			}},
+		{flag: "enrich-workers", envs: []string{"MIO_ENRICH_WORKERS"}, def: "10", usage: "attachment fetch jobs run at once",
+			set: func(c *Config, v string) error {
+				n, err := strconv.Atoi(v)
+				if err != nil || n < 1 || n > 1000 {
+					return errors.New("want an integer from 1 to 1000")
+				}
+				c.EnrichWorkers = n
+				return nil
+			}},
 		{flag: "env", envs: []string{"MIO_ENV"}, def: "dev", usage: "dev or prod",
 			set: func(c *Config, v string) error { return oneOf(&c.Env, v, []string{"dev", "prod"}) }},
+		{flag: "fetch-allowed-hosts", envs: []string{"MIO_FETCH_ALLOWED_HOSTS"}, usage: "per-channel attachment hosts (webhook=a.example.com,*.b.example.com;slack=...)",
+			set: func(c *Config, v string) error { return fetchAllowedHosts(c, v) }},
+		{flag: "fetch-timeout", envs: []string{"MIO_FETCH_TIMEOUT"}, def: "60s", usage: "bound of one attachment download",
+			set: func(c *Config, v string) error { return duration(&c.FetchTimeout, v, time.Second, time.Hour) }},
 		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
 			set: func(c *Config, v string) error { return addr(&c.HTTPAddr, v) }},
+		{flag: "inbox-retention", envs: []string{"MIO_INBOX_RETENTION"}, def: "168h", usage: "how long inbox messages are kept (deleted only once archived)",
+			set: func(c *Config, v string) error { return duration(&c.InboxRetention, v, time.Hour, 24*3650*time.Hour) }},
 		{flag: "ingest-flushers", envs: []string{"MIO_INGEST_FLUSHERS"}, def: "2", usage: "group-commit transactions in flight",
 			set: func(c *Config, v string) error {
 				n, err := strconv.Atoi(v)
@@ -209,6 +286,8 @@ func options() []option {
 				c.PublicURL = strings.TrimRight(v, "/")
 				return nil
 			}},
+		{flag: "retention-interval", envs: []string{"MIO_RETENTION_INTERVAL"}, def: "1h", usage: "how often inbox and blob retention run",
+			set: func(c *Config, v string) error { return duration(&c.RetentionInterval, v, time.Minute, 24*time.Hour) }},
 		{flag: "role", envs: []string{"MIO_ROLE"}, def: "all", usage: "what mio serve runs: all, api, worker or bridge",
 			set: func(c *Config, v string) error { return oneOf(&c.Role, v, roles) }},
 		{flag: "shutdown-timeout", envs: []string{"MIO_SHUTDOWN_TIMEOUT"}, def: "20s", usage: "graceful shutdown bound",
@@ -422,4 +501,71 @@ func MarkdownTable() string {
 		fmt.Fprintf(&b, "| %s | `%s` | %s | %s |\n", e, r[1], def, r[3])
 	}
 	return b.String()
+}
+
+// attachmentMaxBytes parses "25MiB" or "25MiB,slack=100MiB,webhook=5MiB".
+func attachmentMaxBytes(c *Config, v string) error {
+	const want = "want a size from 1KiB to 4GiB, optionally followed by channel=size overrides (25MiB,slack=100MiB)"
+	parts := strings.Split(v, ",")
+	n, err := ParseBytes(parts[0])
+	if err != nil || n < 1<<10 || n > 4<<30 {
+		return errors.New(want)
+	}
+	c.AttachmentMaxBytes = n
+	c.AttachmentMaxBytesByChannel = nil
+	for _, p := range parts[1:] {
+		ch, size, ok := strings.Cut(strings.TrimSpace(p), "=")
+		if !ok || !knownChannel(ch) {
+			return fmt.Errorf("%s; %q is not channel=size with a known channel", want, p)
+		}
+		n, err := ParseBytes(size)
+		if err != nil || n < 1<<10 || n > 4<<30 {
+			return errors.New(want)
+		}
+		if c.AttachmentMaxBytesByChannel == nil {
+			c.AttachmentMaxBytesByChannel = map[string]int64{}
+		}
+		c.AttachmentMaxBytesByChannel[ch] = n
+	}
+	return nil
+}
+
+// fetchAllowedHosts parses "webhook=a.example.com,*.b.example.com;slack=files.slack.com".
+func fetchAllowedHosts(c *Config, v string) error {
+	c.FetchAllowedHosts = nil
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	for _, entry := range strings.Split(v, ";") {
+		ch, list, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || !knownChannel(ch) {
+			return fmt.Errorf("want channel=host,host;channel=host with channels among %s; got %q", strings.Join(envelope.ChannelTypes(), ", "), entry)
+		}
+		hosts := []string{}
+		for _, h := range strings.Split(list, ",") {
+			h = strings.ToLower(strings.TrimSpace(h))
+			if h == "" {
+				continue
+			}
+			bare := strings.TrimPrefix(h, "*.")
+			if bare == "" || strings.ContainsAny(bare, "/:*@ ") {
+				return fmt.Errorf("want host names such as files.example.com or *.example.com; got %q", h)
+			}
+			hosts = append(hosts, h)
+		}
+		if c.FetchAllowedHosts == nil {
+			c.FetchAllowedHosts = map[string][]string{}
+		}
+		c.FetchAllowedHosts[ch] = hosts
+	}
+	return nil
+}
+
+func knownChannel(ch string) bool {
+	for _, t := range envelope.ChannelTypes() {
+		if t == ch {
+			return true
+		}
+	}
+	return false
 }

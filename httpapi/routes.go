@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 )
 
@@ -31,6 +32,19 @@ func (s *Server) PublicHandler() http.Handler {
 	// The agent API: bearer token, tenant-scoped.
 	r.Route("/v1", func(r chi.Router) {
 		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/messages/{id}", s.getMessage)
+		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/attachments/{id}", s.getAttachment)
+
+		r.Route("/consumers/{name}", func(r chi.Router) {
+			r.Use(s.authenticate(db.RoleConsume))
+			r.Put("/", s.putConsumer)
+			r.Get("/", s.getConsumer)
+			r.Delete("/", s.deleteConsumer)
+			r.Post("/pull", s.pull)
+			r.Post("/ack", s.settle(consume.ActionAck))
+			r.Post("/nak", s.settle(consume.ActionNak))
+			r.Post("/term", s.settle(consume.ActionTerm))
+			r.Post("/extend", s.settle(consume.ActionExtend))
+		})
 	})
 	return r
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
@@ -37,10 +39,18 @@ type Deps struct {
 	River *river.Client[pgx.Tx]
 	// Hub wakes long-polling consumers.
 	Hub *notify.Hub
+	// Consumers serves the pull API.
+	Consumers *consume.Service
 	// WebhookDeadline bounds every webhook request. Default 2.5s.
 	WebhookDeadline time.Duration
 	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
 	WebhookMaxBody int64
+	// Blob is the store GET /v1/attachments/{id} reads; nil answers 503.
+	Blob blob.Store
+	// AttachmentURLTTL, when positive and Blob implements blob.URLSigner,
+	// makes GET /v1/attachments/{id} redirect to a signed URL valid this
+	// long instead of streaming the bytes. Default 0 (stream).
+	AttachmentURLTTL time.Duration
 }
 
 // Server holds the handlers of both listeners.
@@ -58,6 +68,9 @@ type Server struct {
 	tokens          *tokenCache
 	river           *river.Client[pgx.Tx]
 	hub             *notify.Hub
+	consumers       *consume.Service
+	blob            blob.Store
+	attachmentTTL   time.Duration
 }
 
 // New returns a Server.
@@ -71,8 +84,10 @@ func New(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
+	s := &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
 		registry: d.Registry, accounts: d.Accounts, ingester: d.Ingester,
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
-		tokens: newTokenCache(5 * time.Second), river: d.River, hub: d.Hub}
+		tokens: newTokenCache(5 * time.Second), river: d.River, hub: d.Hub, consumers: d.Consumers}
+	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
+	return s
 }

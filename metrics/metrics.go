@@ -20,6 +20,11 @@ type Metrics struct {
 	DedupTotal          *prometheus.CounterVec   // channel_type
 	InboundMessages     *prometheus.CounterVec   // channel_type
 	IngestBatchSize     prometheus.Histogram
+
+	ConsumerLag        *prometheus.GaugeVec   // consumer
+	ConsumerAckPending *prometheus.GaugeVec   // consumer
+	ConsumerDeliveries *prometheus.CounterVec // outcome
+	PullLatency        prometheus.Histogram
 }
 
 // New registers every family on a fresh registry, with the Go runtime and
@@ -52,7 +57,25 @@ func New() *Metrics {
 			Help:    "Webhook requests committed together in one group-commit transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mio_consumer_lag",
+			Help: "Messages a consumer has not yet acknowledged (pending, leased and not yet taken from the stream), summed over tenants.",
+		}, []string{"consumer"}),
+		ConsumerAckPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mio_consumer_ack_pending",
+			Help: "Leased, unacknowledged deliveries per consumer, summed over tenants.",
+		}, []string{"consumer"}),
+		ConsumerDeliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mio_consumer_deliveries_total",
+			Help: "Consumer delivery events by outcome: delivered, redelivered, acked, naked, termed, extended, dead.",
+		}, []string{"outcome"}),
+		PullLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_consumer_pull_duration_seconds",
+			Help:    "Pull request handling time, long-poll wait included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 15, 30, 60},
+		}),
 	}
-	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize)
+	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize,
+		m.ConsumerLag, m.ConsumerAckPending, m.ConsumerDeliveries, m.PullLatency)
 	return m
 }

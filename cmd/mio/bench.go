@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest"}
+		return &usageError{"mio bench needs a benchmark: ingest, consume or dispatch"}
 	}
 	which := args[0]
 	var (
@@ -51,7 +51,19 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "consume":
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{SkipPgbench: noRef, E2EDuration: duration})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume or dispatch", which)}
 	}
 }

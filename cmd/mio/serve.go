@@ -11,8 +11,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/blob"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/config"
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
@@ -64,25 +71,31 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer pool.Close()
 
 	m := metrics.New()
-	set := workers.NewSet()
-	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
-	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
-	riverClient, err := workers.NewClient(pool, set, wcfg)
-	if err != nil {
-		return fmt.Errorf("river: %w", err)
-	}
-
 	var box *secretbox.Box
 	if cfg.MasterKey != nil {
 		if box, err = secretbox.New(cfg.MasterKey); err != nil {
 			return err
 		}
 	}
+	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
+	store, err := openBlob(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeBlob(store, log)
+	set := workers.NewSet()
+	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
+	addMediaWorkers(set, cfg, pool, store, registry, box, metrics.NewMedia(m.Registry), log)
+	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
+	riverClient, err := workers.NewClient(pool, set, wcfg)
+	if err != nil {
+		return fmt.Errorf("river: %w", err)
+	}
+
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
 	hub := notify.New(pool, log.With("component", "notify"), notify.Options{})
 	go hub.Run(bg)
-	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
 	ingester := ingest.New(pool, ingest.Config{
 		Flushers: cfg.IngestFlushers,
 		Window:   cfg.IngestWindow,
@@ -93,11 +106,15 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	})
 	ingester.Start()
 
+	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
+	go consumers.RunGauges(bg, 15*time.Second)
+
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
 		Registry: registry, Accounts: ingest.NewAccounts(pool, box, registry, 5*time.Second), Ingester: ingester,
-		River: riverClient, Hub: hub,
+		River: riverClient, Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
+		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 	})
 
 	var servers []*http.Server
@@ -191,4 +208,58 @@ func (c *schemaChecker) Check(ctx context.Context) error {
 	}
 	c.okTill = time.Now().Add(10 * time.Second)
 	return nil
+}
+
+// openBlob opens the blob store named by MIO_BLOB_URL; a gs:// store signs
+// URLs when MIO_ATTACHMENT_URL_TTL is set.
+func openBlob(ctx context.Context, cfg *config.Config) (blob.Store, error) {
+	store, err := blob.Open(ctx, cfg.BlobURL, blob.Options{SignURLs: cfg.AttachmentURLTTL > 0})
+	if err != nil {
+		return nil, fmt.Errorf("blob store (MIO_BLOB_URL): %w", err)
+	}
+	return store, nil
+}
+
+func closeBlob(store blob.Store, log *slog.Logger) {
+	if c, ok := store.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			log.Warn("close blob store", "err", err)
+		}
+	}
+}
+
+// addMediaWorkers registers the enrich worker (queue enrich) and the
+// periodic archive and retention jobs.
+func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, store blob.Store,
+	registry *channels.Registry, box *secretbox.Box, mm *metrics.Media, log *slog.Logger) {
+	loadAccount := func(ctx context.Context, tenantID, accountID uuid.UUID) (channels.Account, error) {
+		var row *db.Account
+		err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+			var err error
+			row, err = db.AccountGet(ctx, tx, tenantID, accountID)
+			return err
+		})
+		if err != nil {
+			return channels.Account{}, err
+		}
+		return ingest.OpenSecrets(box, row)
+	}
+	clients := workers.NewFetchClients(registry, workers.FetchOptions{
+		MaxBytes:          cfg.AttachmentMaxBytes,
+		MaxBytesByChannel: cfg.AttachmentMaxBytesByChannel,
+		AllowedHosts:      cfg.FetchAllowedHosts,
+		Timeout:           cfg.FetchTimeout,
+	})
+	set.AddEnrich(&workers.EnrichWorker{
+		Pool: pool, Blob: store, Registry: registry, Accounts: loadAccount, Clients: clients,
+		Metrics: mm, Logger: log.With("component", "enrich"),
+	}, cfg.EnrichWorkers)
+	set.AddArchive(&workers.ArchiveWorker{
+		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "archive"),
+		BatchRows: cfg.ArchiveBatchRows, MaxAge: cfg.ArchiveMaxAge,
+	}, cfg.ArchiveInterval)
+	set.AddRetention(&workers.RetentionWorker{
+		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
+		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
+	}, cfg.RetentionInterval)
 }

@@ -55,6 +55,96 @@ type MioApiToken struct {
 	RevokedAt   *time.Time
 }
 
+type MioArchiveCursor struct {
+	TenantID  uuid.UUID
+	ReadyXid  pgtype.Uint64
+	ReadySeq  int64
+	UpdatedAt time.Time
+}
+
+type MioArchivePart struct {
+	TenantID    uuid.UUID
+	ObjectKey   string
+	ChannelType string
+	Day         pgtype.Date
+	Rows        int32
+	Bytes       int64
+	FirstXid    pgtype.Uint64
+	FirstSeq    int64
+	LastXid     pgtype.Uint64
+	LastSeq     int64
+	WrittenAt   time.Time
+}
+
+type MioAttachment struct {
+	TenantID      uuid.UUID
+	ID            uuid.UUID
+	MessageID     uuid.UUID
+	AccountID     uuid.UUID
+	ChannelType   string
+	Status        string
+	Kind          string
+	Name          string
+	MimeType      string
+	Size          int64
+	StorageKey    *string
+	ContentSha256 *string
+	Error         string
+	Attempts      int32
+	CreatedAt     time.Time
+}
+
+type MioConsumer struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+type MioConsumerDelivery struct {
+	TenantID        uuid.UUID
+	ConsumerName    string
+	MessageID       uuid.UUID
+	Xid             pgtype.Uint64
+	Seq             int64
+	MessageSeq      int64
+	ConversationKey string
+	State           string
+	DeliveryID      *uuid.UUID
+	DeliveryCount   int32
+	AvailableAt     time.Time
+	LeaseExpiresAt  *time.Time
+	LastError       string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type MioDeadLetter struct {
+	Kind        string
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	ChannelType string
+	AccountID   uuid.UUID
+	Attempts    int32
+	LastError   *string
+	CreatedAt   time.Time
+	DeadAt      *time.Time
+	Detail      []byte
+}
+
 type MioInboundDedup struct {
 	TenantID        uuid.UUID
 	AccountID       uuid.UUID
@@ -82,6 +172,60 @@ type MioInbox struct {
 	ArchivedAt      *time.Time
 }
 
+type MioMediaBlob struct {
+	ContentSha256     string
+	StorageKey        string
+	Size              int64
+	Refs              int64
+	UnreferencedSince *time.Time
+	CreatedAt         time.Time
+}
+
+type MioOutbox struct {
+	TenantID           uuid.UUID
+	ID                 uuid.UUID
+	Seq                pgtype.Int8
+	AccountID          uuid.UUID
+	ChannelType        string
+	ConversationID     string
+	ThreadID           string
+	IdempotencyKey     string
+	RequestSha256      []byte
+	Text               string
+	RichContent        []byte
+	Attachments        []byte
+	EditOf             *uuid.UUID
+	HandoffState       string
+	ProviderState      string
+	AttemptNo          int32
+	Series             int32
+	SeriesFirstAttempt int32
+	Attempts           int32
+	NextAttemptAt      time.Time
+	LeaseUntil         *time.Time
+	JobID              pgtype.Int8
+	ProviderMessageID  *string
+	LastError          *string
+	ReceiptDueAt       *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	HandedOffAt        *time.Time
+	DeadAt             *time.Time
+	DiscardedAt        *time.Time
+}
+
+type MioOutboxEvent struct {
+	TenantID  uuid.UUID
+	OutboxID  uuid.UUID
+	ID        int64
+	Event     string
+	Machine   string
+	State     string
+	AttemptNo int32
+	Detail    []byte
+	At        time.Time
+}
+
 type MioProviderEvent struct {
 	TenantID          uuid.UUID
 	AccountID         uuid.UUID
@@ -93,6 +237,13 @@ type MioProviderEvent struct {
 	Raw               []byte
 	ReceivedAt        time.Time
 	AppliedAt         *time.Time
+}
+
+type MioRateBucket struct {
+	TenantID  uuid.UUID
+	BucketKey string
+	Tokens    float64
+	UpdatedAt time.Time
 }
 
 type MioTenant struct {

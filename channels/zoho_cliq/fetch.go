@@ -1,0 +1,40 @@
+package zohocliq
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/fetch"
+)
+
+var _ channels.AttachmentFetcher = (*Channel)(nil)
+
+// FetchHosts are Zoho's data centres and file hosts.
+func (c *Channel) FetchHosts() []string {
+	return []string{"*.zoho.com", "*.zoho.eu", "*.zoho.in", "*.zoho.com.au", "*.zoho.jp", "*.zohocdn.com",
+		"*.zohopublic.com", "*.zohopublic.eu", "*.zohopublic.in"}
+}
+
+// Fetch downloads the attachment URL from the handler payload. When the
+// account has credentials access_token it is sent as
+// "Authorization: Zoho-oauthtoken <token>" (whether Cliq's file URLs need it
+// is UNVERIFIED; public file URLs ignore it).
+func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope.Attachment, client *fetch.Client) (*channels.FetchedAttachment, error) {
+	if att.Source == nil || att.Source.URL == "" {
+		return nil, &channels.PermanentError{Err: errors.New("zoho_cliq: attachment has no URL")}
+	}
+	var creds struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := decodeObject(acct.Credentials, &creds); err != nil {
+		return nil, &channels.PermanentError{Err: invalidf("credentials: %v", err)}
+	}
+	var hdr http.Header
+	if creds.AccessToken != "" {
+		hdr = http.Header{"Authorization": {"Zoho-oauthtoken " + creds.AccessToken}}
+	}
+	return channels.OpenURL(ctx, client, "zoho_cliq attachment", att.Source.URL, hdr)
+}

@@ -1,0 +1,227 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+)
+
+// Limits of consumer settings and pull requests.
+const (
+	DefaultAckWait       = 30 * time.Second
+	DefaultMaxDeliver    = 5
+	DefaultMaxAckPending = 1000
+	MaxBatch             = 1000
+	MaxWait              = 60 * time.Second
+	// backlogCap bounds the stream rows counted for lag.
+	backlogCap = 1_000_000
+)
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+
+// ValidName reports whether name is a valid consumer name.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
+// Config is a consumer's settings as the API takes them; zero values get
+// defaults.
+type Config struct {
+	ChannelTypes    []string
+	AccountIDs      []uuid.UUID
+	ConversationIDs []string
+	DeliverPolicy   string
+	StartTime       *time.Time
+	AckWait         time.Duration
+	MaxDeliver      int
+	MaxAckPending   int
+	Ordering        string
+	Stage           string
+}
+
+// ValidationError is a bad consumer setting; its text is shown to callers.
+type ValidationError struct{ Reason string }
+
+func (e *ValidationError) Error() string { return e.Reason }
+
+func invalid(format string, args ...any) error {
+	return &ValidationError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// normalize applies defaults and validates.
+func (c *Config) normalize() error {
+	if c.DeliverPolicy == "" {
+		c.DeliverPolicy = db.DeliverAll
+	}
+	switch c.DeliverPolicy {
+	case db.DeliverAll, db.DeliverNew:
+		if c.StartTime != nil {
+			return invalid("start_time is only allowed with deliver_policy by_start_time")
+		}
+	case db.DeliverByStartTime:
+		if c.StartTime == nil {
+			return invalid("deliver_policy by_start_time needs start_time")
+		}
+	default:
+		return invalid("deliver_policy must be all, new or by_start_time")
+	}
+	if c.AckWait == 0 {
+		c.AckWait = DefaultAckWait
+	}
+	if c.AckWait < time.Second || c.AckWait > 12*time.Hour {
+		return invalid("ack_wait must be from 1s to 12h")
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = DefaultMaxDeliver
+	}
+	if c.MaxDeliver < 1 || c.MaxDeliver > 1000 {
+		return invalid("max_deliver must be from 1 to 1000")
+	}
+	if c.MaxAckPending == 0 {
+		c.MaxAckPending = DefaultMaxAckPending
+	}
+	if c.MaxAckPending < 1 || c.MaxAckPending > 100000 {
+		return invalid("max_ack_pending must be from 1 to 100000")
+	}
+	if c.Ordering == "" {
+		c.Ordering = db.OrderingNone
+	}
+	if c.Ordering != db.OrderingNone && c.Ordering != db.OrderingConvo {
+		return invalid("ordering must be none or conversation")
+	}
+	if c.Stage == "" {
+		c.Stage = db.StageReady
+	}
+	if c.Stage != db.StageReady && c.Stage != db.StageReceived {
+		return invalid("stage must be ready or received")
+	}
+	known := map[string]bool{}
+	for _, t := range envelope.ChannelTypes() {
+		known[t] = true
+	}
+	for _, t := range c.ChannelTypes {
+		if !known[t] {
+			return invalid("filter.channel_types: unknown channel type %q", t)
+		}
+	}
+	if len(c.ChannelTypes) > 100 || len(c.AccountIDs) > 1000 || len(c.ConversationIDs) > 1000 {
+		return invalid("filter lists are limited to 100 channel types and 1000 accounts or conversations")
+	}
+	for _, id := range c.ConversationIDs {
+		if id == "" || len(id) > 512 {
+			return invalid("filter.conversation_ids: ids must be 1 to 512 bytes")
+		}
+	}
+	return nil
+}
+
+// Info is a consumer's settings and live statistics.
+type Info struct {
+	Consumer *db.Consumer
+	Stats    *db.ConsumerStats
+	// Backlog counts matching stream messages not yet taken (capped).
+	Backlog int64
+}
+
+// Put creates or updates a consumer. Settings fixed at creation (deliver
+// policy, start time, stage) cannot change: a different value is a
+// ValidationError.
+func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg Config) (*Info, bool, error) {
+	if !ValidName(name) {
+		return nil, false, invalid("consumer name must be 1 to 64 characters of A-Z a-z 0-9 _ . - and start with a letter or digit")
+	}
+	var (
+		info    *Info
+		created bool
+	)
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		prev, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			if err := cfg.normalize(); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			// An update may omit the settings fixed at creation.
+			if cfg.DeliverPolicy == "" {
+				cfg.DeliverPolicy, cfg.StartTime = prev.DeliverPolicy, prev.StartTime
+			}
+			if cfg.Stage == "" {
+				cfg.Stage = prev.Stage
+			}
+			if err := cfg.normalize(); err != nil {
+				return err
+			}
+			if prev.DeliverPolicy != cfg.DeliverPolicy || prev.Stage != cfg.Stage || !sameTime(prev.StartTime, cfg.StartTime) {
+				return invalid("deliver_policy, start_time and stage are fixed when a consumer is created: delete and re-create it to change them")
+			}
+		}
+		c, isNew, err := db.ConsumerUpsert(ctx, tx, &db.Consumer{
+			TenantID: tenantID, Name: name, FilterChannelTypes: cfg.ChannelTypes, FilterAccountIDs: cfg.AccountIDs,
+			FilterConversationIDs: cfg.ConversationIDs, DeliverPolicy: cfg.DeliverPolicy, StartTime: cfg.StartTime,
+			AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver, MaxAckPending: cfg.MaxAckPending, Ordering: cfg.Ordering, Stage: cfg.Stage,
+		})
+		if err != nil {
+			return err
+		}
+		created = isNew
+		info, err = s.info(ctx, tx, c)
+		return err
+	})
+	return info, created, err
+}
+
+// Get returns a consumer with live statistics.
+func (s *Service) Get(ctx context.Context, tenantID uuid.UUID, name string) (*Info, error) {
+	var info *Info
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		c, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if errors.Is(err, db.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		info, err = s.info(ctx, tx, c)
+		return err
+	})
+	return info, err
+}
+
+// Delete removes a consumer and its deliveries.
+func (s *Service) Delete(ctx context.Context, tenantID uuid.UUID, name string) error {
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		return db.ConsumerDelete(ctx, tx, tenantID, name)
+	})
+	if errors.Is(err, db.ErrNotFound) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func (s *Service) info(ctx context.Context, tx pgx.Tx, c *db.Consumer) (*Info, error) {
+	st, err := db.ConsumerStatsGet(ctx, tx, c.TenantID, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	backlog, err := db.StreamBacklog(ctx, tx, c, backlogCap)
+	if err != nil {
+		return nil, err
+	}
+	return &Info{Consumer: c, Stats: st, Backlog: backlog}, nil
+}
+
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}

@@ -1,0 +1,362 @@
+// Package consume implements durable consumers of the inbox: pull with
+// leases and long-polling, ack/nak/term/extend, redelivery after
+// ack_wait, dead-lettering after max_deliver, and per-conversation
+// ordering. Its correctness rests on two rules (docs/architecture.md):
+// a consumer's cursor only moves over stream rows whose transactions are
+// below the snapshot horizon, so no committed message is ever skipped; and
+// all pulls of one consumer are serialized by a row lock on the consumer,
+// so two pullers never hold the same lease and conversation heads are
+// decided consistently.
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/notify"
+)
+
+// ErrNotFound: no such consumer in the caller's tenant.
+var ErrNotFound = errors.New("consumer not found")
+
+// Service runs pulls and settlements.
+type Service struct {
+	pool    *pgxpool.Pool
+	hub     *notify.Hub
+	metrics *metrics.Metrics
+	log     *slog.Logger
+	// MaxPoll bounds how long a waiting pull sleeps between checks when no
+	// wake-up arrives (lease expiries, nak delays, horizon moves).
+	maxPoll time.Duration
+	// materialize caps the pending backlog taken into a conversation-
+	// ordered consumer ahead of its leases.
+	materialize int
+}
+
+// Options configure a Service.
+type Options struct {
+	MaxPoll     time.Duration // default 100ms
+	Materialize int           // default 1000
+}
+
+// New returns a Service. hub and m may be nil in tests.
+func New(pool *pgxpool.Pool, hub *notify.Hub, m *metrics.Metrics, log *slog.Logger, opts Options) *Service {
+	if opts.MaxPoll == 0 {
+		opts.MaxPoll = 100 * time.Millisecond
+	}
+	if opts.Materialize == 0 {
+		opts.Materialize = 1000
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{pool: pool, hub: hub, metrics: m, log: log, maxPoll: opts.MaxPoll, materialize: opts.Materialize}
+}
+
+// Delivery is one leased message.
+type Delivery struct {
+	DeliveryID    uuid.UUID `json:"delivery_id"`
+	Seq           int64     `json:"seq"`
+	DeliveryCount int       `json:"delivery_count"`
+	// Message is the mio.v1.Message JSON, raw payload included.
+	Message []byte `json:"-"`
+}
+
+// Pull leases up to batch messages of consumer name, waiting up to wait
+// for at least one. It returns an empty slice when the wait ends empty.
+func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, batch int, wait time.Duration) ([]Delivery, error) {
+	start := time.Now()
+	defer func() {
+		if s.metrics != nil {
+			s.metrics.PullLatency.Observe(time.Since(start).Seconds())
+		}
+	}()
+	var sub *notify.Sub
+	if wait > 0 && s.hub != nil {
+		// Subscribe before the first look, so a commit between the look and
+		// the wait is not missed.
+		sub = s.hub.Subscribe(tenantID)
+		defer sub.Close()
+	}
+	deadline := start.Add(wait)
+	poll := s.maxPoll
+	for {
+		ds, err := s.pullOnce(ctx, tenantID, name, batch)
+		if err != nil || len(ds) > 0 || wait <= 0 {
+			return ds, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return []Delivery{}, nil
+		}
+		timer := time.NewTimer(min(left, poll))
+		var subC <-chan struct{}
+		if sub != nil {
+			subC = sub.C
+		}
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return []Delivery{}, nil
+		case <-subC:
+			// A commit may still sit above the snapshot horizon: look
+			// again soon, backing off up to maxPoll.
+			poll = time.Millisecond
+		case <-timer.C:
+			poll = min(poll*2, s.maxPoll)
+		}
+		timer.Stop()
+	}
+}
+
+func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, error) {
+	var out []Delivery
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		c, err := db.ConsumerLock(ctx, tx, tenantID, name)
+		if errors.Is(err, db.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		dead, err := db.DeliveryExhaust(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		s.count("dead", int(dead))
+		leased, err := db.DeliveryAckPending(ctx, tx, c)
+		if err != nil {
+			return err
+		}
+		room := min(batch, c.MaxAckPending-leased)
+		if room <= 0 {
+			return nil
+		}
+		var ds []db.Delivery
+		if c.Ordering == db.OrderingConvo {
+			if ds, err = s.claimOrdered(ctx, tx, c, room); err != nil {
+				return err
+			}
+		} else if ds, err = s.claimUnordered(ctx, tx, c, room); err != nil {
+			return err
+		}
+		if len(ds) == 0 {
+			return nil
+		}
+		out, err = s.load(ctx, tx, c, ds)
+		if err != nil {
+			return err
+		}
+		return db.ConsumerTouchDelivered(ctx, tx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range out {
+		if d.DeliveryCount > 1 {
+			s.count("redelivered", 1)
+		} else {
+			s.count("delivered", 1)
+		}
+	}
+	return out, nil
+}
+
+// claimUnordered leases due redeliveries first, then takes new stream rows
+// straight into leases (one write per message).
+func (s *Service) claimUnordered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int) ([]db.Delivery, error) {
+	ds, err := db.DeliveryClaim(ctx, tx, c, room)
+	if err != nil {
+		return nil, err
+	}
+	if want := room - len(ds); want > 0 {
+		fresh, err := s.advance(ctx, tx, c, want, true)
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, fresh...)
+	}
+	return ds, nil
+}
+
+// claimOrdered tops up the pending backlog from the stream, then leases
+// conversation heads.
+func (s *Service) claimOrdered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int) ([]db.Delivery, error) {
+	pending, err := db.DeliveryPendingCount(ctx, tx, c)
+	if err != nil {
+		return nil, err
+	}
+	if want := s.materialize - pending; want > 0 {
+		if _, err := s.advance(ctx, tx, c, want, false); err != nil {
+			return nil, err
+		}
+	}
+	return db.DeliveryClaim(ctx, tx, c, room)
+}
+
+// advance takes up to want new stream rows into the consumer and moves the
+// cursor. Only rows below the snapshot horizon are read; when fewer than
+// want come back, every row below the horizon has been seen, so the cursor
+// moves to (horizon, 0): rows of transactions still running (xid >=
+// horizon) stay ahead of it.
+func (s *Service) advance(ctx context.Context, tx pgx.Tx, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
+	rows, horizon, err := db.StreamNext(ctx, tx, c, want)
+	if err != nil {
+		return nil, err
+	}
+	var ds []db.Delivery
+	if len(rows) > 0 {
+		if ds, err = db.DeliveryInsert(ctx, tx, c, rows, lease); err != nil {
+			return nil, err
+		}
+	}
+	to := c.Cursor
+	if len(rows) > 0 {
+		to = rows[len(rows)-1].Pos
+	}
+	if len(rows) < want && horizon > 0 {
+		to = laterOf(to, db.StreamPos{Xid: horizon, Seq: 0})
+	}
+	if to != c.Cursor && laterOf(to, c.Cursor) == to {
+		if err := db.ConsumerAdvance(ctx, tx, c, to); err != nil {
+			return nil, err
+		}
+		c.Cursor = to
+	}
+	return ds, nil
+}
+
+func laterOf(a, b db.StreamPos) db.StreamPos {
+	if a.Xid > b.Xid || (a.Xid == b.Xid && a.Seq > b.Seq) {
+		return a
+	}
+	return b
+}
+
+// load attaches message bodies to leases, in lease order. A message
+// deleted meanwhile (retention) has nothing left to deliver: its lease is
+// acknowledged.
+func (s *Service) load(ctx context.Context, tx pgx.Tx, c *db.Consumer, ds []db.Delivery) ([]Delivery, error) {
+	ids := make([]uuid.UUID, len(ds))
+	for i, d := range ds {
+		ids[i] = d.MessageID
+	}
+	msgs, err := db.InboxGetMany(ctx, tx, c.TenantID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Delivery, 0, len(ds))
+	var gone []uuid.UUID
+	for _, d := range ds {
+		m, ok := msgs[d.MessageID]
+		if !ok {
+			gone = append(gone, d.DeliveryID)
+			continue
+		}
+		out = append(out, Delivery{DeliveryID: d.DeliveryID, Seq: d.MessageSeq, DeliveryCount: d.DeliveryCount, Message: withRaw(m.Envelope, m.Raw)})
+	}
+	if len(gone) > 0 {
+		if _, err := db.DeliveryAck(ctx, tx, c.TenantID, c.Name, gone); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// withRaw splices the raw payload into the stored envelope (stored without
+// it) without decoding the envelope.
+func withRaw(env, raw []byte) []byte {
+	if len(raw) == 0 || len(env) < 2 || env[len(env)-1] != '}' || !jsonValid(raw) {
+		return env
+	}
+	out := make([]byte, 0, len(env)+len(raw)+8)
+	out = append(out, env[:len(env)-1]...)
+	out = append(out, `,"raw":`...)
+	out = append(out, raw...)
+	return append(out, '}')
+}
+
+// SettleResult reports one delivery id of a settle call.
+type SettleResult struct {
+	DeliveryID uuid.UUID `json:"delivery_id"`
+	OK         bool      `json:"ok"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Settle actions.
+const (
+	ActionAck    = "ack"
+	ActionNak    = "nak"
+	ActionTerm   = "term"
+	ActionExtend = "extend"
+)
+
+// SettleOptions carry the action's argument.
+type SettleOptions struct {
+	Delay  time.Duration // nak
+	Reason string        // term
+}
+
+// Settle applies action to delivery ids. Unknown or expired-and-
+// redelivered ids are reported per id, not as an error.
+func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action string, ids []uuid.UUID, opts SettleOptions) ([]SettleResult, error) {
+	var matched []uuid.UUID
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		c, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if errors.Is(err, db.ErrNotFound) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		switch action {
+		case ActionAck:
+			matched, err = db.DeliveryAck(ctx, tx, tenantID, name, ids)
+		case ActionNak:
+			matched, err = db.DeliveryNak(ctx, tx, tenantID, name, ids, opts.Delay)
+		case ActionTerm:
+			matched, err = db.DeliveryTerm(ctx, tx, tenantID, name, ids, opts.Reason)
+		case ActionExtend:
+			matched, err = db.DeliveryExtend(ctx, tx, c, ids)
+		default:
+			return fmt.Errorf("unknown settle action %q", action)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	ok := make(map[uuid.UUID]bool, len(matched))
+	for _, id := range matched {
+		ok[id] = true
+	}
+	out := make([]SettleResult, len(ids))
+	for i, id := range ids {
+		out[i] = SettleResult{DeliveryID: id, OK: ok[id]}
+		if !ok[id] {
+			out[i].Error = "unknown or expired delivery"
+		}
+	}
+	s.count(action+"ed", len(matched))
+	if len(matched) > 0 && action != ActionExtend && s.hub != nil {
+		// An ack, nak or term can unblock a conversation or free
+		// max_ack_pending room: wake waiting pullers.
+		s.hub.Publish(tenantID)
+	}
+	return out, nil
+}
+
+func (s *Service) count(outcome string, n int) {
+	if s.metrics != nil && n > 0 {
+		s.metrics.ConsumerDeliveries.WithLabelValues(outcome).Add(float64(n))
+	}
+}

@@ -1,0 +1,67 @@
+package consume
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+)
+
+// RunGauges refreshes mio_consumer_lag and mio_consumer_ack_pending every
+// interval until ctx is done. Consumer names are operator-chosen and few;
+// the same name in several tenants is summed (no tenant label).
+func (s *Service) RunGauges(ctx context.Context, interval time.Duration) {
+	if s.metrics == nil {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := s.refreshGauges(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("consumer gauges", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Service) refreshGauges(ctx context.Context) error {
+	tenants, err := db.TenantList(ctx, s.pool)
+	if err != nil {
+		return err
+	}
+	lag := map[string]float64{}
+	pending := map[string]float64{}
+	for _, t := range tenants {
+		err := db.InTenantTx(ctx, s.pool, t.ID, func(tx pgx.Tx) error {
+			cs, err := db.ConsumerList(ctx, tx, t.ID)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				info, err := s.info(ctx, tx, c)
+				if err != nil {
+					return err
+				}
+				lag[c.Name] += float64(info.Backlog + info.Stats.Pending + info.Stats.AckPending)
+				pending[c.Name] += float64(info.Stats.AckPending)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	s.metrics.ConsumerLag.Reset()
+	s.metrics.ConsumerAckPending.Reset()
+	for name, v := range lag {
+		s.metrics.ConsumerLag.WithLabelValues(name).Set(v)
+		s.metrics.ConsumerAckPending.WithLabelValues(name).Set(pending[name])
+	}
+	return nil
+}

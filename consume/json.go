@@ -1,0 +1,5 @@
+package consume
+
+import "encoding/json"
+
+func jsonValid(b []byte) bool { return json.Valid(b) }

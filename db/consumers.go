@@ -1,0 +1,360 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// Consumer deliver policies, orderings and stages.
+const (
+	DeliverAll         = "all"
+	DeliverNew         = "new"
+	DeliverByStartTime = "by_start_time"
+	OrderingNone       = "none"
+	OrderingConvo      = "conversation"
+	StageReady         = "ready"
+	StageReceived      = "received"
+)
+
+// StreamPos is a position in a stage's stream: (transaction id, sequence).
+type StreamPos struct {
+	Xid uint64
+	Seq int64
+}
+
+// Consumer is a durable consumer's configuration and cursor.
+type Consumer struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIDs      []uuid.UUID
+	FilterConversationIDs []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWait               time.Duration
+	MaxDeliver            int
+	MaxAckPending         int
+	Ordering              string
+	Stage                 string
+	Cursor                StreamPos
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+func consumerFrom(r dbsqlc.MioConsumer) *Consumer {
+	return &Consumer{
+		TenantID: r.TenantID, Name: r.Name, FilterChannelTypes: r.FilterChannelTypes, FilterAccountIDs: r.FilterAccountIds,
+		FilterConversationIDs: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
+		AckWait: time.Duration(r.AckWaitMs) * time.Millisecond, MaxDeliver: int(r.MaxDeliver), MaxAckPending: int(r.MaxAckPending),
+		Ordering: r.Ordering, Stage: r.Stage, Cursor: StreamPos{Xid: r.CursorXid.Uint64, Seq: r.CursorSeq},
+		LastDeliveredAt: r.LastDeliveredAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// ConsumerUpsert creates or updates a consumer (c.TenantID, c.Name). The
+// deliver policy, start time and stage are fixed at creation; an update
+// changes the rest and never moves the cursor. created reports a creation.
+func ConsumerUpsert(ctx context.Context, tx DBTX, c *Consumer) (out *Consumer, created bool, err error) {
+	r, err := queries().ConsumerUpsert(ctx, tx, &dbsqlc.ConsumerUpsertParams{
+		TenantID: c.TenantID, Name: c.Name, FilterChannelTypes: nonNil(c.FilterChannelTypes),
+		FilterAccountIds: nonNilUUIDs(c.FilterAccountIDs), FilterConversationIds: nonNil(c.FilterConversationIDs),
+		DeliverPolicy: c.DeliverPolicy, StartTime: c.StartTime, AckWaitMs: c.AckWait.Milliseconds(),
+		MaxDeliver: int32(c.MaxDeliver), MaxAckPending: int32(c.MaxAckPending), Ordering: c.Ordering, Stage: c.Stage,
+	})
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	return consumerFrom(dbsqlc.MioConsumer{
+		TenantID: r.TenantID, Name: r.Name, FilterChannelTypes: r.FilterChannelTypes, FilterAccountIds: r.FilterAccountIds,
+		FilterConversationIds: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
+		AckWaitMs: r.AckWaitMs, MaxDeliver: r.MaxDeliver, MaxAckPending: r.MaxAckPending, Ordering: r.Ordering,
+		Stage: r.Stage, CursorXid: r.CursorXid, CursorSeq: r.CursorSeq, LastDeliveredAt: r.LastDeliveredAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}), r.Created, nil
+}
+
+// ConsumerGet returns a consumer.
+func ConsumerGet(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (*Consumer, error) {
+	r, err := queries().ConsumerGet(ctx, tx, &dbsqlc.ConsumerGetParams{TenantID: tenantID, Name: name})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return consumerFrom(r), nil
+}
+
+// ConsumerLock returns a consumer and locks it until the transaction ends:
+// pulls of one consumer are serialized.
+func ConsumerLock(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (*Consumer, error) {
+	r, err := queries().ConsumerLock(ctx, tx, &dbsqlc.ConsumerLockParams{TenantID: tenantID, Name: name})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return consumerFrom(r), nil
+}
+
+// ConsumerDelete deletes a consumer and its deliveries.
+func ConsumerDelete(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) error {
+	n, err := queries().ConsumerDelete(ctx, tx, &dbsqlc.ConsumerDeleteParams{TenantID: tenantID, Name: name})
+	if err != nil {
+		return translate(err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// ConsumerList lists the tenant's consumers.
+func ConsumerList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*Consumer, error) {
+	rows, err := queries().ConsumerList(ctx, tx, &dbsqlc.ConsumerListParams{TenantID: tenantID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Consumer, len(rows))
+	for i, r := range rows {
+		out[i] = consumerFrom(r)
+	}
+	return out, nil
+}
+
+// ConsumerAdvance moves a consumer's cursor.
+func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to StreamPos) error {
+	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
+		TenantID: c.TenantID, Name: c.Name, CursorXid: pgtype.Uint64{Uint64: to.Xid, Valid: true}, CursorSeq: to.Seq}))
+}
+
+// ConsumerTouchDelivered records a delivery time.
+func ConsumerTouchDelivered(ctx context.Context, tx DBTX, c *Consumer) error {
+	return translate(queries().ConsumerTouchDelivered(ctx, tx, &dbsqlc.ConsumerTouchDeliveredParams{TenantID: c.TenantID, Name: c.Name}))
+}
+
+// StreamRow is one message in a stage's stream.
+type StreamRow struct {
+	MessageID      uuid.UUID
+	Pos            StreamPos
+	MessageSeq     int64
+	AccountID      uuid.UUID
+	ConversationID string
+}
+
+// StreamNext returns up to max rows of the consumer's stage after its
+// cursor that match its filter and whose transactions are below the
+// horizon, and that horizon. The horizon (pg_snapshot_xmin) is read by a
+// statement of its own BEFORE the rows: every transaction below it had
+// ended before the row query's snapshot was taken, so none of its rows can
+// be missed, whatever the commit order. (Reading the horizon after the
+// rows would let a transaction that commits in between fall below the
+// cursor unseen.)
+func StreamNext(ctx context.Context, tx DBTX, c *Consumer, max int) ([]StreamRow, uint64, error) {
+	h, err := queries().SnapshotHorizon(ctx, tx)
+	if err != nil {
+		return nil, 0, translate(err)
+	}
+	var out []StreamRow
+	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
+	if c.Stage == StageReceived {
+		rows, err := queries().StreamReceived(ctx, tx, &dbsqlc.StreamReceivedParams{
+			TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+			AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs),
+			StartTime: c.StartTime, MaxRows: int32(max)})
+		if err != nil {
+			return nil, 0, translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, StreamRow{MessageID: r.ID, Pos: StreamPos{Xid: r.Xid.Uint64, Seq: r.Seq.Int64}, MessageSeq: r.MessageSeq.Int64, AccountID: r.AccountID, ConversationID: r.ConversationID})
+		}
+		return out, h.Uint64, nil
+	}
+	rows, err := queries().StreamReady(ctx, tx, &dbsqlc.StreamReadyParams{
+		TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+		AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs),
+		StartTime: c.StartTime, MaxRows: int32(max)})
+	if err != nil {
+		return nil, 0, translate(err)
+	}
+	for _, r := range rows {
+		out = append(out, StreamRow{MessageID: r.ID, Pos: StreamPos{Xid: r.Xid.Uint64, Seq: r.Seq.Int64}, MessageSeq: r.MessageSeq.Int64, AccountID: r.AccountID, ConversationID: r.ConversationID})
+	}
+	return out, h.Uint64, nil
+}
+
+// Delivery is a leased message handed to a puller.
+type Delivery struct {
+	MessageID     uuid.UUID
+	DeliveryID    uuid.UUID
+	DeliveryCount int
+	MessageSeq    int64
+}
+
+// DeliveryInsert takes stream rows into the consumer, leased at once when
+// lease is true (ordering none) or pending. Rows already taken are
+// skipped. Leased rows are returned.
+func DeliveryInsert(ctx context.Context, tx DBTX, c *Consumer, rows []StreamRow, lease bool) ([]Delivery, error) {
+	p := &dbsqlc.DeliveryInsertBatchParams{
+		TenantID: c.TenantID, ConsumerName: c.Name, Lease: lease, AckWait: interval(c.AckWait),
+		MessageIds: make([]uuid.UUID, len(rows)), Xids: make([]pgtype.Uint64, len(rows)), Seqs: make([]int64, len(rows)),
+		MessageSeqs: make([]int64, len(rows)), ConversationKeys: make([]string, len(rows)),
+	}
+	for i, r := range rows {
+		p.MessageIds[i], p.Xids[i], p.Seqs[i] = r.MessageID, pgtype.Uint64{Uint64: r.Pos.Xid, Valid: true}, r.Pos.Seq
+		p.MessageSeqs[i], p.ConversationKeys[i] = r.MessageSeq, r.AccountID.String()+":"+r.ConversationID
+	}
+	res, err := queries().DeliveryInsertBatch(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	var out []Delivery
+	for _, r := range res {
+		if r.DeliveryID != nil {
+			out = append(out, Delivery{MessageID: r.MessageID, DeliveryID: *r.DeliveryID, DeliveryCount: int(r.DeliveryCount), MessageSeq: r.MessageSeq})
+		}
+	}
+	return out, nil
+}
+
+// DeliveryAckPending counts live leases.
+func DeliveryAckPending(ctx context.Context, tx DBTX, c *Consumer) (int, error) {
+	n, err := queries().DeliveryAckPending(ctx, tx, &dbsqlc.DeliveryAckPendingParams{TenantID: c.TenantID, ConsumerName: c.Name})
+	return int(n), translate(err)
+}
+
+// DeliveryPendingCount counts deliveries waiting (not leased).
+func DeliveryPendingCount(ctx context.Context, tx DBTX, c *Consumer) (int, error) {
+	n, err := queries().DeliveryPendingCount(ctx, tx, &dbsqlc.DeliveryPendingCountParams{TenantID: c.TenantID, ConsumerName: c.Name})
+	return int(n), translate(err)
+}
+
+// DeliveryExhaust dead-letters due deliveries that used up max_deliver.
+func DeliveryExhaust(ctx context.Context, tx DBTX, c *Consumer) (int64, error) {
+	n, err := queries().DeliveryExhaust(ctx, tx, &dbsqlc.DeliveryExhaustParams{TenantID: c.TenantID, ConsumerName: c.Name, MaxDeliver: int32(c.MaxDeliver)})
+	return n, translate(err)
+}
+
+// DeliveryClaim leases up to max due deliveries: for ordering none the
+// oldest due ones; for ordering conversation only conversation heads.
+func DeliveryClaim(ctx context.Context, tx DBTX, c *Consumer, max int) ([]Delivery, error) {
+	var out []Delivery
+	if c.Ordering == OrderingConvo {
+		rows, err := queries().DeliveryClaimHeads(ctx, tx, &dbsqlc.DeliveryClaimHeadsParams{AckWait: interval(c.AckWait), TenantID: c.TenantID, ConsumerName: c.Name, MaxRows: int32(max)})
+		if err != nil {
+			return nil, translate(err)
+		}
+		for _, r := range rows {
+			out = append(out, Delivery{MessageID: r.MessageID, DeliveryID: *r.DeliveryID, DeliveryCount: int(r.DeliveryCount), MessageSeq: r.MessageSeq})
+		}
+		return out, nil
+	}
+	rows, err := queries().DeliveryClaimDue(ctx, tx, &dbsqlc.DeliveryClaimDueParams{AckWait: interval(c.AckWait), TenantID: c.TenantID, ConsumerName: c.Name, MaxRows: int32(max)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	for _, r := range rows {
+		out = append(out, Delivery{MessageID: r.MessageID, DeliveryID: *r.DeliveryID, DeliveryCount: int(r.DeliveryCount), MessageSeq: r.MessageSeq})
+	}
+	return out, nil
+}
+
+// DeliveryAck deletes acknowledged leases and returns the delivery ids
+// that matched a live lease.
+func DeliveryAck(ctx context.Context, tx DBTX, tenantID uuid.UUID, consumer string, ids []uuid.UUID) ([]uuid.UUID, error) {
+	got, err := queries().DeliveryAck(ctx, tx, &dbsqlc.DeliveryAckParams{TenantID: tenantID, ConsumerName: consumer, DeliveryIds: ids})
+	return derefUUIDs(got), translate(err)
+}
+
+// DeliveryNak returns leases to pending after delay.
+func DeliveryNak(ctx context.Context, tx DBTX, tenantID uuid.UUID, consumer string, ids []uuid.UUID, delay time.Duration) ([]uuid.UUID, error) {
+	got, err := queries().DeliveryNak(ctx, tx, &dbsqlc.DeliveryNakParams{Delay: interval(delay), TenantID: tenantID, ConsumerName: consumer, DeliveryIds: ids})
+	return derefUUIDs(got), translate(err)
+}
+
+// DeliveryTerm dead-letters leases with a reason.
+func DeliveryTerm(ctx context.Context, tx DBTX, tenantID uuid.UUID, consumer string, ids []uuid.UUID, reason string) ([]uuid.UUID, error) {
+	got, err := queries().DeliveryTerm(ctx, tx, &dbsqlc.DeliveryTermParams{Reason: reason, TenantID: tenantID, ConsumerName: consumer, DeliveryIds: ids})
+	return derefUUIDs(got), translate(err)
+}
+
+// DeliveryExtend renews leases for another ack wait.
+func DeliveryExtend(ctx context.Context, tx DBTX, c *Consumer, ids []uuid.UUID) ([]uuid.UUID, error) {
+	got, err := queries().DeliveryExtend(ctx, tx, &dbsqlc.DeliveryExtendParams{AckWait: interval(c.AckWait), TenantID: c.TenantID, ConsumerName: c.Name, DeliveryIds: ids})
+	return derefUUIDs(got), translate(err)
+}
+
+// ConsumerStats are a consumer's live counts.
+type ConsumerStats struct {
+	Pending          int64
+	AckPending       int64
+	Redelivered      int64
+	Dead             int64
+	OldestPendingAge time.Duration
+}
+
+// ConsumerStatsGet returns live counts of a consumer's deliveries.
+func ConsumerStatsGet(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (*ConsumerStats, error) {
+	r, err := queries().ConsumerStats(ctx, tx, &dbsqlc.ConsumerStatsParams{TenantID: tenantID, ConsumerName: name})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &ConsumerStats{Pending: r.Pending, AckPending: r.AckPending, Redelivered: r.Redelivered, Dead: r.Dead,
+		OldestPendingAge: time.Duration(r.OldestPendingAgeSeconds * float64(time.Second))}, nil
+}
+
+// InboxGetMany returns messages by id (envelope and raw).
+func InboxGetMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*InboxMessage, error) {
+	rows, err := queries().InboxGetMany(ctx, tx, &dbsqlc.InboxGetManyParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[uuid.UUID]*InboxMessage, len(rows))
+	for _, r := range rows {
+		out[r.ID] = &InboxMessage{TenantID: tenantID, ID: r.ID, Envelope: r.Envelope, Raw: r.Raw}
+	}
+	return out, nil
+}
+
+func interval(d time.Duration) pgtype.Interval {
+	return pgtype.Interval{Microseconds: d.Microseconds(), Valid: true}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilUUIDs(s []uuid.UUID) []uuid.UUID {
+	if s == nil {
+		return []uuid.UUID{}
+	}
+	return s
+}
+
+func derefUUIDs(in []*uuid.UUID) []uuid.UUID {
+	out := make([]uuid.UUID, 0, len(in))
+	for _, p := range in {
+		if p != nil {
+			out = append(out, *p)
+		}
+	}
+	return out
+}
+
+// StreamBacklog counts stream rows after the consumer's cursor that match
+// its filter, up to max.
+func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, error) {
+	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
+	if c.Stage == StageReceived {
+		n, err := queries().StreamReceivedBacklog(ctx, tx, &dbsqlc.StreamReceivedBacklogParams{TenantID: c.TenantID, CursorXid: cur, CursorSeq: c.Cursor.Seq,
+			ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
+		return n, translate(err)
+	}
+	n, err := queries().StreamReadyBacklog(ctx, tx, &dbsqlc.StreamReadyBacklogParams{TenantID: c.TenantID, CursorXid: cur, CursorSeq: c.Cursor.Seq,
+		ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
+	return n, translate(err)
+}

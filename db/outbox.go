@@ -1,0 +1,285 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// Handoff states of an outbound message (DESIGN.md §5), ranked
+// queued(10) < sending(20) < handed_off(100) = dead(100) and compared by
+// (attempt_no, rank).
+const (
+	HandoffQueued    = "queued"
+	HandoffSending   = "sending"
+	HandoffHandedOff = "handed_off"
+	HandoffDead      = "dead"
+)
+
+// Provider states of an outbound message, ranked unknown(0) <
+// accepted(10) < delivered(50) < read(60) < timed_out(90) < bounced =
+// dropped = complaint = failed(100).
+const (
+	ProviderUnknown   = "unknown"
+	ProviderAccepted  = "accepted"
+	ProviderDelivered = "delivered"
+	ProviderRead      = "read"
+	ProviderTimedOut  = "timed_out"
+	ProviderBounced   = "bounced"
+	ProviderDropped   = "dropped"
+	ProviderComplaint = "complaint"
+	ProviderFailed    = "failed"
+)
+
+// HandoffRank is the rank of a handoff state (mio.handoff_rank), -1 for
+// an unknown state.
+func HandoffRank(state string) int {
+	switch state {
+	case HandoffQueued:
+		return 10
+	case HandoffSending:
+		return 20
+	case HandoffHandedOff, HandoffDead:
+		return 100
+	}
+	return -1
+}
+
+// ProviderRank is the rank of a provider state (mio.provider_rank), -1
+// for an unknown state.
+func ProviderRank(state string) int {
+	switch state {
+	case ProviderUnknown:
+		return 0
+	case ProviderAccepted:
+		return 10
+	case ProviderDelivered:
+		return 50
+	case ProviderRead:
+		return 60
+	case ProviderTimedOut:
+		return 90
+	case ProviderBounced, ProviderDropped, ProviderComplaint, ProviderFailed:
+		return 100
+	}
+	return -1
+}
+
+// Outbound is one outbox row: an agent's reply and both its states.
+type Outbound struct {
+	TenantID           uuid.UUID
+	ID                 uuid.UUID
+	Seq                int64
+	AccountID          uuid.UUID
+	ChannelType        string
+	ConversationID     string
+	ThreadID           string
+	IdempotencyKey     string
+	RequestSHA256      []byte
+	Text               string
+	RichContent        json.RawMessage
+	Attachments        json.RawMessage
+	EditOf             *uuid.UUID
+	HandoffState       string
+	ProviderState      string
+	AttemptNo          int
+	Series             int
+	SeriesFirstAttempt int
+	Attempts           int
+	NextAttemptAt      time.Time
+	LeaseUntil         *time.Time
+	ProviderMessageID  string
+	LastError          string
+	ReceiptDueAt       *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	HandedOffAt        *time.Time
+	DeadAt             *time.Time
+	DiscardedAt        *time.Time
+}
+
+func outboundFrom(r dbsqlc.MioOutbox) *Outbound {
+	return &Outbound{
+		TenantID: r.TenantID, ID: r.ID, Seq: r.Seq.Int64, AccountID: r.AccountID, ChannelType: r.ChannelType,
+		ConversationID: r.ConversationID, ThreadID: r.ThreadID, IdempotencyKey: r.IdempotencyKey,
+		RequestSHA256: r.RequestSha256, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
+		EditOf: r.EditOf, HandoffState: r.HandoffState, ProviderState: r.ProviderState,
+		AttemptNo: int(r.AttemptNo), Series: int(r.Series), SeriesFirstAttempt: int(r.SeriesFirstAttempt),
+		Attempts: int(r.Attempts), NextAttemptAt: r.NextAttemptAt, LeaseUntil: r.LeaseUntil,
+		ProviderMessageID: deref(r.ProviderMessageID), LastError: deref(r.LastError), ReceiptDueAt: r.ReceiptDueAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, HandedOffAt: r.HandedOffAt, DeadAt: r.DeadAt,
+		DiscardedAt: r.DiscardedAt,
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// OutboxNew is a queued send to insert.
+type OutboxNew struct {
+	ID             uuid.UUID
+	AccountID      uuid.UUID
+	ChannelType    string
+	ConversationID string
+	ThreadID       string
+	IdempotencyKey string
+	RequestSHA256  []byte
+	Text           string
+	RichContent    json.RawMessage // nil: none
+	Attachments    json.RawMessage // nil: none
+	EditOf         *uuid.UUID
+	// JobID is the River dispatch job inserted in the same transaction.
+	JobID int64
+}
+
+// OutboxInserted is a row OutboxInsertBatch inserted.
+type OutboxInserted struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+}
+
+// OutboxInsertBatch inserts queued sends of one tenant, each with its
+// first event, and returns those inserted: a row whose idempotency key the
+// tenant already used is skipped. The transaction's tenant must be
+// tenantID.
+func OutboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []OutboxNew) ([]OutboxInserted, error) {
+	p := &dbsqlc.OutboxInsertBatchParams{
+		TenantID:        tenantID,
+		Ids:             make([]uuid.UUID, len(rows)),
+		AccountIds:      make([]uuid.UUID, len(rows)),
+		ChannelTypes:    make([]string, len(rows)),
+		ConversationIds: make([]string, len(rows)),
+		ThreadIds:       make([]string, len(rows)),
+		IdempotencyKeys: make([]string, len(rows)),
+		RequestSha256s:  make([][]byte, len(rows)),
+		Texts:           make([]string, len(rows)),
+		RichContents:    make([]string, len(rows)),
+		Attachments:     make([]string, len(rows)),
+		EditOfs:         make([]uuid.UUID, len(rows)),
+		JobIds:          make([]int64, len(rows)),
+	}
+	for i, r := range rows {
+		p.Ids[i], p.AccountIds[i], p.ChannelTypes[i] = r.ID, r.AccountID, r.ChannelType
+		p.ConversationIds[i], p.ThreadIds[i], p.IdempotencyKeys[i] = r.ConversationID, r.ThreadID, r.IdempotencyKey
+		p.RequestSha256s[i], p.Texts[i] = r.RequestSHA256, r.Text
+		p.RichContents[i], p.Attachments[i] = string(r.RichContent), string(r.Attachments)
+		if r.EditOf != nil {
+			p.EditOfs[i] = *r.EditOf
+		}
+		p.JobIds[i] = r.JobID
+	}
+	res, err := queries().OutboxInsertBatch(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]OutboxInserted, len(res))
+	for i, r := range res {
+		out[i] = OutboxInserted{ID: r.ID, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// OutboxGet returns one outbound message of the tenant.
+func OutboxGet(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*Outbound, error) {
+	r, err := queries().OutboxGet(ctx, tx, &dbsqlc.OutboxGetParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return outboundFrom(r), nil
+}
+
+// OutboxGetByKey returns the tenant's outbound message with this
+// idempotency key.
+func OutboxGetByKey(ctx context.Context, tx DBTX, tenantID uuid.UUID, key string) (*Outbound, error) {
+	r, err := queries().OutboxGetByKey(ctx, tx, &dbsqlc.OutboxGetByKeyParams{TenantID: tenantID, IdempotencyKey: key})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return outboundFrom(r), nil
+}
+
+// OutboxEvent is one entry of an outbound message's timeline.
+type OutboxEvent struct {
+	ID int64
+	// Event says what happened: queued, sending, resumed, rate_limited,
+	// retry, handed_off, dead, accepted, receipt, timed_out, resend,
+	// requeued, discarded.
+	Event string
+	// Machine is handoff or provider; State is that machine's state after
+	// the event.
+	Machine   string
+	State     string
+	AttemptNo int
+	Detail    json.RawMessage
+	At        time.Time
+}
+
+// OutboxEventList returns an outbound message's events, oldest first.
+func OutboxEventList(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) ([]OutboxEvent, error) {
+	rows, err := queries().OutboxEventList(ctx, tx, &dbsqlc.OutboxEventListParams{TenantID: tenantID, OutboxID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]OutboxEvent, len(rows))
+	for i, r := range rows {
+		out[i] = OutboxEvent{ID: r.ID, Event: r.Event, Machine: r.Machine, State: r.State,
+			AttemptNo: int(r.AttemptNo), Detail: r.Detail, At: r.At}
+	}
+	return out, nil
+}
+
+// OutboxListParams filter OutboxList; zero values do not filter.
+type OutboxListParams struct {
+	HandoffState   string
+	ProviderState  string
+	AccountID      uuid.UUID
+	ConversationID string
+	// BeforeSeq pages: only rows older than this position (0: newest).
+	BeforeSeq int64
+	Limit     int
+}
+
+// OutboxList returns the tenant's outbound messages, newest first.
+func OutboxList(ctx context.Context, tx DBTX, tenantID uuid.UUID, p OutboxListParams) ([]*Outbound, error) {
+	q := &dbsqlc.OutboxListParams{TenantID: tenantID, BeforeSeq: p.BeforeSeq, MaxRows: int32(p.Limit)}
+	if p.HandoffState != "" {
+		q.HandoffState = &p.HandoffState
+	}
+	if p.ProviderState != "" {
+		q.ProviderState = &p.ProviderState
+	}
+	if p.AccountID != uuid.Nil {
+		q.AccountID = &p.AccountID
+	}
+	if p.ConversationID != "" {
+		q.ConversationID = &p.ConversationID
+	}
+	rows, err := queries().OutboxList(ctx, tx, q)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Outbound, len(rows))
+	for i, r := range rows {
+		out[i] = outboundFrom(r)
+	}
+	return out, nil
+}
+
+// OutboxResend starts a new attempt series of a message whose handoff is
+// over, dispatched by River job jobID, and returns its first attempt
+// number. ErrNotFound: no such message, or its handoff is not over.
+func OutboxResend(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, jobID int64) (attemptNo int, err error) {
+	r, err := queries().OutboxResend(ctx, tx, &dbsqlc.OutboxResendParams{TenantID: tenantID, ID: id, JobID: jobID})
+	if err != nil {
+		return 0, translate(err)
+	}
+	return int(r.AttemptNo), nil
+}

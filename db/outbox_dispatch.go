@@ -1,0 +1,260 @@
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// ClaimCandidate is an outbox row locked for sending, with what the
+// dispatcher needs of its account and of the message it edits.
+type ClaimCandidate struct {
+	ID                 uuid.UUID
+	AccountID          uuid.UUID
+	ChannelType        string
+	ConversationID     string
+	ThreadID           string
+	Text               string
+	RichContent        json.RawMessage
+	Attachments        json.RawMessage
+	EditOf             *uuid.UUID
+	HandoffState       string
+	AttemptNo          int
+	SeriesFirstAttempt int
+	Attempts           int
+	CreatedAt          time.Time
+	AccountStatus      string
+	RateLimitPerSec    *float64
+	RateLimitBurst     *int32
+	MaxAttempts        *int32
+	// EditProviderMessageID is the provider id of the message EditOf names
+	// ("" when it has none: not handed off, or the platform gave none).
+	EditProviderMessageID string
+}
+
+// OutboxClaimCandidates locks, among ids, the rows that can be sent now:
+// queued and due, or sending with an expired lease, and first of their
+// (account, conversation) lane; rows locked by another transaction are
+// skipped. Call it in a tenant transaction, then OutboxMarkSending.
+func OutboxClaimCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]ClaimCandidate, error) {
+	rows, err := queries().OutboxClaimCandidates(ctx, tx, &dbsqlc.OutboxClaimCandidatesParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]ClaimCandidate, len(rows))
+	for i, r := range rows {
+		out[i] = ClaimCandidate{
+			ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
+			ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
+			EditOf: r.EditOf, HandoffState: r.HandoffState, AttemptNo: int(r.AttemptNo),
+			SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
+			AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
+			MaxAttempts: r.MaxAttempts, EditProviderMessageID: deref(r.EditProviderMessageID),
+		}
+	}
+	return out, nil
+}
+
+// OutboxProbeResult says why a row was not claimable.
+type OutboxProbeResult struct {
+	ID             uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+	HandoffState   string
+	NextAttemptAt  time.Time
+	LeaseUntil     *time.Time
+	// BlockerState is the handoff state of the first active row ahead in
+	// the lane, "" when none.
+	BlockerState         string
+	BlockerNextAttemptAt time.Time
+	BlockerLeaseUntil    *time.Time
+}
+
+// OutboxProbe reports the state of rows (and of what blocks their lane).
+// Rows that do not exist are absent from the result.
+func OutboxProbe(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]OutboxProbeResult, error) {
+	rows, err := queries().OutboxProbe(ctx, tx, &dbsqlc.OutboxProbeParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]OutboxProbeResult, len(rows))
+	for i, r := range rows {
+		out[i] = OutboxProbeResult{ID: r.ID, AccountID: r.AccountID, ConversationID: r.ConversationID, HandoffState: r.HandoffState, NextAttemptAt: r.NextAttemptAt,
+			LeaseUntil: r.LeaseUntil, BlockerState: r.BlockerState, BlockerNextAttemptAt: r.BlockerNextAttemptAt,
+			BlockerLeaseUntil: r.BlockerLeaseUntil}
+	}
+	return out, nil
+}
+
+// MarkSending is one claimed row to move to sending.
+type MarkSending struct {
+	ID uuid.UUID
+	// Resumed: the row was already sending (expired lease): the same
+	// attempt continues and is not counted again.
+	Resumed bool
+}
+
+// OutboxMarkSending moves claimed rows to sending under a lease of
+// lease, appending their events, and returns the ids moved.
+func OutboxMarkSending(ctx context.Context, tx DBTX, tenantID uuid.UUID, lease time.Duration, rows []MarkSending) ([]uuid.UUID, error) {
+	p := &dbsqlc.OutboxMarkSendingParams{TenantID: tenantID, LeaseSeconds: lease.Seconds(),
+		Ids: make([]uuid.UUID, len(rows)), Events: make([]string, len(rows)), Counts: make([]int32, len(rows))}
+	for i, r := range rows {
+		p.Ids[i], p.Events[i], p.Counts[i] = r.ID, "sending", 1
+		if r.Resumed {
+			p.Events[i], p.Counts[i] = "resumed", 0
+		}
+	}
+	res, err := queries().OutboxMarkSending(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]uuid.UUID, len(res))
+	for i, r := range res {
+		out[i] = r.ID
+	}
+	return out, nil
+}
+
+// Outcomes of a sending attempt (OutboxFinish.Outcome).
+const (
+	OutcomeHandedOff   = "handed_off"
+	OutcomeRetry       = "retry"
+	OutcomeDead        = "dead"
+	OutcomeRateLimited = "rate_limited"
+)
+
+// OutboxFinish is the outcome of one sending attempt.
+type OutboxFinish struct {
+	ID        uuid.UUID
+	AttemptNo int
+	Outcome   string
+	// ProviderMessageID of a handed-off message.
+	ProviderMessageID string
+	// Error becomes last_error when not empty.
+	Error string
+	// Delay before the next attempt (retry) or before the same attempt
+	// may be resumed (rate_limited).
+	Delay time.Duration
+	// ReceiptTimeout, when positive on a hand-off, is how long to wait
+	// for a delivered receipt before provider_state becomes timed_out.
+	ReceiptTimeout time.Duration
+	// Detail is the event's detail (a JSON object) or nil.
+	Detail json.RawMessage
+}
+
+// OutboxFinishResult is a row OutboxFinishBatch moved.
+type OutboxFinishResult struct {
+	ID           uuid.UUID
+	AttemptNo    int
+	HandoffState string
+	Outcome      string
+}
+
+// OutboxFinishBatch records attempts' outcomes, compare-and-set on the
+// attempt (a row no longer sending that attempt is left alone and absent
+// from the result), appending the events of both state machines.
+func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items []OutboxFinish) ([]OutboxFinishResult, error) {
+	n := len(items)
+	p := &dbsqlc.OutboxFinishBatchParams{TenantID: tenantID,
+		Ids: make([]uuid.UUID, n), AttemptNos: make([]int32, n), Outcomes: make([]string, n),
+		ProviderMessageIds: make([]string, n), Errors: make([]string, n), DelaysMs: make([]int64, n),
+		ReceiptTimeoutsMs: make([]int64, n), Details: make([]string, n)}
+	for i, it := range items {
+		p.Ids[i], p.AttemptNos[i], p.Outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
+		p.ProviderMessageIds[i], p.Errors[i] = it.ProviderMessageID, it.Error
+		p.DelaysMs[i], p.ReceiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
+		p.Details[i] = string(it.Detail)
+	}
+	rows, err := queries().OutboxFinishBatch(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]OutboxFinishResult, len(rows))
+	for i, r := range rows {
+		out[i] = OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo), HandoffState: r.HandoffState, Outcome: r.Outcome}
+	}
+	return out, nil
+}
+
+// SweepCandidate is an active outbox row without a live dispatch job.
+type SweepCandidate struct {
+	ID             uuid.UUID
+	AccountID      uuid.UUID
+	ChannelType    string
+	ConversationID string
+}
+
+// OutboxSweepCandidates locks at most maxRows active rows of the tenant
+// that no live River job will dispatch (see mio.dispatch_job_live): jobs
+// running since before stuckBefore count as lost.
+func OutboxSweepCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, stuckBefore time.Time, maxRows int) ([]SweepCandidate, error) {
+	rows, err := queries().OutboxSweepCandidates(ctx, tx, &dbsqlc.OutboxSweepCandidatesParams{
+		TenantID: tenantID, StuckBefore: stuckBefore, MaxRows: int32(maxRows)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]SweepCandidate, len(rows))
+	for i, r := range rows {
+		out[i] = SweepCandidate{ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID}
+	}
+	return out, nil
+}
+
+// OutboxSetJobs records the River jobs now dispatching rows.
+func OutboxSetJobs(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID, jobIDs []int64) error {
+	return translate(queries().OutboxSetJobs(ctx, tx, &dbsqlc.OutboxSetJobsParams{TenantID: tenantID, Ids: ids, JobIds: jobIDs}))
+}
+
+// RateWant asks a bucket for tokens.
+type RateWant struct {
+	Key   string
+	Rate  float64 // tokens per second, > 0
+	Burst float64 // bucket size, >= 1
+	N     int
+}
+
+// RateGrant is what a bucket granted; Wait is the time until its next
+// token when Granted < N.
+type RateGrant struct {
+	Key     string
+	Granted int
+	Wait    time.Duration
+}
+
+// RateTake takes tokens from the tenant's buckets (mio.rate_take), one
+// entry per want, in order. now nil uses the database clock (every
+// replica shares it); tests inject a clock. Each key at most once.
+func RateTake(ctx context.Context, tx DBTX, tenantID uuid.UUID, wants []RateWant, now *time.Time) ([]RateGrant, error) {
+	p := &dbsqlc.RateTakeParams{TenantID: tenantID, Now: now,
+		BucketKeys: make([]string, len(wants)), Rates: make([]float64, len(wants)),
+		Bursts: make([]float64, len(wants)), Wants: make([]int32, len(wants))}
+	for i, w := range wants {
+		p.BucketKeys[i], p.Rates[i], p.Bursts[i], p.Wants[i] = w.Key, w.Rate, w.Burst, int32(w.N)
+	}
+	rows, err := queries().RateTake(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	byKey := make(map[string]dbsqlc.RateTakeRow, len(rows))
+	for _, r := range rows {
+		byKey[r.BucketKey] = r
+	}
+	out := make([]RateGrant, len(wants))
+	for i, w := range wants {
+		r := byKey[w.Key]
+		out[i] = RateGrant{Key: w.Key, Granted: int(r.Granted), Wait: time.Duration(r.WaitSeconds * float64(time.Second))}
+	}
+	return out, nil
+}
+
+// RateBucketPrune deletes at most maxRows of the tenant's buckets unused
+// since before (they would be full again) and returns how many.
+func RateBucketPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before time.Time, maxRows int) (int64, error) {
+	n, err := queries().RateBucketPrune(ctx, tx, &dbsqlc.RateBucketPruneParams{TenantID: tenantID, Before: before, MaxRows: int32(maxRows)})
+	return n, translate(err)
+}

@@ -1,0 +1,218 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/consume"
+)
+
+// consumerRequest is the body of PUT /v1/consumers/{name}.
+type consumerRequest struct {
+	Filter struct {
+		ChannelTypes    []string    `json:"channel_types"`
+		AccountIDs      []uuid.UUID `json:"account_ids"`
+		ConversationIDs []string    `json:"conversation_ids"`
+	} `json:"filter"`
+	DeliverPolicy string     `json:"deliver_policy"`
+	StartTime     *time.Time `json:"start_time"`
+	AckWait       Duration   `json:"ack_wait"`
+	MaxDeliver    int        `json:"max_deliver"`
+	MaxAckPending int        `json:"max_ack_pending"`
+	Ordering      string     `json:"ordering"`
+	Stage         string     `json:"stage"`
+}
+
+// consumerResponse is a consumer's settings and live statistics.
+type consumerResponse struct {
+	Name   string `json:"name"`
+	Filter struct {
+		ChannelTypes    []string    `json:"channel_types"`
+		AccountIDs      []uuid.UUID `json:"account_ids"`
+		ConversationIDs []string    `json:"conversation_ids"`
+	} `json:"filter"`
+	DeliverPolicy string        `json:"deliver_policy"`
+	StartTime     *time.Time    `json:"start_time,omitempty"`
+	AckWait       Duration      `json:"ack_wait"`
+	MaxDeliver    int           `json:"max_deliver"`
+	MaxAckPending int           `json:"max_ack_pending"`
+	Ordering      string        `json:"ordering"`
+	Stage         string        `json:"stage"`
+	CreatedAt     time.Time     `json:"created_at"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	Stats         consumerStats `json:"stats"`
+}
+
+type consumerStats struct {
+	// Pending counts messages waiting to be delivered: taken into the
+	// consumer but not leased, plus matching messages not yet taken.
+	Pending          int64      `json:"pending"`
+	AckPending       int64      `json:"ack_pending"`
+	Redelivered      int64      `json:"redelivered"`
+	Dead             int64      `json:"dead"`
+	OldestPendingAge Duration   `json:"oldest_pending_age"`
+	LastDelivered    *time.Time `json:"last_delivered_at,omitempty"`
+}
+
+func consumerJSON(info *consume.Info) *consumerResponse {
+	c := info.Consumer
+	r := &consumerResponse{Name: c.Name, DeliverPolicy: c.DeliverPolicy, StartTime: c.StartTime, AckWait: Duration(c.AckWait),
+		MaxDeliver: c.MaxDeliver, MaxAckPending: c.MaxAckPending, Ordering: c.Ordering, Stage: c.Stage,
+		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	r.Filter.ChannelTypes, r.Filter.AccountIDs, r.Filter.ConversationIDs = c.FilterChannelTypes, c.FilterAccountIDs, c.FilterConversationIDs
+	r.Stats = consumerStats{Pending: info.Stats.Pending + info.Backlog, AckPending: info.Stats.AckPending,
+		Redelivered: info.Stats.Redelivered, Dead: info.Stats.Dead, OldestPendingAge: Duration(info.Stats.OldestPendingAge),
+		LastDelivered: c.LastDeliveredAt}
+	return r
+}
+
+func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	var req consumerRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		badRequest(w, err)
+		return
+	}
+	info, created, err := s.consumers.Put(r.Context(), p.TenantID, chi.URLParam(r, "name"), consume.Config{
+		ChannelTypes: req.Filter.ChannelTypes, AccountIDs: req.Filter.AccountIDs, ConversationIDs: req.Filter.ConversationIDs,
+		DeliverPolicy: req.DeliverPolicy, StartTime: req.StartTime, AckWait: time.Duration(req.AckWait),
+		MaxDeliver: req.MaxDeliver, MaxAckPending: req.MaxAckPending, Ordering: req.Ordering, Stage: req.Stage,
+	})
+	if err != nil {
+		s.consumerError(w, "put consumer", err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, consumerJSON(info))
+}
+
+func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	info, err := s.consumers.Get(r.Context(), p.TenantID, chi.URLParam(r, "name"))
+	if err != nil {
+		s.consumerError(w, "get consumer", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, consumerJSON(info))
+}
+
+func (s *Server) deleteConsumer(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	if err := s.consumers.Delete(r.Context(), p.TenantID, chi.URLParam(r, "name")); err != nil {
+		s.consumerError(w, "delete consumer", err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+type pullRequest struct {
+	Batch *int     `json:"batch"`
+	Wait  Duration `json:"wait"`
+}
+
+type pullResponse struct {
+	Deliveries []pulledDelivery `json:"deliveries"`
+}
+
+type pulledDelivery struct {
+	DeliveryID    uuid.UUID `json:"delivery_id"`
+	Seq           int64     `json:"seq"`
+	DeliveryCount int       `json:"delivery_count"`
+	Message       rawJSON   `json:"message"`
+}
+
+func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
+	p := principalFrom(r.Context())
+	req := pullRequest{}
+	if err := decodeJSON(w, r, &req); err != nil {
+		badRequest(w, err)
+		return
+	}
+	batch := 10
+	if req.Batch != nil {
+		batch = *req.Batch
+	}
+	if batch < 1 || batch > consume.MaxBatch {
+		writeError(w, http.StatusBadRequest, "bad_request", "batch must be from 1 to 1000")
+		return
+	}
+	wait := time.Duration(req.Wait)
+	if wait < 0 || wait > consume.MaxWait {
+		writeError(w, http.StatusBadRequest, "bad_request", "wait must be from 0s to 60s")
+		return
+	}
+	ds, err := s.consumers.Pull(r.Context(), p.TenantID, chi.URLParam(r, "name"), batch, wait)
+	if err != nil {
+		s.consumerError(w, "pull", err)
+		return
+	}
+	resp := pullResponse{Deliveries: make([]pulledDelivery, len(ds))}
+	for i, d := range ds {
+		resp.Deliveries[i] = pulledDelivery{DeliveryID: d.DeliveryID, Seq: d.Seq, DeliveryCount: d.DeliveryCount, Message: d.Message}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+type settleRequest struct {
+	DeliveryIDs []uuid.UUID `json:"delivery_ids"`
+	Delay       Duration    `json:"delay"`
+	Reason      string      `json:"reason"`
+}
+
+// settle serves /ack, /nak, /term and /extend.
+func (s *Server) settle(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := principalFrom(r.Context())
+		var req settleRequest
+		if err := decodeJSON(w, r, &req); err != nil {
+			badRequest(w, err)
+			return
+		}
+		if len(req.DeliveryIDs) == 0 || len(req.DeliveryIDs) > consume.MaxBatch {
+			writeError(w, http.StatusBadRequest, "bad_request", "delivery_ids must hold 1 to 1000 ids")
+			return
+		}
+		if action != consume.ActionNak && req.Delay != 0 {
+			writeError(w, http.StatusBadRequest, "bad_request", "delay is only accepted by nak")
+			return
+		}
+		if action != consume.ActionTerm && req.Reason != "" {
+			writeError(w, http.StatusBadRequest, "bad_request", "reason is only accepted by term")
+			return
+		}
+		if req.Delay < 0 || time.Duration(req.Delay) > 12*time.Hour {
+			writeError(w, http.StatusBadRequest, "bad_request", "delay must be from 0s to 12h")
+			return
+		}
+		if len(req.Reason) > 1000 {
+			writeError(w, http.StatusBadRequest, "bad_request", "reason is limited to 1000 bytes")
+			return
+		}
+		res, err := s.consumers.Settle(r.Context(), p.TenantID, chi.URLParam(r, "name"), action, req.DeliveryIDs,
+			consume.SettleOptions{Delay: time.Duration(req.Delay), Reason: req.Reason})
+		if err != nil {
+			s.consumerError(w, action, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"results": res})
+	}
+}
+
+func (s *Server) consumerError(w http.ResponseWriter, what string, err error) {
+	var ve *consume.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		writeError(w, http.StatusBadRequest, "bad_request", ve.Reason)
+	case errors.Is(err, consume.ErrNotFound):
+		writeError(w, http.StatusNotFound, "not_found", "no such consumer")
+	default:
+		s.dbError(w, what, err)
+	}
+}

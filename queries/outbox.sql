@@ -1,0 +1,240 @@
+-- name: OutboxInsertBatch :many
+-- Inserts queued outbox rows of one tenant with their first event; a row
+-- whose idempotency key already exists is skipped, and only the rows
+-- actually inserted are returned. Empty strings and uuid.Nil stand for
+-- NULL in the optional columns.
+WITH input AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@account_ids::uuid[]) AS account_id,
+           unnest(@channel_types::text[]) AS channel_type,
+           unnest(@conversation_ids::text[]) AS conversation_id,
+           unnest(@thread_ids::text[]) AS thread_id,
+           unnest(@idempotency_keys::text[]) AS idempotency_key,
+           unnest(@request_sha256s::bytea[]) AS request_sha256,
+           unnest(@texts::text[]) AS text,
+           unnest(@rich_contents::text[]) AS rich_content,
+           unnest(@attachments::text[]) AS attachments,
+           unnest(@edit_ofs::uuid[]) AS edit_of,
+           unnest(@job_ids::bigint[]) AS job_id
+),
+ins AS (
+    INSERT INTO mio.outbox (
+        tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
+        request_sha256, text, rich_content, attachments, edit_of, job_id
+    )
+    SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
+           input.thread_id, input.idempotency_key, input.request_sha256, input.text,
+           nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+    FROM input
+    ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+    RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT @tenant_id::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
+)
+SELECT ins.id, ins.created_at FROM ins;
+
+-- name: OutboxGet :one
+SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: OutboxGetByKey :one
+SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
+
+-- name: OutboxEventList :many
+SELECT * FROM mio.outbox_events
+WHERE tenant_id = @tenant_id AND outbox_id = @outbox_id
+ORDER BY id;
+
+-- name: OutboxList :many
+-- Newest first, keyset-paged on seq (before_seq 0: from the newest).
+SELECT * FROM mio.outbox AS o
+WHERE o.tenant_id = @tenant_id
+  AND (@before_seq::bigint = 0 OR o.seq < @before_seq::bigint)
+  AND (sqlc.narg('handoff_state')::text IS NULL OR o.handoff_state = sqlc.narg('handoff_state')::text)
+  AND (sqlc.narg('provider_state')::text IS NULL OR o.provider_state = sqlc.narg('provider_state')::text)
+  AND (sqlc.narg('account_id')::uuid IS NULL OR o.account_id = sqlc.narg('account_id')::uuid)
+  AND (sqlc.narg('conversation_id')::text IS NULL OR o.conversation_id = sqlc.narg('conversation_id')::text)
+ORDER BY o.seq DESC
+LIMIT @max_rows;
+
+-- name: OutboxResend :one
+-- Starts a new attempt series of a message whose handoff is over
+-- (handed_off or dead): new attempt numbers, hence new provider
+-- idempotency keys, at the back of its lane, dispatched by job_id.
+WITH r AS (
+    UPDATE mio.outbox AS o
+    SET handoff_state = 'queued', attempt_no = o.attempt_no + 1, series = o.series + 1,
+        series_first_attempt = o.attempt_no + 1, attempts = 0, next_attempt_at = now(),
+        lease_until = NULL, job_id = @job_id::bigint, dead_at = NULL, discarded_at = NULL,
+        receipt_due_at = NULL, seq = DEFAULT, updated_at = now()
+    WHERE o.tenant_id = @tenant_id AND o.id = @id AND o.handoff_state IN ('handed_off', 'dead')
+    RETURNING o.id, o.attempt_no, o.series
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
+    SELECT @tenant_id::uuid, r.id, 'resend', 'handoff', 'queued', r.attempt_no, jsonb_build_object('series', r.series)
+    FROM r
+)
+SELECT r.id, r.attempt_no, r.series FROM r;
+
+-- name: OutboxClaimCandidates :many
+-- Locks the rows among ids that can be sent now: queued and due, or
+-- sending with an expired lease (a crashed or rate-limited attempt, resumed
+-- with the same attempt number), and first of their (account,
+-- conversation) lane. Rows locked by another claim are skipped.
+SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
+       o.attachments, o.edit_of, o.handoff_state, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
+       a.status AS account_status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts,
+       orig.provider_message_id AS edit_provider_message_id
+FROM mio.outbox AS o
+JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
+LEFT JOIN mio.outbox AS orig ON orig.tenant_id = o.tenant_id AND orig.id = o.edit_of
+WHERE o.tenant_id = @tenant_id
+  AND o.id = ANY (@ids::uuid[])
+  AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
+       OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
+  AND NOT EXISTS (
+      SELECT 1 FROM mio.outbox AS p
+      WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+        AND p.conversation_id = o.conversation_id
+        AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
+  )
+ORDER BY o.seq
+FOR NO KEY UPDATE OF o SKIP LOCKED;
+
+-- name: OutboxProbe :many
+-- Why rows were not claimed: their state, when they are due, and the
+-- state of the first active row ahead of them in their lane.
+SELECT o.id, o.account_id, o.conversation_id, o.handoff_state, o.next_attempt_at, o.lease_until,
+       coalesce(b.handoff_state, '')::text AS blocker_state,
+       coalesce(b.next_attempt_at, o.next_attempt_at)::timestamptz AS blocker_next_attempt_at,
+       b.lease_until AS blocker_lease_until
+FROM mio.outbox AS o
+LEFT JOIN LATERAL (
+    SELECT p.handoff_state, p.next_attempt_at, p.lease_until
+    FROM mio.outbox AS p
+    WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+      AND p.conversation_id = o.conversation_id
+      AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
+    ORDER BY p.seq
+    LIMIT 1
+) AS b ON true
+WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]);
+
+-- name: OutboxMarkSending :many
+-- Moves claimed rows to sending under a lease. events names each row's
+-- event ('sending', or 'resumed' for an attempt taken over after its
+-- lease expired); counts says whether the row starts a new attempt.
+WITH input AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@events::text[]) AS event,
+           unnest(@counts::int[]) AS count
+),
+upd AS (
+    UPDATE mio.outbox AS o
+    SET handoff_state = 'sending', attempts = o.attempts + input.count,
+        lease_until = now() + make_interval(secs => @lease_seconds::float8), updated_at = now()
+    FROM input
+    WHERE o.tenant_id = @tenant_id AND o.id = input.id AND o.handoff_state IN ('queued', 'sending')
+    RETURNING o.id, o.attempt_no, o.attempts, input.event
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT @tenant_id::uuid, upd.id, upd.event, 'handoff', 'sending', upd.attempt_no FROM upd
+)
+SELECT upd.id, upd.attempt_no, upd.attempts FROM upd;
+
+-- name: OutboxFinishBatch :many
+-- Records the outcome of sending attempts, compare-and-set on the
+-- attempt: only a row still sending that attempt moves. Outcomes:
+-- handed_off (provider accepted; provider_state at least accepted),
+-- retry (queued as the next attempt after delay_ms), dead, and
+-- rate_limited (the platform asked to wait delay_ms: the attempt keeps
+-- its number and is not counted again; its lease is extended until then).
+WITH input AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@attempt_nos::int[]) AS attempt_no,
+           unnest(@outcomes::text[]) AS outcome,
+           unnest(@provider_message_ids::text[]) AS provider_message_id,
+           unnest(@errors::text[]) AS error,
+           unnest(@delays_ms::bigint[]) AS delay_ms,
+           unnest(@receipt_timeouts_ms::bigint[]) AS receipt_timeout_ms,
+           unnest(@details::text[]) AS detail
+),
+upd AS (
+    UPDATE mio.outbox AS o
+    SET handoff_state = CASE input.outcome WHEN 'handed_off' THEN 'handed_off' WHEN 'dead' THEN 'dead'
+                                           WHEN 'retry' THEN 'queued' ELSE o.handoff_state END,
+        attempt_no = o.attempt_no + CASE WHEN input.outcome = 'retry' THEN 1 ELSE 0 END,
+        next_attempt_at = CASE WHEN input.outcome IN ('retry', 'rate_limited')
+                               THEN now() + input.delay_ms * interval '1 millisecond' ELSE o.next_attempt_at END,
+        lease_until = CASE WHEN input.outcome = 'rate_limited'
+                           THEN now() + input.delay_ms * interval '1 millisecond' END,
+        provider_message_id = CASE WHEN input.outcome = 'handed_off' THEN nullif(input.provider_message_id, '')
+                                   ELSE o.provider_message_id END,
+        provider_state = CASE WHEN input.outcome = 'handed_off' AND mio.provider_rank(o.provider_state) < 10
+                              THEN 'accepted' ELSE o.provider_state END,
+        last_error = CASE WHEN input.error <> '' THEN input.error ELSE o.last_error END,
+        handed_off_at = CASE WHEN input.outcome = 'handed_off' THEN now() ELSE o.handed_off_at END,
+        dead_at = CASE WHEN input.outcome = 'dead' THEN now() ELSE o.dead_at END,
+        receipt_due_at = CASE WHEN input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0
+                              THEN now() + input.receipt_timeout_ms * interval '1 millisecond' ELSE o.receipt_due_at END,
+        updated_at = now()
+    FROM input, mio.outbox AS prev
+    WHERE o.tenant_id = @tenant_id AND o.id = input.id
+      AND prev.tenant_id = @tenant_id AND prev.id = input.id
+      AND o.handoff_state = 'sending' AND o.attempt_no = input.attempt_no
+    RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, prev.provider_state AS prev_provider_state,
+              input.outcome, input.detail, o.handed_off_at
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
+    SELECT @tenant_id::uuid, upd.id, upd.outcome, 'handoff', upd.handoff_state, upd.attempt_no,
+           nullif(upd.detail, '')::jsonb
+    FROM upd
+    UNION ALL
+    SELECT @tenant_id::uuid, upd.id, 'accepted', 'provider', upd.provider_state, upd.attempt_no, NULL
+    FROM upd
+    WHERE upd.outcome = 'handed_off' AND upd.provider_state <> upd.prev_provider_state
+)
+SELECT upd.id, upd.attempt_no, upd.handoff_state, upd.outcome::text AS outcome FROM upd;
+
+-- name: OutboxSweepCandidates :many
+-- Active rows of the tenant that no live River job will dispatch: queued
+-- rows whose job is gone (requeued from SQL, a lost job) and rows whose
+-- job runs since before stuck_before (its process crashed). Locked so two
+-- sweeps never enqueue the same row twice.
+SELECT o.id, o.account_id, o.channel_type, o.conversation_id
+FROM mio.outbox AS o
+WHERE o.tenant_id = @tenant_id
+  AND o.handoff_state IN ('queued', 'sending')
+  AND NOT mio.dispatch_job_live(o.job_id, @stuck_before::timestamptz)
+ORDER BY o.seq
+LIMIT @max_rows
+FOR NO KEY UPDATE OF o SKIP LOCKED;
+
+-- name: OutboxSetJobs :exec
+UPDATE mio.outbox AS o SET job_id = input.job_id
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@job_ids::bigint[]) AS job_id) AS input
+WHERE o.tenant_id = @tenant_id AND o.id = input.id;
+
+-- name: DeadLetterDiscard :one
+SELECT mio.discard(@id::uuid)::int AS discarded;
+
+-- name: DeadLetterRequeue :one
+SELECT mio.requeue(@id::uuid)::int AS requeued;
+
+-- name: DeadLetterList :many
+-- The tenant's dead letters, newest first, optionally of one kind and
+-- channel.
+SELECT * FROM mio.dead_letters AS d
+WHERE d.tenant_id = @tenant_id
+  AND (sqlc.narg('kind')::text IS NULL OR d.kind = sqlc.narg('kind')::text)
+  AND (sqlc.narg('channel_type')::text IS NULL OR d.channel_type = sqlc.narg('channel_type')::text)
+ORDER BY d.dead_at DESC NULLS LAST, d.id
+LIMIT @max_rows;
+
+-- name: DeadLetterGet :many
+SELECT * FROM mio.dead_letters AS d WHERE d.tenant_id = @tenant_id AND d.id = @id;

@@ -1,0 +1,289 @@
+package workers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/miohq/mio/blob"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/metrics"
+)
+
+// ArchiveArgs appends ready inbox messages to the NDJSON archive.
+type ArchiveArgs struct{}
+
+// Kind is the River job kind.
+func (ArchiveArgs) Kind() string { return "mio.archive" }
+
+// InsertOpts puts the archive on the maintenance queue; a failed run is
+// redone by the next tick anyway.
+func (ArchiveArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 3}
+}
+
+// Archive defaults.
+const (
+	DefaultArchiveBatchRows  = 10_000
+	DefaultArchiveBatchBytes = 64 << 20
+	DefaultArchiveMaxAge     = 10 * time.Minute
+)
+
+// ArchiveWorker writes each tenant's ready messages, in ready-stream order,
+// as snake_case NDJSON (one mio.v1.Message per line, raw included when it
+// is JSON) to mio/channel_type=<slug>/date=<YYYY-MM-DD of received_at>/
+// <tenant>-<first ready_xid>-<first ready_seq>.ndjson.
+//
+// A batch is the next BatchRows messages after the tenant's cursor (fewer
+// when BatchBytes is reached first), read only below the snapshot horizon
+// like a consumer, so a message whose transaction commits late is never
+// skipped. A batch is written when it is full or its oldest message has
+// been ready for MaxAge; otherwise it waits for the next run. The batch's
+// objects are written first (overwriting), then one transaction advances
+// the cursor (compare-and-set), sets archived_at and records the parts.
+// A crash between the two leaves the cursor where it was: the retry reads
+// the same first message, so it writes the same object names with the
+// same rows (plus, possibly, later ones) and overwrites rather than
+// duplicates. Delivery to the lake is at-least-once (an object rewritten
+// by a retry may be read twice by a loader that saw the first version);
+// the BigQuery dedup view resolves that.
+type ArchiveWorker struct {
+	river.WorkerDefaults[ArchiveArgs]
+	Pool    *pgxpool.Pool
+	Blob    blob.Store
+	Metrics *metrics.Media
+	Logger  *slog.Logger
+	// BatchRows and BatchBytes bound one batch. Defaults 10,000 and 64 MiB.
+	BatchRows  int
+	BatchBytes int64
+	// MaxAge flushes a partial batch once its oldest message has been
+	// ready this long. Default 10 minutes.
+	MaxAge time.Duration
+	// MaxBatchesPerRun bounds one run per tenant. Default 100.
+	MaxBatchesPerRun int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+
+	// afterWrite runs after a batch's objects are written and before the
+	// cursor commits (tests simulate a crash there).
+	afterWrite func(tenantID uuid.UUID) error
+}
+
+func (w *ArchiveWorker) defaults() {
+	if w.BatchRows <= 0 {
+		w.BatchRows = DefaultArchiveBatchRows
+	}
+	if w.BatchBytes <= 0 {
+		w.BatchBytes = DefaultArchiveBatchBytes
+	}
+	if w.MaxAge <= 0 {
+		w.MaxAge = DefaultArchiveMaxAge
+	}
+	if w.MaxBatchesPerRun <= 0 {
+		w.MaxBatchesPerRun = 100
+	}
+	if w.Now == nil {
+		w.Now = time.Now
+	}
+	if w.Logger == nil {
+		w.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Timeout bounds one run.
+func (w *ArchiveWorker) Timeout(*river.Job[ArchiveArgs]) time.Duration { return 30 * time.Minute }
+
+// Work archives every tenant.
+func (w *ArchiveWorker) Work(ctx context.Context, _ *river.Job[ArchiveArgs]) error {
+	w.defaults()
+	tenants, err := db.TenantList(ctx, w.Pool)
+	if err != nil {
+		return fmt.Errorf("archive: list tenants: %w", err)
+	}
+	for _, t := range tenants {
+		if _, err := w.ArchiveTenant(ctx, t.ID); err != nil {
+			return fmt.Errorf("archive tenant %s: %w", t.ID, err)
+		}
+	}
+	return nil
+}
+
+// ArchiveTenant writes the tenant's due batches and returns how many
+// messages it archived. It does nothing when another archiver holds the
+// tenant.
+func (w *ArchiveWorker) ArchiveTenant(ctx context.Context, tenantID uuid.UUID) (int, error) {
+	w.defaults()
+	release, ok, err := db.ArchiveLock(ctx, w.Pool, tenantID)
+	if err != nil || !ok {
+		return 0, err
+	}
+	defer release()
+	total := 0
+	for range w.MaxBatchesPerRun {
+		n, more, err := w.batch(ctx, tenantID)
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// archiveGroup is one object of a batch.
+type archiveGroup struct {
+	channelType string
+	day         time.Time
+	buf         bytes.Buffer
+	rows        int
+}
+
+// batch archives one batch; more reports whether a full batch was
+// written (so another may be due).
+func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, more bool, err error) {
+	var (
+		cursor      db.ArchivePos
+		first, last db.ArchivePos
+		firstReady  time.Time
+		ids         []uuid.UUID
+		size        int64
+		groups      = map[string]*archiveGroup{}
+		lineErr     error
+	)
+	err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
+		var err error
+		if cursor, err = db.ArchiveCursorGet(ctx, tx, tenantID); err != nil {
+			return err
+		}
+		return db.ArchiveScan(ctx, tx, tenantID, cursor, w.BatchRows, func(r *db.ArchiveRow) bool {
+			line, err := archiveLine(r)
+			if err != nil {
+				lineErr = fmt.Errorf("message %s: %w", r.ID, err)
+				return false
+			}
+			if len(ids) == 0 {
+				first, firstReady = r.Pos, r.ReadyAt
+			}
+			last = r.Pos
+			ids = append(ids, r.ID)
+			day := r.ReceivedAt.UTC().Truncate(24 * time.Hour)
+			gk := r.ChannelType + "/" + day.Format(time.DateOnly)
+			g := groups[gk]
+			if g == nil {
+				g = &archiveGroup{channelType: r.ChannelType, day: day}
+				groups[gk] = g
+			}
+			g.buf.Write(line)
+			g.buf.WriteByte('\n')
+			g.rows++
+			size += int64(len(line) + 1)
+			return size < w.BatchBytes
+		})
+	})
+	if err == nil {
+		err = lineErr
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read batch: %w", err)
+	}
+	if len(ids) == 0 {
+		return 0, false, nil
+	}
+	full := len(ids) >= w.BatchRows || size >= w.BatchBytes
+	if !full && w.Now().Sub(firstReady) < w.MaxAge {
+		return 0, false, nil // too small and too young: wait for more
+	}
+
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]db.ArchivePart, 0, len(groups))
+	for _, k := range keys {
+		g := groups[k]
+		key := ArchiveObjectKey(g.channelType, g.day, tenantID, first)
+		nbytes := int64(g.buf.Len())
+		if _, _, err := w.Blob.Put(ctx, key, &g.buf, blob.PutOptions{ContentType: "application/x-ndjson", Overwrite: true}); err != nil {
+			return 0, false, fmt.Errorf("write %s: %w", key, err)
+		}
+		if w.Metrics != nil {
+			w.Metrics.ArchiveBytes.WithLabelValues(g.channelType).Add(float64(nbytes))
+		}
+		parts = append(parts, db.ArchivePart{ObjectKey: key, ChannelType: g.channelType, Day: g.day, Rows: g.rows, Bytes: nbytes})
+	}
+	if w.afterWrite != nil {
+		if err := w.afterWrite(tenantID); err != nil {
+			return 0, false, err
+		}
+	}
+	advanced := false
+	err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
+		var err error
+		if advanced, err = db.ArchiveCursorAdvance(ctx, tx, tenantID, cursor, last); err != nil || !advanced {
+			return err
+		}
+		if _, err := db.ArchiveMarkArchived(ctx, tx, tenantID, ids); err != nil {
+			return err
+		}
+		return db.ArchivePartUpsert(ctx, tx, tenantID, first, last, parts)
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("commit batch: %w", err)
+	}
+	if !advanced {
+		w.Logger.Warn("archive cursor moved by another archiver; batch left to it", "tenant_id", tenantID, "from", cursor.String())
+		return 0, false, nil
+	}
+	if w.Metrics != nil {
+		for _, p := range parts {
+			w.Metrics.ArchiveMessages.WithLabelValues(p.ChannelType).Add(float64(p.Rows))
+		}
+	}
+	w.Logger.Debug("archived batch", "tenant_id", tenantID, "messages", len(ids), "bytes", size, "objects", len(parts))
+	return len(ids), full, nil
+}
+
+// ArchiveObjectKey is the object of one (channel type, day) group of the
+// batch that starts at first: deterministic, so a retried batch rewrites
+// it.
+func ArchiveObjectKey(channelType string, day time.Time, tenantID uuid.UUID, first db.ArchivePos) string {
+	return fmt.Sprintf("mio/channel_type=%s/date=%s/%s-%020d-%020d.ndjson",
+		channelType, day.UTC().Format(time.DateOnly), tenantID, first.Xid, first.Seq)
+}
+
+// archiveLine renders one stored message as its NDJSON line: the
+// mio.v1.Message with raw (when it is JSON), timestamps in UTC with
+// microsecond precision (BigQuery's).
+func archiveLine(r *db.ArchiveRow) ([]byte, error) {
+	var m envelope.Message
+	if err := json.Unmarshal(r.Envelope, &m); err != nil {
+		return nil, fmt.Errorf("decode envelope: %w", err)
+	}
+	if len(r.Raw) > 0 && json.Valid(r.Raw) {
+		m.Raw = json.RawMessage(r.Raw)
+	}
+	m.SentAt = m.SentAt.UTC().Truncate(time.Microsecond)
+	m.ReceivedAt = m.ReceivedAt.UTC().Truncate(time.Microsecond)
+	if m.Attachments == nil {
+		m.Attachments = []envelope.Attachment{}
+	}
+	return json.Marshal(&m) // compact: raw's newlines are gone
+}
+
+// AddArchive registers the archive worker and runs it every interval.
+func (s *Set) AddArchive(w *ArchiveWorker, interval time.Duration) {
+	addWorker(s, w, QueueMaintenance, 2)
+	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(interval),
+		func() (river.JobArgs, *river.InsertOpts) { return ArchiveArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true}))
+}

@@ -1,0 +1,223 @@
+package workers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/metrics"
+)
+
+// attempt makes one provider call for a claimed row and returns its
+// outcome to record. An error means nothing is to be recorded: the job's
+// context ended (shutdown) or the database failed; the attempt keeps its
+// lease and is resumed later with the same number and key.
+func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimRes) (db.OutboxFinish, error) {
+	c := res.cand
+	fin := db.OutboxFinish{ID: c.ID, AttemptNo: c.AttemptNo}
+	dead := func(reason string) (db.OutboxFinish, error) {
+		fin.Outcome, fin.Error = db.OutcomeDead, reason
+		d.deadLetter(tenantID, c, reason)
+		return fin, nil
+	}
+	if c.AccountStatus != db.AccountActive {
+		return dead("account is " + c.AccountStatus)
+	}
+	snd, err := d.senders.get(ctx, tenantID, c.AccountID)
+	if errors.Is(err, errAccountConfig) {
+		return dead(errorText(err))
+	}
+	if err != nil {
+		return fin, err
+	}
+	msg, err := outboundMessage(c)
+	if err != nil {
+		return dead(errorText(err))
+	}
+
+	op, call := "send", snd.out.Send
+	editAsNew := ""
+	if c.EditOf != nil {
+		ed, canEdit := snd.out.(channels.Editor)
+		switch {
+		case c.EditProviderMessageID == "":
+			editAsNew = "the original message has no provider message id (never handed off)"
+		case !canEdit:
+			editAsNew = "the channel cannot edit messages"
+		default:
+			op, call = "edit", ed.Edit
+			msg.EditProviderMessageID = c.EditProviderMessageID
+		}
+	}
+
+	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
+	t0 := time.Now()
+	sent, err := call(sctx, msg)
+	elapsed := time.Since(t0)
+	cancel()
+	if ctx.Err() != nil {
+		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+	}
+
+	detail := map[string]any{"operation": op, "idempotency_key": msg.IdempotencyKey}
+	if editAsNew != "" {
+		detail["edit_sent_as_new_message"] = editAsNew
+	}
+	outcome := metrics.OutcomeSuccess
+	var rl *channels.RateLimitedError
+	var perm *channels.PermanentError
+	switch {
+	case err == nil:
+		fin.Outcome = db.OutcomeHandedOff
+		fin.ProviderMessageID = sent.ProviderMessageID
+		detail["provider_message_id"] = sent.ProviderMessageID
+		if sent.ConversationID != "" {
+			detail["conversation_moved_to"] = sent.ConversationID
+		}
+		if snd.caps.Receipts {
+			fin.ReceiptTimeout = d.cfg.ReceiptTimeout
+		}
+		d.cfg.Metrics.HandoffLatency.WithLabelValues(c.ChannelType).Observe(time.Since(c.CreatedAt).Seconds())
+	case errors.As(err, &rl):
+		// Not a failed attempt: the same attempt (and key) goes again
+		// after Retry-After.
+		outcome = metrics.OutcomeRateLimited
+		fin.Outcome = db.OutcomeRateLimited
+		fin.Delay = max(rl.RetryAfter, 10*time.Millisecond)
+		detail["retry_after"] = fin.Delay.String()
+		detail["error"] = errorText(err)
+		d.cfg.Metrics.RateLimitWaits.WithLabelValues(c.ChannelType, metrics.RateLimitProvider).Observe(fin.Delay.Seconds())
+	case errors.As(err, &perm):
+		outcome = metrics.OutcomePermanentError
+		fin.Outcome, fin.Error = db.OutcomeDead, errorText(err)
+		detail["error"] = fin.Error
+		if errors.Is(err, channels.ErrEndpointGone) {
+			detail["account_disabled"] = true
+			d.disableAccount(ctx, tenantID, c.AccountID)
+		}
+		d.deadLetter(tenantID, c, fin.Error)
+	default:
+		// Transient (5xx, timeout, network) or unclassified.
+		outcome = metrics.OutcomeTransientError
+		fin.Error = errorText(err)
+		detail["error"] = fin.Error
+		maxAttempts := d.cfg.MaxAttempts
+		if c.MaxAttempts != nil {
+			maxAttempts = int(*c.MaxAttempts)
+		}
+		if inSeries := c.AttemptNo - c.SeriesFirstAttempt + 1; inSeries >= maxAttempts {
+			fin.Outcome = db.OutcomeDead
+			detail["attempts_exhausted"] = maxAttempts
+			d.deadLetter(tenantID, c, fin.Error)
+		} else {
+			fin.Outcome = db.OutcomeRetry
+			fin.Delay = d.backoff(inSeries)
+			detail["retry_in"] = fin.Delay.String()
+			d.cfg.Logger.Info("outbound attempt failed; retrying", "message_id", c.ID, "attempt", c.AttemptNo,
+				"channel_type", c.ChannelType, "retry_in", fin.Delay.String(), "err", fin.Error)
+		}
+	}
+	d.cfg.Metrics.SendTotal.WithLabelValues(c.ChannelType, metrics.DirectionOutbound, outcome).Inc()
+	d.cfg.Metrics.SendLatency.WithLabelValues(c.ChannelType, outcome).Observe(elapsed.Seconds())
+	fin.Detail, _ = json.Marshal(detail)
+	return fin, nil
+}
+
+func (d *Dispatcher) deadLetter(tenantID uuid.UUID, c *db.ClaimCandidate, reason string) {
+	d.cfg.Metrics.DeadLetters.WithLabelValues(c.ChannelType).Inc()
+	d.cfg.Logger.Warn("outbound message is a dead letter", "tenant_id", tenantID, "message_id", c.ID,
+		"attempt", c.AttemptNo, "channel_type", c.ChannelType, "err", reason)
+}
+
+// disableAccount disables an account whose endpoint is gone (Standard
+// Webhooks 410): its further messages become dead letters until an
+// operator enables it again.
+func (d *Dispatcher) disableAccount(ctx context.Context, tenantID, accountID uuid.UUID) {
+	err := db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
+		_, err := db.AccountSetStatus(ctx, tx, tenantID, accountID, db.AccountDisabled)
+		return err
+	})
+	d.senders.forget(accountID)
+	if err != nil {
+		d.cfg.Logger.Error("disable account whose endpoint is gone", "account_id", accountID, "err", err)
+		return
+	}
+	d.cfg.Logger.Warn("account disabled: its endpoint answered 410 Gone", "tenant_id", tenantID, "account_id", accountID)
+}
+
+// outboundMessage builds the adapter's message from a claimed row.
+func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
+	msg := &channels.OutboundMessage{
+		MessageID:      c.ID,
+		Attempt:        c.AttemptNo,
+		IdempotencyKey: attemptKey(c.ID, c.AttemptNo),
+		ConversationID: c.ConversationID,
+		ThreadID:       c.ThreadID,
+		Text:           c.Text,
+	}
+	if len(c.RichContent) > 0 {
+		var rc envelope.RichContent
+		if err := json.Unmarshal(c.RichContent, &rc); err != nil {
+			return nil, fmt.Errorf("stored rich_content: %w", err)
+		}
+		msg.RichContent = &rc
+	}
+	if len(c.Attachments) > 0 {
+		if err := json.Unmarshal(c.Attachments, &msg.Attachments); err != nil {
+			return nil, fmt.Errorf("stored attachments: %w", err)
+		}
+	}
+	return msg, nil
+}
+
+type finishReq struct {
+	tenantID uuid.UUID
+	item     db.OutboxFinish
+}
+
+type finishRes struct {
+	moved bool
+	err   error
+}
+
+// runFinishes records a batch of outcomes, one transaction per tenant.
+func (d *Dispatcher) runFinishes(ctx context.Context, reqs []finishReq) ([]finishRes, error) {
+	out := make([]finishRes, len(reqs))
+	byTenant := map[uuid.UUID][]int{}
+	var order []uuid.UUID
+	for i, r := range reqs {
+		if _, ok := byTenant[r.tenantID]; !ok {
+			order = append(order, r.tenantID)
+		}
+		byTenant[r.tenantID] = append(byTenant[r.tenantID], i)
+	}
+	for _, t := range order {
+		idx := byTenant[t]
+		items := make([]db.OutboxFinish, len(idx))
+		for k, i := range idx {
+			items[k] = reqs[i].item
+		}
+		var moved []db.OutboxFinishResult
+		err := db.InTenantTx(ctx, d.pool, t, func(tx pgx.Tx) error {
+			var err error
+			moved, err = db.OutboxFinishBatch(ctx, tx, t, items)
+			return err
+		})
+		ok := make(map[uuid.UUID]bool, len(moved))
+		for _, m := range moved {
+			ok[m.ID] = true
+		}
+		for _, i := range idx {
+			out[i] = finishRes{moved: ok[reqs[i].item.ID], err: err}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,430 @@
+package workers_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/builtin"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/secretbox"
+	"github.com/miohq/mio/workers"
+)
+
+// outBundle is a database with one account per channel, every adapter
+// pointed at one fake platform server, and dispatcher processes (River
+// clients with their own pools) working the outbox.
+type outBundle struct {
+	env      *dbtest.Env
+	box      *secretbox.Box
+	tenant   uuid.UUID
+	fake     *fakeProviders
+	accounts map[string]uuid.UUID
+	clients  []*river.Client[pgx.Tx]
+	owner    *pgxpool.Pool
+}
+
+type outOpts struct {
+	script    func(channel, conversation string, n int) action
+	processes int // dispatcher processes; default 1, 0 with noStart
+	noStart   bool
+	dispatch  workers.DispatchConfig
+	sweep     bool // also run the outbox sweeper (every 100ms)
+}
+
+var outChannels = []string{"slack", "telegram", "discord", "zoho_cliq", "whatsapp", "webhook"}
+
+func newOutBundle(t *testing.T, o outOpts) *outBundle {
+	t.Helper()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, err := secretbox.New(key)
+	require.NoError(t, err)
+	svc := admin.New(env.Pool, box, "http://mio.test")
+	tenant, err := svc.TenantCreate(ctx, "outbound")
+	require.NoError(t, err)
+	b := &outBundle{env: env, box: box, tenant: tenant.ID, accounts: map[string]uuid.UUID{}, owner: env.OwnerPool(t)}
+	b.fake = newFakeProviders(t, o.script)
+	whsec := "whsec_" + base64.StdEncoding.EncodeToString(key)
+	for _, ct := range outChannels {
+		p := admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: ct, WebhookSecret: "secret-" + ct}
+		switch ct {
+		case "slack":
+			p.Credentials = json.RawMessage(`{"bot_token":"xoxb-test"}`)
+		case "telegram":
+			p.Credentials = json.RawMessage(`{"bot_token":"123456:test-token"}`)
+		case "discord":
+			p.Credentials = json.RawMessage(`{"bot_token":"discord-token"}`)
+		case "zoho_cliq":
+			p.Credentials = json.RawMessage(`{"access_token":"zoho-token"}`)
+		case "whatsapp":
+			p.Credentials = json.RawMessage(`{"access_token":"wa-token"}`)
+			p.Settings = json.RawMessage(`{"phone_number_id":"5550001"}`)
+		case "webhook":
+			p.WebhookSecret = whsec
+			p.Settings = json.RawMessage(fmt.Sprintf(`{"endpoint_url":%q}`, b.fake.srv.URL+"/webhook/in"))
+		}
+		a, err := svc.AccountCreate(ctx, p)
+		require.NoError(t, err, ct)
+		b.accounts[ct] = a.ID
+	}
+	// Per-channel buckets would slow the matrix down: tests of rate limits
+	// set their own.
+	_, err = b.owner.Exec(ctx, `UPDATE mio.accounts SET rate_limit_per_sec = 10000, rate_limit_burst = 10000`)
+	require.NoError(t, err)
+	if o.noStart {
+		b.clients = append(b.clients, b.newClient(t, o, false))
+		return b
+	}
+	n := max(o.processes, 1)
+	for range n {
+		b.clients = append(b.clients, b.newClient(t, o, true))
+	}
+	return b
+}
+
+// newClient builds one dispatcher process: its own pool, registry,
+// dispatcher and River client.
+func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client[pgx.Tx] {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, b.env.OwnerURL, db.PoolOptions{MaxConns: 10, RuntimeRole: dbtest.RuntimeRole})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	cfg := o.dispatch
+	cfg.Registry = builtin.Registry(builtin.Options{APIBase: b.fake.apiBase()})
+	cfg.OpenSecrets = func(row *db.Account) (channels.Account, error) { return ingest.OpenSecrets(b.box, row) }
+	if cfg.SendTimeout == 0 {
+		cfg.SendTimeout = 300 * time.Millisecond
+	}
+	if cfg.BackoffBase == 0 {
+		cfg.BackoffBase, cfg.BackoffMax = 10*time.Millisecond, 50*time.Millisecond
+	}
+	set := workers.NewSet()
+	set.AddDispatch(pool, cfg)
+	if o.sweep {
+		set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{Interval: 100 * time.Millisecond})
+	}
+	client, err := workers.NewClient(pool, set, workers.Config{Work: start})
+	require.NoError(t, err)
+	if start {
+		require.NoError(t, client.Start(ctx))
+		t.Cleanup(func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = client.Stop(sctx)
+		})
+	}
+	return client
+}
+
+// send enqueues one message as POST /v1/outbound does.
+func (b *outBundle) send(t testing.TB, channel, conversation, text string, editOf *uuid.UUID) uuid.UUID {
+	t.Helper()
+	ids := b.sendMany(t, channel, []string{conversation}, []string{text}, editOf)
+	return ids[0]
+}
+
+func (b *outBundle) sendMany(t testing.TB, channel string, conversations, texts []string, editOf *uuid.UUID) []uuid.UUID {
+	t.Helper()
+	ctx := context.Background()
+	rows := make([]db.OutboxNew, len(texts))
+	for i := range texts {
+		rows[i] = db.OutboxNew{ID: uuid.New(), AccountID: b.accounts[channel], ChannelType: channel,
+			ConversationID: conversations[i%len(conversations)], IdempotencyKey: uuid.NewString(),
+			RequestSHA256: make([]byte, 32), Text: texts[i], EditOf: editOf}
+	}
+	err := db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		ins, err := workers.EnqueueOutbound(ctx, tx, b.clients[0], b.tenant, rows)
+		if err == nil && len(ins) != len(rows) {
+			err = fmt.Errorf("inserted %d of %d", len(ins), len(rows))
+		}
+		return err
+	})
+	require.NoError(t, err)
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+func (b *outBundle) get(t testing.TB, id uuid.UUID) (*db.Outbound, []db.OutboxEvent) {
+	t.Helper()
+	ctx := context.Background()
+	var o *db.Outbound
+	var ev []db.OutboxEvent
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		var err error
+		if o, err = db.OutboxGet(ctx, tx, b.tenant, id); err != nil {
+			return err
+		}
+		ev, err = db.OutboxEventList(ctx, tx, b.tenant, id)
+		return err
+	}))
+	return o, ev
+}
+
+// waitTerminal waits until every message is handed off or dead.
+func (b *outBundle) waitTerminal(t testing.TB, ids []uuid.UUID, within time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var n int
+		err := db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT count(*) FROM mio.outbox WHERE id = ANY($1) AND handoff_state IN ('handed_off','dead')`, ids).Scan(&n)
+		})
+		return err == nil && n == len(ids)
+	}, within, 20*time.Millisecond)
+}
+
+// timeline renders events as "event:state@attempt".
+func timeline(ev []db.OutboxEvent) []string {
+	out := make([]string, len(ev))
+	for i, e := range ev {
+		out[i] = fmt.Sprintf("%s:%s@%d", e.Event, e.State, e.AttemptNo)
+	}
+	return out
+}
+
+// Conversations of the channel matrix: the scenario is in the id (numeric,
+// so that every platform accepts it as a chat or channel id).
+const (
+	convOK       = "900000000000000001"
+	convLimited  = "900000000000000002"
+	conv5xx      = "900000000000000003"
+	convTimeout  = "900000000000000004"
+	convPerm     = "900000000000000005"
+	convForever  = "900000000000000006"
+	matrixMaxTry = 3
+)
+
+func matrixScript(_, conversation string, n int) action {
+	switch conversation {
+	case convLimited:
+		if n == 1 {
+			return actRateLimit
+		}
+	case conv5xx:
+		if n == 1 {
+			return actServerErr
+		}
+	case convTimeout:
+		if n == 1 {
+			return actTimeout
+		}
+	case convPerm:
+		return actPermanent
+	case convForever:
+		return actServerErr
+	}
+	return actOK
+}
+
+// TestDispatchChannelMatrix sends, on each of the six channels against a
+// fake of its API: a success, a 429 with Retry-After (not an attempt), a
+// 5xx then success, a timeout then success, a permanent 4xx (dead at
+// once) and 5xx forever (dead after max_attempts), and checks states,
+// attempts, last_error and the event timeline of each.
+func TestDispatchChannelMatrix(t *testing.T) {
+	t.Parallel()
+	b := newOutBundle(t, outOpts{script: matrixScript})
+	_, err := b.owner.Exec(context.Background(), `UPDATE mio.accounts SET max_attempts = $1`, matrixMaxTry)
+	require.NoError(t, err)
+
+	type want struct {
+		state    string
+		attempts int
+		timeline []string
+		lastErr  bool
+	}
+	ok := []string{"queued:queued@1", "sending:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}
+	retried := []string{"queued:queued@1", "sending:sending@1", "retry:queued@2", "sending:sending@2",
+		"handed_off:handed_off@2", "accepted:accepted@2"}
+	scenarios := []struct {
+		name string
+		conv string
+		want want
+	}{
+		{"success", convOK, want{db.HandoffHandedOff, 1, ok, false}},
+		{"429 then success", convLimited, want{db.HandoffHandedOff, 1, []string{"queued:queued@1", "sending:sending@1",
+			"rate_limited:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, false}},
+		{"5xx then success", conv5xx, want{db.HandoffHandedOff, 2, retried, true}},
+		{"timeout then success", convTimeout, want{db.HandoffHandedOff, 2, retried, true}},
+		{"permanent 4xx", convPerm, want{db.HandoffDead, 1, []string{"queued:queued@1", "sending:sending@1", "dead:dead@1"}, true}},
+		{"5xx forever", convForever, want{db.HandoffDead, matrixMaxTry, []string{"queued:queued@1", "sending:sending@1",
+			"retry:queued@2", "sending:sending@2", "retry:queued@3", "sending:sending@3", "dead:dead@3"}, true}},
+	}
+	ids := map[string]uuid.UUID{}
+	var all []uuid.UUID
+	for _, ch := range outChannels {
+		for _, sc := range scenarios {
+			id := b.send(t, ch, sc.conv, ch+" "+sc.name, nil)
+			ids[ch+"/"+sc.name] = id
+			all = append(all, id)
+		}
+	}
+	b.waitTerminal(t, all, 30*time.Second)
+	for _, ch := range outChannels {
+		for _, sc := range scenarios {
+			t.Run(ch+"/"+sc.name, func(t *testing.T) {
+				o, ev := b.get(t, ids[ch+"/"+sc.name])
+				require.Equal(t, sc.want.state, o.HandoffState, "last_error %q", o.LastError)
+				require.Equal(t, sc.want.attempts, o.Attempts)
+				require.Equal(t, sc.want.timeline, timeline(ev))
+				if sc.want.lastErr {
+					require.NotEmpty(t, o.LastError)
+				}
+				if o.HandoffState == db.HandoffHandedOff {
+					require.NotEmpty(t, o.ProviderMessageID)
+					require.Equal(t, db.ProviderAccepted, o.ProviderState)
+				}
+			})
+		}
+	}
+	// Exactly one successful call per delivered message.
+	got := map[string]int{}
+	for _, c := range b.fake.Calls() {
+		got[c.Text]++
+	}
+	for _, ch := range outChannels {
+		for _, sc := range scenarios {
+			n := 0
+			if sc.want.state == db.HandoffHandedOff {
+				n = 1
+			}
+			require.Equal(t, n, got[ch+" "+sc.name], "%s %s", ch, sc.name)
+		}
+	}
+}
+
+// TestDispatchTwoProcesses: two dispatcher processes (two River clients,
+// two pools) on one database, 1,000 sends: every message reaches the
+// platform exactly once, each conversation in order.
+func TestDispatchTwoProcesses(t *testing.T) {
+	t.Parallel()
+	b := newOutBundle(t, outOpts{processes: 2})
+	const n, convs = 1000, 50
+	texts := make([]string, n)
+	conversations := make([]string, convs)
+	for i := range conversations {
+		conversations[i] = fmt.Sprintf("7000000000%04d", i)
+	}
+	for i := range texts {
+		texts[i] = fmt.Sprintf("m%04d", i)
+	}
+	ids := b.sendMany(t, "webhook", conversations, texts, nil)
+	b.waitTerminal(t, ids, 60*time.Second)
+	seen := map[string]int{}
+	byConv := map[string][]string{}
+	for _, c := range b.fake.Calls() {
+		seen[c.Text]++
+		byConv[c.Conversation] = append(byConv[c.Conversation], c.Text)
+	}
+	for _, tx := range texts {
+		require.Equal(t, 1, seen[tx], "message %s", tx)
+	}
+	for conv, got := range byConv {
+		require.True(t, slices.IsSorted(got), "conversation %s out of order: %v", conv, got)
+	}
+	for _, id := range ids[:20] {
+		o, _ := b.get(t, id)
+		require.Equal(t, db.HandoffHandedOff, o.HandoffState)
+	}
+}
+
+// TestDispatchOrderUnderRetries: a conversation whose sends fail now and
+// then still reaches the platform in accepted order.
+func TestDispatchOrderUnderRetries(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	b := newOutBundle(t, outOpts{processes: 2, script: func(_, _ string, _ int) action {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		switch calls % 4 {
+		case 1:
+			return actServerErr
+		case 2:
+			return actTimeout
+		}
+		return actOK
+	}})
+	_, err := b.owner.Exec(context.Background(), `UPDATE mio.accounts SET max_attempts = 50`)
+	require.NoError(t, err)
+	texts := make([]string, 30)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("o%03d", i)
+	}
+	ids := b.sendMany(t, "telegram", []string{"800000000000000001"}, texts, nil)
+	b.waitTerminal(t, ids, 60*time.Second)
+	var got []string
+	for _, c := range b.fake.Calls() {
+		got = append(got, c.Text)
+	}
+	require.Equal(t, texts, got)
+}
+
+// TestDispatchEditAfterOriginal: the "thinking…" then edit flow. An edit
+// issued right after its original never reaches the platform first, and
+// edits the original's provider message (or, on channels that cannot
+// edit, arrives as a new message after it).
+func TestDispatchEditAfterOriginal(t *testing.T) {
+	t.Parallel()
+	// The first call of every conversation fails, so the original is
+	// still being retried when its edit is claimable.
+	b := newOutBundle(t, outOpts{processes: 2, script: func(_, _ string, n int) action {
+		if n == 1 {
+			return actServerErr
+		}
+		return actOK
+	}})
+	for i, ch := range outChannels {
+		t.Run(ch, func(t *testing.T) {
+			conv := fmt.Sprintf("60000000000000000%d", i)
+			orig := b.send(t, ch, conv, "thinking…", nil)
+			edit := b.send(t, ch, conv, "the answer", &orig)
+			b.waitTerminal(t, []uuid.UUID{orig, edit}, 30*time.Second)
+			o, _ := b.get(t, orig)
+			e, _ := b.get(t, edit)
+			require.Equal(t, db.HandoffHandedOff, o.HandoffState)
+			require.Equal(t, db.HandoffHandedOff, e.HandoffState)
+			var seq []call
+			for _, c := range b.fake.Calls() {
+				if c.Channel == ch && c.Conversation == conv {
+					seq = append(seq, c)
+				}
+			}
+			require.Len(t, seq, 2)
+			require.Equal(t, "thinking…", seq[0].Text)
+			require.Equal(t, "the answer", seq[1].Text)
+			if ch == "whatsapp" || ch == "zoho_cliq" {
+				require.Equal(t, "send", seq[1].Op, "no Editor: the edit goes as a new message")
+			} else {
+				require.Equal(t, "edit", seq[1].Op)
+				require.True(t, strings.HasPrefix(o.ProviderMessageID, seq[1].EditID) || o.ProviderMessageID == seq[1].EditID,
+					"edit names %q, original is %q", seq[1].EditID, o.ProviderMessageID)
+			}
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/miohq/mio/db"
+)
+
+// OutboxSweepArgs runs the outbox sweeper: it enqueues a dispatch job for
+// every active outbox row that no live job will dispatch — a row put back
+// to work from SQL (mio.requeue), a job discarded after River-level
+// failures, or a job stuck on a crashed process — and prunes idle rate
+// buckets. It is what makes the outbox, not River, the source of truth.
+type OutboxSweepArgs struct{}
+
+// Kind is the River job kind.
+func (OutboxSweepArgs) Kind() string { return "mio.outbox_sweep" }
+
+// InsertOpts puts the sweeper on the maintenance queue.
+func (OutboxSweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 3}
+}
+
+// OutboxSweepConfig configures the sweeper.
+type OutboxSweepConfig struct {
+	// Interval between sweeps. Default 5s.
+	Interval time.Duration
+	// StuckAfter: a dispatch job running longer than this belongs to a
+	// crashed process. Default 3m; keep it above the dispatch job timeout
+	// (Dispatcher.JobTimeout).
+	StuckAfter time.Duration
+	// BatchSize caps the rows enqueued per tenant and transaction.
+	// Default 1000.
+	BatchSize int
+}
+
+// OutboxSweepWorker sweeps.
+type OutboxSweepWorker struct {
+	river.WorkerDefaults[OutboxSweepArgs]
+	Pool *pgxpool.Pool
+	Cfg  OutboxSweepConfig
+}
+
+// Work sweeps every tenant.
+func (w *OutboxSweepWorker) Work(ctx context.Context, _ *river.Job[OutboxSweepArgs]) error {
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	tenants, err := db.TenantList(ctx, w.Pool)
+	if err != nil {
+		return fmt.Errorf("list tenants: %w", err)
+	}
+	var errs []error
+	for _, t := range tenants {
+		if err := w.sweepTenant(ctx, client, t.ID); err != nil {
+			errs = append(errs, fmt.Errorf("sweep tenant %s: %w", t.ID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sweepTenant enqueues dispatch jobs for one tenant's orphaned rows and
+// prunes its idle rate buckets.
+func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID) error {
+	for {
+		n, err := SweepOutbox(ctx, w.Pool, client, tenantID, time.Now().Add(-w.Cfg.StuckAfter), w.Cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		if n < w.Cfg.BatchSize {
+			break
+		}
+	}
+	return db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
+		_, err := db.RateBucketPrune(ctx, tx, tenantID, time.Now().Add(-time.Hour), 10_000)
+		return err
+	})
+}
+
+// SweepOutbox enqueues, in one transaction, a dispatch job for at most
+// maxRows of the tenant's active outbox rows that have no live job (jobs
+// running since before stuckBefore count as lost), and returns how many.
+func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, stuckBefore time.Time, maxRows int) (int, error) {
+	n := 0
+	err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+		rows, err := db.OutboxSweepCandidates(ctx, tx, tenantID, stuckBefore, maxRows)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		params := make([]river.InsertManyParams, len(rows))
+		ids := make([]uuid.UUID, len(rows))
+		for i, r := range rows {
+			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: r.ID}}
+			ids[i] = r.ID
+		}
+		res, err := client.InsertManyTx(ctx, tx, params)
+		if err != nil {
+			return fmt.Errorf("enqueue dispatch: %w", err)
+		}
+		jobIDs := make([]int64, len(res))
+		for i, r := range res {
+			jobIDs[i] = r.Job.ID
+		}
+		n = len(rows)
+		return db.OutboxSetJobs(ctx, tx, tenantID, ids, jobIDs)
+	})
+	return n, err
+}
+
+// AddOutboxSweeper registers the sweeper and runs it every cfg.Interval.
+func (s *Set) AddOutboxSweeper(pool *pgxpool.Pool, cfg OutboxSweepConfig) {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 5 * time.Second
+	}
+	if cfg.StuckAfter <= 0 {
+		cfg.StuckAfter = 3 * time.Minute
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 1000
+	}
+	addWorker(s, &OutboxSweepWorker{Pool: pool, Cfg: cfg}, QueueMaintenance, 2)
+	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.Interval),
+		func() (river.JobArgs, *river.InsertOpts) { return OutboxSweepArgs{}, nil },
+		&river.PeriodicJobOpts{RunOnStart: true}))
+}
