@@ -180,7 +180,7 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 		script := fmt.Sprintf(`WITH c AS (SELECT id FROM bench_ref.q WHERE vt <= now() ORDER BY id LIMIT %d FOR UPDATE SKIP LOCKED),
 u AS (UPDATE bench_ref.q AS q SET vt = now() + interval '30 seconds', read_ct = q.read_ct + 1 FROM c WHERE q.id = c.id RETURNING q.id, q.message)
 SELECT coalesce(array_agg(id), '{}') AS ids FROM u \gset
-DELETE FROM bench_ref.q WHERE id = ANY (:'ids'::bigint[]);
+DELETE FROM bench_ref.q WHERE id = ANY (:ids::bigint[]);
 `, opts.Batch)
 		tps, err := env.Pgbench(ctx, script, opts.Pullers, 5*time.Second)
 		if err != nil {

@@ -112,7 +112,7 @@ func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, bat
 			// again soon, backing off up to maxPoll.
 			poll = time.Millisecond
 		case <-timer.C:
-			poll = min(poll*2, s.maxPoll)
+			poll = min(poll*3/2, s.maxPoll)
 		}
 		timer.Stop()
 	}
@@ -120,11 +120,16 @@ func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, bat
 
 func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, error) {
 	var out []Delivery
-	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+	err := db.InTenantQueueTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		c, err := db.ConsumerLock(ctx, tx, tenantID, name)
 		if errors.Is(err, db.ErrNotFound) {
 			return ErrNotFound
 		}
+		if err != nil {
+			return err
+		}
+		cursor := c.Cursor
+		st, err := db.ConsumerPullStateGet(ctx, tx, c)
 		if err != nil {
 			return err
 		}
@@ -133,30 +138,24 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 			return err
 		}
 		s.count("dead", int(dead))
-		leased, err := db.DeliveryAckPending(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		room := min(batch, c.MaxAckPending-leased)
-		if room <= 0 {
-			return nil
-		}
-		var ds []db.Delivery
-		if c.Ordering == db.OrderingConvo {
-			if ds, err = s.claimOrdered(ctx, tx, c, room); err != nil {
+		room := min(batch, c.MaxAckPending-st.Leased)
+		if room > 0 {
+			if c.Ordering == db.OrderingConvo {
+				ds, err := s.claimOrdered(ctx, tx, c, room)
+				if err != nil {
+					return err
+				}
+				if out, err = s.load(ctx, tx, c, ds); err != nil {
+					return err
+				}
+			} else if out, err = s.claimUnordered(ctx, tx, c, room, st.Horizon); err != nil {
 				return err
 			}
-		} else if ds, err = s.claimUnordered(ctx, tx, c, room); err != nil {
-			return err
 		}
-		if len(ds) == 0 {
-			return nil
+		if c.Cursor != cursor || len(out) > 0 {
+			return db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0)
 		}
-		out, err = s.load(ctx, tx, c, ds)
-		if err != nil {
-			return err
-		}
-		return db.ConsumerTouchDelivered(ctx, tx, c)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -171,21 +170,45 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 	return out, nil
 }
 
-// claimUnordered leases due redeliveries first, then takes new stream rows
-// straight into leases (one write per message).
-func (s *Service) claimUnordered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int) ([]db.Delivery, error) {
-	ds, err := db.DeliveryClaim(ctx, tx, c, room)
+// claimUnordered leases due redeliveries first, then reads new stream rows
+// and leases them in the same statement (one write per message).
+func (s *Service) claimUnordered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int, horizon uint64) ([]Delivery, error) {
+	due, err := db.DeliveryClaim(ctx, tx, c, room)
 	if err != nil {
 		return nil, err
 	}
-	if want := room - len(ds); want > 0 {
-		fresh, err := s.advance(ctx, tx, c, want, true)
-		if err != nil {
-			return nil, err
-		}
-		ds = append(ds, fresh...)
+	out, err := s.load(ctx, tx, c, due)
+	if err != nil {
+		return nil, err
 	}
-	return ds, nil
+	want := room - len(due)
+	if want <= 0 {
+		return out, nil
+	}
+	taken, last, n, err := db.DeliveryTake(ctx, tx, c, horizon, want)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range taken {
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
+	}
+	c.Cursor = nextCursor(c.Cursor, last, n, want, horizon)
+	return out, nil
+}
+
+// nextCursor is where the cursor goes after reading n of want stream rows,
+// the last at last. When fewer than want came back, every row below the
+// horizon has been read, so the cursor moves to (horizon, 0): rows of
+// transactions still running (xid >= horizon) stay ahead of it.
+func nextCursor(cur, last db.StreamPos, n, want int, horizon uint64) db.StreamPos {
+	to := cur
+	if n > 0 {
+		to = laterOf(to, last)
+	}
+	if n < want && horizon > 0 {
+		to = laterOf(to, db.StreamPos{Xid: horizon, Seq: 0})
+	}
+	return to
 }
 
 // claimOrdered tops up the pending backlog from the stream, then leases
@@ -203,35 +226,22 @@ func (s *Service) claimOrdered(ctx context.Context, tx pgx.Tx, c *db.Consumer, r
 	return db.DeliveryClaim(ctx, tx, c, room)
 }
 
-// advance takes up to want new stream rows into the consumer and moves the
-// cursor. Only rows below the snapshot horizon are read; when fewer than
-// want come back, every row below the horizon has been seen, so the cursor
-// moves to (horizon, 0): rows of transactions still running (xid >=
-// horizon) stay ahead of it.
+// advance takes up to want new stream rows into the consumer (leased at
+// once, or pending) and moves the cursor in memory (see nextCursor).
 func (s *Service) advance(ctx context.Context, tx pgx.Tx, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
 	rows, horizon, err := db.StreamNext(ctx, tx, c, want)
 	if err != nil {
 		return nil, err
 	}
 	var ds []db.Delivery
+	var last db.StreamPos
 	if len(rows) > 0 {
 		if ds, err = db.DeliveryInsert(ctx, tx, c, rows, lease); err != nil {
 			return nil, err
 		}
+		last = rows[len(rows)-1].Pos
 	}
-	to := c.Cursor
-	if len(rows) > 0 {
-		to = rows[len(rows)-1].Pos
-	}
-	if len(rows) < want && horizon > 0 {
-		to = laterOf(to, db.StreamPos{Xid: horizon, Seq: 0})
-	}
-	if to != c.Cursor && laterOf(to, c.Cursor) == to {
-		if err := db.ConsumerAdvance(ctx, tx, c, to); err != nil {
-			return nil, err
-		}
-		c.Cursor = to
-	}
+	c.Cursor = nextCursor(c.Cursor, last, len(rows), want, horizon)
 	return ds, nil
 }
 
@@ -246,6 +256,9 @@ func laterOf(a, b db.StreamPos) db.StreamPos {
 // deleted meanwhile (retention) has nothing left to deliver: its lease is
 // acknowledged.
 func (s *Service) load(ctx context.Context, tx pgx.Tx, c *db.Consumer, ds []db.Delivery) ([]Delivery, error) {
+	if len(ds) == 0 {
+		return nil, nil
+	}
 	ids := make([]uuid.UUID, len(ds))
 	for i, d := range ds {
 		ids[i] = d.MessageID

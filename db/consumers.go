@@ -123,15 +123,12 @@ func ConsumerList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*Consumer
 	return out, nil
 }
 
-// ConsumerAdvance moves a consumer's cursor.
-func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to StreamPos) error {
+// ConsumerAdvance stores a consumer's cursor and, when delivered, stamps
+// its last delivery time (one write per pull).
+func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to StreamPos, delivered bool) error {
 	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
-		TenantID: c.TenantID, Name: c.Name, CursorXid: pgtype.Uint64{Uint64: to.Xid, Valid: true}, CursorSeq: to.Seq}))
-}
-
-// ConsumerTouchDelivered records a delivery time.
-func ConsumerTouchDelivered(ctx context.Context, tx DBTX, c *Consumer) error {
-	return translate(queries().ConsumerTouchDelivered(ctx, tx, &dbsqlc.ConsumerTouchDeliveredParams{TenantID: c.TenantID, Name: c.Name}))
+		TenantID: c.TenantID, Name: c.Name, CursorXid: pgtype.Uint64{Uint64: to.Xid, Valid: true}, CursorSeq: to.Seq,
+		Delivered: delivered}))
 }
 
 // StreamRow is one message in a stage's stream.
@@ -357,4 +354,73 @@ func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, e
 	n, err := queries().StreamReadyBacklog(ctx, tx, &dbsqlc.StreamReadyBacklogParams{TenantID: c.TenantID, CursorXid: cur, CursorSeq: c.Cursor.Seq,
 		ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
 	return n, translate(err)
+}
+
+// PullState is what a pull reads before claiming: live leases and the
+// snapshot horizon.
+type PullState struct {
+	Leased  int
+	Horizon uint64
+}
+
+// ConsumerPullStateGet reads a consumer's live lease count and the
+// snapshot horizon in one round trip.
+func ConsumerPullStateGet(ctx context.Context, tx DBTX, c *Consumer) (*PullState, error) {
+	r, err := queries().ConsumerPullState(ctx, tx, &dbsqlc.ConsumerPullStateParams{TenantID: c.TenantID, ConsumerName: c.Name})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return &PullState{Leased: int(r.Leased), Horizon: r.Horizon.Uint64}, nil
+}
+
+// TakenDelivery is a message newly leased from the stream, body included.
+type TakenDelivery struct {
+	Delivery
+	Envelope []byte
+	Raw      []byte
+}
+
+// DeliveryTake reads up to max stream rows after the cursor below horizon
+// (which must come from an earlier statement) and leases them, in one
+// statement. It returns the leases and the position of the last stream
+// row read (zero when none), and how many rows were read.
+func DeliveryTake(ctx context.Context, tx DBTX, c *Consumer, horizon uint64, max int) ([]TakenDelivery, StreamPos, int, error) {
+	h := pgtype.Uint64{Uint64: horizon, Valid: true}
+	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
+	var (
+		out  []TakenDelivery
+		last StreamPos
+		n    int
+	)
+	add := func(id uuid.UUID, xid pgtype.Uint64, seq, mseq pgtype.Int8, env, raw []byte, did *uuid.UUID) {
+		n++
+		last = StreamPos{Xid: xid.Uint64, Seq: seq.Int64}
+		if did != nil {
+			out = append(out, TakenDelivery{Delivery: Delivery{MessageID: id, DeliveryID: *did, DeliveryCount: 1, MessageSeq: mseq.Int64}, Envelope: env, Raw: raw})
+		}
+	}
+	if c.Stage == StageReceived {
+		rows, err := queries().DeliveryTakeReceived(ctx, tx, &dbsqlc.DeliveryTakeReceivedParams{
+			TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+			AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), StartTime: c.StartTime,
+			MaxRows: int32(max), ConsumerName: c.Name, AckWait: interval(c.AckWait)})
+		if err != nil {
+			return nil, last, 0, translate(err)
+		}
+		for _, r := range rows {
+			add(r.ID, r.Xid, r.Seq, r.MessageSeq, r.Envelope, r.Raw, r.DeliveryID)
+		}
+		return out, last, n, nil
+	}
+	rows, err := queries().DeliveryTakeReady(ctx, tx, &dbsqlc.DeliveryTakeReadyParams{
+		TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+		AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), StartTime: c.StartTime,
+		MaxRows: int32(max), ConsumerName: c.Name, AckWait: interval(c.AckWait)})
+	if err != nil {
+		return nil, last, 0, translate(err)
+	}
+	for _, r := range rows {
+		add(r.ID, r.Xid, r.Seq, r.MessageSeq, r.Envelope, r.Raw, r.DeliveryID)
+	}
+	return out, last, n, nil
 }

@@ -58,7 +58,17 @@ CREATE TABLE mio.consumer_deliveries (
 );
 CREATE UNIQUE INDEX consumer_deliveries_delivery ON mio.consumer_deliveries (tenant_id, delivery_id) WHERE delivery_id IS NOT NULL;
 CREATE INDEX consumer_deliveries_order ON mio.consumer_deliveries (tenant_id, consumer_name, xid, seq) WHERE state <> 'dead';
+-- What is due: nak'd rows by available_at, leases by expiry. Pulls find
+-- due rows by range scans here instead of walking every outstanding row.
+CREATE INDEX consumer_deliveries_pending_due ON mio.consumer_deliveries (tenant_id, consumer_name, available_at) WHERE state = 'pending';
+CREATE INDEX consumer_deliveries_lease_due ON mio.consumer_deliveries (tenant_id, consumer_name, lease_expires_at) WHERE state = 'leased';
 CREATE INDEX consumer_deliveries_conversation ON mio.consumer_deliveries (tenant_id, consumer_name, conversation_key, xid, seq) WHERE state <> 'dead';
+
+-- Every ack deletes a row: vacuum this queue-like table eagerly so dead
+-- tuples do not slow the claim scans.
+ALTER TABLE mio.consumer_deliveries SET (
+    autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01,
+    autovacuum_vacuum_cost_delay = 0, autovacuum_analyze_scale_factor = 0.02);
 
 ALTER TABLE mio.consumers ENABLE ROW LEVEL SECURITY;
 ALTER TABLE mio.consumers FORCE ROW LEVEL SECURITY;

@@ -36,11 +36,9 @@ SELECT * FROM mio.consumers WHERE tenant_id = @tenant_id ORDER BY name;
 
 -- name: ConsumerAdvance :exec
 UPDATE mio.consumers
-SET cursor_xid = @cursor_xid, cursor_seq = @cursor_seq
+SET cursor_xid = @cursor_xid, cursor_seq = @cursor_seq,
+    last_delivered_at = CASE WHEN @delivered::bool THEN now() ELSE last_delivered_at END
 WHERE tenant_id = @tenant_id AND name = @name;
-
--- name: ConsumerTouchDelivered :exec
-UPDATE mio.consumers SET last_delivered_at = now() WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: StreamReady :many
 -- The next rows of the ready stage after the cursor and below @horizon (a
@@ -106,28 +104,44 @@ WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name AND state = 'lea
 
 -- name: DeliveryExhaust :execrows
 -- Dead-letters deliveries that are due again but used up max_deliver.
-UPDATE mio.consumer_deliveries
+-- Due rows are found by range scans of the due indexes (collected into an
+-- array first), never by walking every outstanding delivery.
+UPDATE mio.consumer_deliveries AS d
 SET state = 'dead', delivery_id = NULL, lease_expires_at = NULL, updated_at = now(),
-    last_error = CASE WHEN last_error = '' THEN 'max_deliver exceeded' ELSE last_error || ' (max_deliver exceeded)' END
-WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name
-  AND delivery_count >= @max_deliver::int
-  AND ((state = 'pending' AND available_at <= now()) OR (state = 'leased' AND lease_expires_at <= now()));
+    last_error = CASE WHEN d.last_error = '' THEN 'max_deliver exceeded' ELSE d.last_error || ' (max_deliver exceeded)' END
+WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name
+  AND d.message_id = ANY (ARRAY(
+      SELECT p.message_id FROM mio.consumer_deliveries AS p
+      WHERE p.tenant_id = @tenant_id AND p.consumer_name = @consumer_name AND p.state = 'pending' AND p.available_at <= now()
+        AND p.delivery_count >= @max_deliver::int
+      UNION ALL
+      SELECT l.message_id FROM mio.consumer_deliveries AS l
+      WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at <= now()
+        AND l.delivery_count >= @max_deliver::int
+  ))
+  AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()));
 
 -- name: DeliveryClaimDue :many
 -- Redeliveries for ordering none: due pending rows (nak'd) and expired
--- leases, oldest stream position first.
+-- leases, found by range scans of the due indexes, oldest stream position
+-- first. Pulls of a consumer are serialized by its row lock; a concurrent
+-- ack of the same row wins or loses cleanly through the recheck.
 UPDATE mio.consumer_deliveries AS d
 SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delivery_count + 1,
     lease_expires_at = now() + @ack_wait::interval, updated_at = now()
-FROM (
-    SELECT c.message_id FROM mio.consumer_deliveries AS c
-    WHERE c.tenant_id = @tenant_id AND c.consumer_name = @consumer_name
-      AND ((c.state = 'pending' AND c.available_at <= now()) OR (c.state = 'leased' AND c.lease_expires_at <= now()))
-    ORDER BY c.xid, c.seq
-    LIMIT @max_rows
-    FOR UPDATE SKIP LOCKED
-) AS due
-WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name AND d.message_id = due.message_id
+WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name
+  AND d.message_id = ANY (ARRAY(
+      SELECT u.message_id FROM (
+          SELECT p.message_id, p.xid, p.seq FROM mio.consumer_deliveries AS p
+          WHERE p.tenant_id = @tenant_id AND p.consumer_name = @consumer_name AND p.state = 'pending' AND p.available_at <= now()
+          UNION ALL
+          SELECT l.message_id, l.xid, l.seq FROM mio.consumer_deliveries AS l
+          WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at <= now()
+      ) AS u
+      ORDER BY u.xid, u.seq
+      LIMIT @max_rows
+  ))
+  AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()))
 RETURNING d.message_id, d.delivery_id, d.delivery_count, d.message_seq;
 
 -- name: DeliveryClaimHeads :many
@@ -231,3 +245,75 @@ SELECT count(*) FROM (
       AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
     LIMIT @max_rows
 ) AS t;
+
+-- name: DeliveryTakeReady :many
+-- Ordering none, ready stage, in one statement: read the next stream rows
+-- below @horizon (taken by an earlier statement) and lease them at once.
+-- Every stream row read is returned (the caller moves the cursor past
+-- them), with its delivery when it was newly leased.
+WITH s AS (
+    SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
+    FROM mio.inbox AS i
+    WHERE i.tenant_id = @tenant_id
+      AND i.ready_xid IS NOT NULL
+      AND i.ready_xid < @horizon::xid8
+      AND (i.ready_xid, i.ready_seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
+      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
+      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
+      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
+      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
+    ORDER BY i.ready_xid, i.ready_seq
+    LIMIT @max_rows
+),
+ins AS (
+    INSERT INTO mio.consumer_deliveries (
+        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        delivery_id, delivery_count, lease_expires_at
+    )
+    SELECT @tenant_id::uuid, @consumer_name::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
+           'leased', gen_random_uuid(), 1, now() + @ack_wait::interval
+    FROM s
+    ON CONFLICT DO NOTHING
+    RETURNING message_id, delivery_id
+)
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
+FROM s LEFT JOIN ins ON ins.message_id = s.id
+ORDER BY s.xid, s.seq;
+
+-- name: DeliveryTakeReceived :many
+-- As DeliveryTakeReady, for the received stage.
+WITH s AS (
+    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
+    FROM mio.inbox AS i
+    WHERE i.tenant_id = @tenant_id
+      AND i.xid < @horizon::xid8
+      AND (i.xid, i.seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
+      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
+      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
+      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
+      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
+    ORDER BY i.xid, i.seq
+    LIMIT @max_rows
+),
+ins AS (
+    INSERT INTO mio.consumer_deliveries (
+        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        delivery_id, delivery_count, lease_expires_at
+    )
+    SELECT @tenant_id::uuid, @consumer_name::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
+           'leased', gen_random_uuid(), 1, now() + @ack_wait::interval
+    FROM s
+    ON CONFLICT DO NOTHING
+    RETURNING message_id, delivery_id
+)
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
+FROM s LEFT JOIN ins ON ins.message_id = s.id
+ORDER BY s.xid, s.seq;
+
+-- name: ConsumerPullState :one
+-- Everything a pull needs before claiming, in one round trip: live leases
+-- (for max_ack_pending) and the snapshot horizon.
+SELECT
+    (SELECT count(*) FROM mio.consumer_deliveries AS l
+     WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at > now()) AS leased,
+    pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon;

@@ -53,12 +53,24 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	case "consume":
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr}})
+			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr, "MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
 			return err
 		}
 		defer env.Close()
 		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{SkipPgbench: noRef, E2EDuration: duration})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	case "dispatch":
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr, "MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration})
 		if res != nil {
 			res.Print(stdout)
 		}

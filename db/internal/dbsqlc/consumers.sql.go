@@ -15,13 +15,15 @@ import (
 
 const ConsumerAdvance = `-- name: ConsumerAdvance :exec
 UPDATE mio.consumers
-SET cursor_xid = $1, cursor_seq = $2
-WHERE tenant_id = $3 AND name = $4
+SET cursor_xid = $1, cursor_seq = $2,
+    last_delivered_at = CASE WHEN $3::bool THEN now() ELSE last_delivered_at END
+WHERE tenant_id = $4 AND name = $5
 `
 
 type ConsumerAdvanceParams struct {
 	CursorXid pgtype.Uint64
 	CursorSeq int64
+	Delivered bool
 	TenantID  uuid.UUID
 	Name      string
 }
@@ -30,6 +32,7 @@ func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdv
 	_, err := db.Exec(ctx, ConsumerAdvance,
 		arg.CursorXid,
 		arg.CursorSeq,
+		arg.Delivered,
 		arg.TenantID,
 		arg.Name,
 	)
@@ -168,6 +171,32 @@ func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockPa
 	return i, err
 }
 
+const ConsumerPullState = `-- name: ConsumerPullState :one
+SELECT
+    (SELECT count(*) FROM mio.consumer_deliveries AS l
+     WHERE l.tenant_id = $1 AND l.consumer_name = $2 AND l.state = 'leased' AND l.lease_expires_at > now()) AS leased,
+    pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon
+`
+
+type ConsumerPullStateParams struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+}
+
+type ConsumerPullStateRow struct {
+	Leased  int64
+	Horizon pgtype.Uint64
+}
+
+// Everything a pull needs before claiming, in one round trip: live leases
+// (for max_ack_pending) and the snapshot horizon.
+func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerPullStateParams) (ConsumerPullStateRow, error) {
+	row := db.QueryRow(ctx, ConsumerPullState, arg.TenantID, arg.ConsumerName)
+	var i ConsumerPullStateRow
+	err := row.Scan(&i.Leased, &i.Horizon)
+	return i, err
+}
+
 const ConsumerStats = `-- name: ConsumerStats :one
 SELECT
     count(*) FILTER (WHERE d.state = 'pending') AS pending,
@@ -203,20 +232,6 @@ func (q *Queries) ConsumerStats(ctx context.Context, db DBTX, arg *ConsumerStats
 		&i.OldestPendingAgeSeconds,
 	)
 	return i, err
-}
-
-const ConsumerTouchDelivered = `-- name: ConsumerTouchDelivered :exec
-UPDATE mio.consumers SET last_delivered_at = now() WHERE tenant_id = $1 AND name = $2
-`
-
-type ConsumerTouchDeliveredParams struct {
-	TenantID uuid.UUID
-	Name     string
-}
-
-func (q *Queries) ConsumerTouchDelivered(ctx context.Context, db DBTX, arg *ConsumerTouchDeliveredParams) error {
-	_, err := db.Exec(ctx, ConsumerTouchDelivered, arg.TenantID, arg.Name)
-	return err
 }
 
 const ConsumerUpsert = `-- name: ConsumerUpsert :one
@@ -373,15 +388,19 @@ const DeliveryClaimDue = `-- name: DeliveryClaimDue :many
 UPDATE mio.consumer_deliveries AS d
 SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delivery_count + 1,
     lease_expires_at = now() + $1::interval, updated_at = now()
-FROM (
-    SELECT c.message_id FROM mio.consumer_deliveries AS c
-    WHERE c.tenant_id = $2 AND c.consumer_name = $3
-      AND ((c.state = 'pending' AND c.available_at <= now()) OR (c.state = 'leased' AND c.lease_expires_at <= now()))
-    ORDER BY c.xid, c.seq
-    LIMIT $4
-    FOR UPDATE SKIP LOCKED
-) AS due
-WHERE d.tenant_id = $2 AND d.consumer_name = $3 AND d.message_id = due.message_id
+WHERE d.tenant_id = $2 AND d.consumer_name = $3
+  AND d.message_id = ANY (ARRAY(
+      SELECT u.message_id FROM (
+          SELECT p.message_id, p.xid, p.seq FROM mio.consumer_deliveries AS p
+          WHERE p.tenant_id = $2 AND p.consumer_name = $3 AND p.state = 'pending' AND p.available_at <= now()
+          UNION ALL
+          SELECT l.message_id, l.xid, l.seq FROM mio.consumer_deliveries AS l
+          WHERE l.tenant_id = $2 AND l.consumer_name = $3 AND l.state = 'leased' AND l.lease_expires_at <= now()
+      ) AS u
+      ORDER BY u.xid, u.seq
+      LIMIT $4
+  ))
+  AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()))
 RETURNING d.message_id, d.delivery_id, d.delivery_count, d.message_seq
 `
 
@@ -400,7 +419,9 @@ type DeliveryClaimDueRow struct {
 }
 
 // Redeliveries for ordering none: due pending rows (nak'd) and expired
-// leases, oldest stream position first.
+// leases, found by range scans of the due indexes, oldest stream position
+// first. Pulls of a consumer are serialized by its row lock; a concurrent
+// ack of the same row wins or loses cleanly through the recheck.
 func (q *Queries) DeliveryClaimDue(ctx context.Context, db DBTX, arg *DeliveryClaimDueParams) ([]DeliveryClaimDueRow, error) {
 	rows, err := db.Query(ctx, DeliveryClaimDue,
 		arg.AckWait,
@@ -499,12 +520,20 @@ func (q *Queries) DeliveryClaimHeads(ctx context.Context, db DBTX, arg *Delivery
 }
 
 const DeliveryExhaust = `-- name: DeliveryExhaust :execrows
-UPDATE mio.consumer_deliveries
+UPDATE mio.consumer_deliveries AS d
 SET state = 'dead', delivery_id = NULL, lease_expires_at = NULL, updated_at = now(),
-    last_error = CASE WHEN last_error = '' THEN 'max_deliver exceeded' ELSE last_error || ' (max_deliver exceeded)' END
-WHERE tenant_id = $1 AND consumer_name = $2
-  AND delivery_count >= $3::int
-  AND ((state = 'pending' AND available_at <= now()) OR (state = 'leased' AND lease_expires_at <= now()))
+    last_error = CASE WHEN d.last_error = '' THEN 'max_deliver exceeded' ELSE d.last_error || ' (max_deliver exceeded)' END
+WHERE d.tenant_id = $1 AND d.consumer_name = $2
+  AND d.message_id = ANY (ARRAY(
+      SELECT p.message_id FROM mio.consumer_deliveries AS p
+      WHERE p.tenant_id = $1 AND p.consumer_name = $2 AND p.state = 'pending' AND p.available_at <= now()
+        AND p.delivery_count >= $3::int
+      UNION ALL
+      SELECT l.message_id FROM mio.consumer_deliveries AS l
+      WHERE l.tenant_id = $1 AND l.consumer_name = $2 AND l.state = 'leased' AND l.lease_expires_at <= now()
+        AND l.delivery_count >= $3::int
+  ))
+  AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()))
 `
 
 type DeliveryExhaustParams struct {
@@ -514,6 +543,8 @@ type DeliveryExhaustParams struct {
 }
 
 // Dead-letters deliveries that are due again but used up max_deliver.
+// Due rows are found by range scans of the due indexes (collected into an
+// array first), never by walking every outstanding delivery.
 func (q *Queries) DeliveryExhaust(ctx context.Context, db DBTX, arg *DeliveryExhaustParams) (int64, error) {
 	result, err := db.Exec(ctx, DeliveryExhaust, arg.TenantID, arg.ConsumerName, arg.MaxDeliver)
 	if err != nil {
@@ -700,6 +731,200 @@ func (q *Queries) DeliveryPendingCount(ctx context.Context, db DBTX, arg *Delive
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const DeliveryTakeReady = `-- name: DeliveryTakeReady :many
+WITH s AS (
+    SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
+    FROM mio.inbox AS i
+    WHERE i.tenant_id = $1
+      AND i.ready_xid IS NOT NULL
+      AND i.ready_xid < $2::xid8
+      AND (i.ready_xid, i.ready_seq) > ($3::xid8, $4::bigint)
+      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
+      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
+      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
+      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
+    ORDER BY i.ready_xid, i.ready_seq
+    LIMIT $9
+),
+ins AS (
+    INSERT INTO mio.consumer_deliveries (
+        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        delivery_id, delivery_count, lease_expires_at
+    )
+    SELECT $1::uuid, $10::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
+           'leased', gen_random_uuid(), 1, now() + $11::interval
+    FROM s
+    ON CONFLICT DO NOTHING
+    RETURNING message_id, delivery_id
+)
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
+FROM s LEFT JOIN ins ON ins.message_id = s.id
+ORDER BY s.xid, s.seq
+`
+
+type DeliveryTakeReadyParams struct {
+	TenantID        uuid.UUID
+	Horizon         pgtype.Uint64
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	ChannelTypes    []string
+	AccountIds      []uuid.UUID
+	ConversationIds []string
+	StartTime       *time.Time
+	MaxRows         int32
+	ConsumerName    string
+	AckWait         pgtype.Interval
+}
+
+type DeliveryTakeReadyRow struct {
+	ID         uuid.UUID
+	Xid        pgtype.Uint64
+	Seq        pgtype.Int8
+	MessageSeq pgtype.Int8
+	Envelope   []byte
+	Raw        []byte
+	DeliveryID *uuid.UUID
+}
+
+// Ordering none, ready stage, in one statement: read the next stream rows
+// below @horizon (taken by an earlier statement) and lease them at once.
+// Every stream row read is returned (the caller moves the cursor past
+// them), with its delivery when it was newly leased.
+func (q *Queries) DeliveryTakeReady(ctx context.Context, db DBTX, arg *DeliveryTakeReadyParams) ([]DeliveryTakeReadyRow, error) {
+	rows, err := db.Query(ctx, DeliveryTakeReady,
+		arg.TenantID,
+		arg.Horizon,
+		arg.CursorXid,
+		arg.CursorSeq,
+		arg.ChannelTypes,
+		arg.AccountIds,
+		arg.ConversationIds,
+		arg.StartTime,
+		arg.MaxRows,
+		arg.ConsumerName,
+		arg.AckWait,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryTakeReadyRow
+	for rows.Next() {
+		var i DeliveryTakeReadyRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Xid,
+			&i.Seq,
+			&i.MessageSeq,
+			&i.Envelope,
+			&i.Raw,
+			&i.DeliveryID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const DeliveryTakeReceived = `-- name: DeliveryTakeReceived :many
+WITH s AS (
+    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
+    FROM mio.inbox AS i
+    WHERE i.tenant_id = $1
+      AND i.xid < $2::xid8
+      AND (i.xid, i.seq) > ($3::xid8, $4::bigint)
+      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
+      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
+      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
+      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
+    ORDER BY i.xid, i.seq
+    LIMIT $9
+),
+ins AS (
+    INSERT INTO mio.consumer_deliveries (
+        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        delivery_id, delivery_count, lease_expires_at
+    )
+    SELECT $1::uuid, $10::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
+           'leased', gen_random_uuid(), 1, now() + $11::interval
+    FROM s
+    ON CONFLICT DO NOTHING
+    RETURNING message_id, delivery_id
+)
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
+FROM s LEFT JOIN ins ON ins.message_id = s.id
+ORDER BY s.xid, s.seq
+`
+
+type DeliveryTakeReceivedParams struct {
+	TenantID        uuid.UUID
+	Horizon         pgtype.Uint64
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	ChannelTypes    []string
+	AccountIds      []uuid.UUID
+	ConversationIds []string
+	StartTime       *time.Time
+	MaxRows         int32
+	ConsumerName    string
+	AckWait         pgtype.Interval
+}
+
+type DeliveryTakeReceivedRow struct {
+	ID         uuid.UUID
+	Xid        pgtype.Uint64
+	Seq        pgtype.Int8
+	MessageSeq pgtype.Int8
+	Envelope   []byte
+	Raw        []byte
+	DeliveryID *uuid.UUID
+}
+
+// As DeliveryTakeReady, for the received stage.
+func (q *Queries) DeliveryTakeReceived(ctx context.Context, db DBTX, arg *DeliveryTakeReceivedParams) ([]DeliveryTakeReceivedRow, error) {
+	rows, err := db.Query(ctx, DeliveryTakeReceived,
+		arg.TenantID,
+		arg.Horizon,
+		arg.CursorXid,
+		arg.CursorSeq,
+		arg.ChannelTypes,
+		arg.AccountIds,
+		arg.ConversationIds,
+		arg.StartTime,
+		arg.MaxRows,
+		arg.ConsumerName,
+		arg.AckWait,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryTakeReceivedRow
+	for rows.Next() {
+		var i DeliveryTakeReceivedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Xid,
+			&i.Seq,
+			&i.MessageSeq,
+			&i.Envelope,
+			&i.Raw,
+			&i.DeliveryID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const DeliveryTerm = `-- name: DeliveryTerm :many

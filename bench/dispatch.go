@@ -1,0 +1,339 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/migrations"
+	"github.com/miohq/mio/secretbox"
+	"github.com/miohq/mio/workers"
+)
+
+// DispatchOptions configure the dispatch benchmark.
+type DispatchOptions struct {
+	// Messages queued in the throughput phase (and no-op jobs in the
+	// reference). Default 50,000.
+	Messages int
+	// InsertBatch is the rows per enqueue transaction. Default 500.
+	InsertBatch int
+	// SteadyRate and SteadyDuration shape the latency phase: sends
+	// enqueued at a steady rate. Defaults: half the measured throughput
+	// (at most 2,000/s), for 10 s.
+	SteadyRate     int
+	SteadyDuration time.Duration
+	// SkipReference skips River's no-op reference.
+	SkipReference bool
+}
+
+// DispatchResult holds the figures of one run.
+type DispatchResult struct {
+	Messages         int
+	Elapsed          time.Duration
+	PerSec           float64
+	BulkP50, BulkP99 time.Duration
+	SteadyRate       float64
+	SteadyCount      int
+	SteadyP50        time.Duration
+	SteadyP99        time.Duration
+	ReferencePerSec  float64
+	ReferenceElapsed time.Duration
+}
+
+// Dispatch measures outbound dispatch through `mio serve` to a local fake
+// provider that answers 200 at once (the generic webhook channel, no rate
+// limit). Throughput: Messages sends enqueued in batches as fast as the
+// database takes them while the server dispatches, timed from the first
+// enqueue to the last hand-off the provider receives. Latency: sends
+// enqueued at a steady rate, queue-to-handoff from the rows' timestamps.
+// Reference, in the same run and database: River's own throughput for as
+// many no-op jobs, enqueued the same way, worked by a River client with
+// the dispatcher's settings (FetchCooldown 10ms, 100 workers).
+func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchResult, error) {
+	if opts.Messages == 0 {
+		opts.Messages = 50_000
+	}
+	if opts.InsertBatch == 0 {
+		opts.InsertBatch = 500
+	}
+	if opts.SteadyDuration == 0 {
+		opts.SteadyDuration = 10 * time.Second
+	}
+	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 8, RuntimeRole: "mio_runtime", StatementTimeout: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+
+	res := &DispatchResult{Messages: opts.Messages}
+	if !opts.SkipReference {
+		if err := riverReference(ctx, env, pool, opts, res); err != nil {
+			return res, fmt.Errorf("river reference: %w", err)
+		}
+	}
+
+	fake, err := newFakeEndpoint()
+	if err != nil {
+		return res, err
+	}
+	defer fake.close()
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(pool, box, env.BaseURL)
+	tenant, err := svc.TenantCreate(ctx, "bench-dispatch")
+	if err != nil {
+		return res, err
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	settings, _ := json.Marshal(map[string]string{"endpoint_url": fake.url})
+	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook",
+		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(secret), Settings: settings})
+	if err != nil {
+		return res, err
+	}
+	inserter, err := workers.NewClient(pool, nil, workers.Config{})
+	if err != nil {
+		return res, err
+	}
+	enqueue := func(n int, conv func(i int) string) error {
+		rows := make([]db.OutboxNew, n)
+		for i := range rows {
+			rows[i] = db.OutboxNew{ID: uuid.New(), AccountID: acct.ID, ChannelType: "webhook", ConversationID: conv(i),
+				IdempotencyKey: uuid.NewString(), RequestSHA256: make([]byte, 32), Text: "bench reply"}
+		}
+		return db.InTenantTx(ctx, pool, tenant.ID, func(tx pgx.Tx) error {
+			_, err := workers.EnqueueOutbound(ctx, tx, inserter, tenant.ID, rows)
+			return err
+		})
+	}
+
+	// Warm-up: connections, caches, prepared statements.
+	fake.expect(1000)
+	if err := enqueue(1000, func(i int) string { return fmt.Sprintf("warm-%d", i) }); err != nil {
+		return res, err
+	}
+	if err := fake.wait(ctx, 60*time.Second); err != nil {
+		return res, fmt.Errorf("warm-up: %w", err)
+	}
+
+	// Throughput: every send its own conversation, so ordering never
+	// holds one back.
+	fake.expect(opts.Messages)
+	start := time.Now()
+	for done := 0; done < opts.Messages; done += opts.InsertBatch {
+		n := min(opts.InsertBatch, opts.Messages-done)
+		base := done
+		if err := enqueue(n, func(i int) string { return fmt.Sprintf("bulk-%d", base+i) }); err != nil {
+			return res, err
+		}
+	}
+	if err := fake.wait(ctx, 10*time.Minute); err != nil {
+		return res, err
+	}
+	res.Elapsed = fake.doneAt().Sub(start)
+	res.PerSec = float64(opts.Messages) / res.Elapsed.Seconds()
+	if res.BulkP50, res.BulkP99, _, err = handoffLatency(ctx, pool, tenant.ID, "bulk-%"); err != nil {
+		return res, err
+	}
+
+	// Latency at a steady rate.
+	rate := opts.SteadyRate
+	if rate == 0 {
+		rate = min(2000, max(100, int(res.PerSec/2)))
+	}
+	const tick = 10 * time.Millisecond
+	perTick := max(1, rate*int(tick)/int(time.Second))
+	ticks := int(opts.SteadyDuration / tick)
+	fake.expect(perTick * ticks)
+	t := time.NewTicker(tick)
+	steadyStart := time.Now()
+	for k := range ticks {
+		<-t.C
+		if err := enqueue(perTick, func(i int) string { return fmt.Sprintf("steady-%d", k*perTick+i) }); err != nil {
+			t.Stop()
+			return res, err
+		}
+	}
+	t.Stop()
+	res.SteadyRate = float64(perTick*ticks) / time.Since(steadyStart).Seconds()
+	if err := fake.wait(ctx, 5*time.Minute); err != nil {
+		return res, err
+	}
+	res.SteadyP50, res.SteadyP99, res.SteadyCount, err = handoffLatency(ctx, pool, tenant.ID, "steady-%")
+	return res, err
+}
+
+// handoffLatency returns the p50 and p99 of created_at → handed_off_at
+// of the tenant's messages whose conversation matches like.
+func handoffLatency(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, like string) (p50, p99 time.Duration, n int, err error) {
+	var a, b float64
+	err = db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `
+			SELECT count(*),
+			       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM handed_off_at - created_at)), 0),
+			       coalesce(percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM handed_off_at - created_at)), 0)
+			FROM mio.outbox WHERE conversation_id LIKE $1 AND handoff_state = 'handed_off'`, like).Scan(&n, &a, &b)
+	})
+	return time.Duration(a * float64(time.Second)), time.Duration(b * float64(time.Second)), n, err
+}
+
+// noopArgs is the reference's job: nothing to do.
+type noopArgs struct{}
+
+func (noopArgs) Kind() string { return "mio.bench_noop" }
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	done *atomic.Int64
+}
+
+func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
+	w.done.Add(1)
+	return nil
+}
+
+// riverReference enqueues opts.Messages no-op jobs the way the benchmark
+// enqueues sends (batches of InsertBatch per transaction) while a River
+// client with the dispatcher's settings works them, and times it; then it
+// deletes them so the dispatch phase starts from the same table sizes.
+func riverReference(ctx context.Context, env *Env, pool *pgxpool.Pool, opts DispatchOptions, res *DispatchResult) error {
+	const queue = "bench_noop"
+	var done atomic.Int64
+	ws := river.NewWorkers()
+	river.AddWorker(ws, &noopWorker{done: &done})
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:        migrations.RiverSchema,
+		Queues:        map[string]river.QueueConfig{queue: {MaxWorkers: 100}},
+		Workers:       ws,
+		FetchCooldown: 10 * time.Millisecond,
+	})
+	if err != nil {
+		return err
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = client.Stop(sctx)
+	}()
+	start := time.Now()
+	for n := 0; n < opts.Messages; n += opts.InsertBatch {
+		params := make([]river.InsertManyParams, min(opts.InsertBatch, opts.Messages-n))
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: noopArgs{}, InsertOpts: &river.InsertOpts{Queue: queue}}
+		}
+		err := db.InTx(ctx, pool, func(tx pgx.Tx) error {
+			_, err := client.InsertManyTx(ctx, tx, params)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for done.Load() < int64(opts.Messages) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d jobs worked", done.Load(), opts.Messages)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res.ReferenceElapsed = time.Since(start)
+	res.ReferencePerSec = float64(opts.Messages) / res.ReferenceElapsed.Seconds()
+	// Let the completer flush, then clear the table for the next phase.
+	time.Sleep(time.Second)
+	return env.Exec(ctx, `DELETE FROM river.river_job WHERE kind = 'mio.bench_noop'; VACUUM ANALYZE river.river_job`)
+}
+
+// Print writes the figures.
+func (r *DispatchResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "mio bench dispatch — outbox -> River dispatch -> webhook adapter -> local fake provider (instant 200)\n")
+	fmt.Fprintf(w, "  sends/s            %10.0f   (%d sends in %s, enqueued in batches while dispatching; target >= 2,000)\n",
+		r.PerSec, r.Messages, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "  queue->handoff p50 %10s   (that run: includes waiting behind the whole backlog)\n", r.BulkP50.Round(time.Millisecond))
+	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.BulkP99.Round(time.Millisecond))
+	fmt.Fprintf(w, "steady load, %.0f sends/s, %d sends\n", r.SteadyRate, r.SteadyCount)
+	fmt.Fprintf(w, "  queue->handoff p50 %10s\n", r.SteadyP50.Round(100*time.Microsecond))
+	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.SteadyP99.Round(100*time.Microsecond))
+	if r.ReferencePerSec > 0 {
+		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, 100 workers\n")
+		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))
+		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.30)\n", r.PerSec/r.ReferencePerSec)
+	}
+}
+
+// fakeEndpoint is the provider: a Standard Webhooks receiver that answers
+// 200 at once and counts deliveries.
+type fakeEndpoint struct {
+	url    string
+	srv    *http.Server
+	count  atomic.Int64
+	target atomic.Int64
+	at     atomic.Int64 // unix nanos of the target-th delivery
+	mu     sync.Mutex
+	done   chan struct{}
+}
+
+func newFakeEndpoint() (*fakeEndpoint, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &fakeEndpoint{url: "http://" + ln.Addr().String() + "/hook"}
+	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+		if f.count.Add(1) == f.target.Load() {
+			f.at.Store(time.Now().UnixNano())
+			f.mu.Lock()
+			close(f.done)
+			f.mu.Unlock()
+		}
+	}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = f.srv.Serve(ln) }()
+	return f, nil
+}
+
+// expect resets the count and waits for n more deliveries.
+func (f *fakeEndpoint) expect(n int) {
+	f.mu.Lock()
+	f.done = make(chan struct{})
+	f.mu.Unlock()
+	f.target.Store(int64(n))
+	f.count.Store(0)
+}
+
+func (f *fakeEndpoint) wait(ctx context.Context, d time.Duration) error {
+	f.mu.Lock()
+	done := f.done
+	f.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return fmt.Errorf("the provider received %d of %d sends", f.count.Load(), f.target.Load())
+	}
+}
+
+func (f *fakeEndpoint) doneAt() time.Time { return time.Unix(0, f.at.Load()) }
+
+func (f *fakeEndpoint) close() { _ = f.srv.Close() }
