@@ -52,8 +52,8 @@ GRANT USAGE, SELECT ON SEQUENCE mio.inbox_ready_seq TO mio_runtime;
 
 CREATE INDEX inbox_received_stream ON mio.inbox (tenant_id, xid, seq);
 CREATE INDEX inbox_ready_stream ON mio.inbox (tenant_id, ready_xid, ready_seq) WHERE ready_xid IS NOT NULL;
-CREATE INDEX inbox_conversation ON mio.inbox (tenant_id, account_id, conversation_id, seq);
-CREATE INDEX inbox_unarchived ON mio.inbox (ready_at) WHERE archived_at IS NULL AND state = 'ready';
+-- Every index here is paid on the ingest hot path: keep only what a
+-- query uses (the consumer and archive streams, and the primary key).
 
 -- Delivery receipts reported by platforms (WhatsApp statuses), deduplicated
 -- on (provider message id, status); the outbound side consumes them.
