@@ -31,6 +31,8 @@ const adminUsage = `mio admin — operator commands (connects with MIO_DATABASE_
   mio admin account show ID
   mio admin account disable ID | enable ID
   mio admin token create --tenant ID --name NAME --roles consume,produce,read
+  mio admin dead list [outbound|consumer|attachment] [--tenant ID] [--channel SLUG]
+  mio admin dead show ID | requeue ID | discard ID [--tenant ID]
 
 Secrets are never taken as plain flags (they would land in shell history):
 give a file, '-' for standard input, or the name of an environment variable.
@@ -200,6 +202,8 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		return out.Encode(info)
+	case "dead list", "dead show", "dead requeue", "dead discard":
+		return cmdAdminDead(ctx, pool, verb, tenant, channel, positional, stdout)
 	case "token create":
 		tid, err := needTenant()
 		if err != nil {

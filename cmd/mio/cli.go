@@ -26,7 +26,9 @@ Usage:
                                run the production process
   mio migrate up|down|status   apply, roll back one, or list schema migrations
   mio admin ...                operator commands (tenants, accounts, tokens)
-  mio bench ingest             benchmark webhook ingestion against pgbench
+  mio send-test [--text T]     send a signed test webhook to the mio dev demo account
+  mio bench ingest|consume|dispatch
+                               benchmarks with their reference (pgbench, River)
   mio version                  version, commit and schema version
 
 Every command accepts the configuration flags; see 'mio serve --help'.
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		err = cmdMigrate(ctx, rest, getenv, stdout, stderr)
 	case "admin":
 		err = cmdAdmin(ctx, rest, getenv, stdout, stderr)
+	case "send-test":
+		err = cmdSendTest(ctx, rest, getenv, stdout, stderr)
 	case "bench":
 		err = cmdBench(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/client"
 )
 
 // TestDevFromEmptyDirectory runs `mio dev` as a user would: from an empty
@@ -31,10 +33,29 @@ func TestDevFromEmptyDirectory(t *testing.T) {
 	require.Equal(t, "webhook", first.info.ChannelType)
 	require.Contains(t, first.stdout(), first.info.WebhookURL)
 	require.Contains(t, first.stdout(), first.info.APIToken)
+
+	// The user flow of the README: a consumer, a signed webhook, a pull.
+	c := client.New(first.info.PublicURL, first.info.APIToken)
+	ctx := context.Background()
+	_, err := c.PutConsumer(ctx, "agent", client.ConsumerConfig{})
+	require.NoError(t, err)
+	send := exec.Command(mioBin, "send-test", "--text", "hello from the test")
+	send.Dir, send.Env = work, baseEnv()
+	out, err := send.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), "-> 200")
+	ds, err := c.Pull(ctx, "agent", 10, 10*time.Second)
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, "hello from the test", ds[0].Message.Text)
+	res, err := c.Ack(ctx, "agent", ds[0].DeliveryID)
+	require.NoError(t, err)
+	require.True(t, res[0].OK)
+
 	pgPID := postmasterPID(t, work)
 	first.interrupt(t)
 	require.False(t, processAlive(pgPID), "postgres (pid %d) must be gone after Ctrl-C", pgPID)
-	_, err := os.Stat(filepath.Join(work, ".mio", "pg", "postmaster.pid"))
+	_, err = os.Stat(filepath.Join(work, ".mio", "pg", "postmaster.pid"))
 	require.True(t, os.IsNotExist(err), "clean shutdown removes postmaster.pid")
 
 	second := startDev(t, work)

@@ -86,6 +86,13 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	set := workers.NewSet()
 	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
 	addMediaWorkers(set, cfg, pool, store, registry, box, metrics.NewMedia(m.Registry), log)
+	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.
+	outMetrics := metrics.NewOutbound(m.Registry)
+	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Registry: registry, Metrics: outMetrics,
+		Logger:      log.With("component", "dispatch"),
+		OpenSecrets: func(row *db.Account) (channels.Account, error) { return ingest.OpenSecrets(box, row) }})
+	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
+	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
