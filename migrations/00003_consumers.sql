@@ -57,7 +57,6 @@ CREATE TABLE mio.consumer_deliveries (
     CHECK ((state = 'leased') = (delivery_id IS NOT NULL AND lease_expires_at IS NOT NULL))
 );
 CREATE UNIQUE INDEX consumer_deliveries_delivery ON mio.consumer_deliveries (tenant_id, delivery_id) WHERE delivery_id IS NOT NULL;
-CREATE INDEX consumer_deliveries_order ON mio.consumer_deliveries (tenant_id, consumer_name, xid, seq) WHERE state <> 'dead';
 -- What is due: nak'd rows by available_at, leases by expiry. Pulls find
 -- due rows by range scans here instead of walking every outstanding row.
 CREATE INDEX consumer_deliveries_pending_due ON mio.consumer_deliveries (tenant_id, consumer_name, available_at) WHERE state = 'pending';
