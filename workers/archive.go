@@ -280,8 +280,12 @@ func archiveLine(r *db.ArchiveRow) ([]byte, error) {
 	return json.Marshal(&m) // compact: raw's newlines are gone
 }
 
-// AddArchive registers the archive worker and runs it every interval.
+// AddArchive registers the archive worker and runs it every interval
+// (default 1 minute).
 func (s *Set) AddArchive(w *ArchiveWorker, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
 	addWorker(s, w, QueueMaintenance, 2)
 	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) { return ArchiveArgs{}, nil },

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/blob"
@@ -133,6 +134,10 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 	for _, id := range ids {
 		require.Equal(t, 1, seen[id.String()], "message %s archived exactly once", id)
 	}
+	require.Equal(t, float64(5000), testutil.ToFloat64(m.ArchiveMessages.WithLabelValues(envelope.ChannelTelegram)))
+	require.Equal(t, float64(5005), testutil.ToFloat64(m.ArchiveMessages.WithLabelValues(envelope.ChannelWebhook)))
+	require.Positive(t, testutil.ToFloat64(m.ArchiveBytes.WithLabelValues(envelope.ChannelWebhook)))
+
 	// Nothing is left: a further run writes nothing.
 	n, err = w.ArchiveTenant(ctx, b.tenant)
 	require.NoError(t, err)

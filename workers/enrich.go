@@ -381,7 +381,10 @@ func (h *sniffHead) Write(p []byte) (int, error) {
 }
 
 // AddEnrich registers the enrich worker on the enrich queue with
-// maxWorkers concurrent jobs.
+// maxWorkers concurrent jobs (default 10).
 func (s *Set) AddEnrich(w *EnrichWorker, maxWorkers int) {
+	if maxWorkers <= 0 {
+		maxWorkers = 10
+	}
 	addWorker(s, w, QueueEnrich, maxWorkers)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
@@ -297,6 +298,11 @@ func TestEnrichStores(t *testing.T) {
 			require.NoError(t, rows.Err())
 			require.Len(t, refs, 2)
 			require.Equal(t, int64(2), refs[hex.EncodeToString(wantPhoto[:])])
+
+			require.Equal(t, float64(4), testutil.ToFloat64(b.metrics.EnrichAttachments.WithLabelValues(envelope.ChannelTelegram, "stored"))+
+				testutil.ToFloat64(b.metrics.EnrichAttachments.WithLabelValues(envelope.ChannelWebhook, "stored")))
+			require.Equal(t, float64(len(fakePhoto("p1"))), testutil.ToFloat64(b.metrics.BytesStored.WithLabelValues(envelope.ChannelTelegram)),
+				"the second copy of the photo is not written again")
 
 			// A rerun of a settled job changes nothing.
 			require.NoError(t, runEnrich(ctx, w, b.tenant, tg, 2, 8))

@@ -204,8 +204,12 @@ func (w *RetentionWorker) pruneBlob(ctx context.Context, c db.MediaBlob, before 
 	return deleted, nil
 }
 
-// AddRetention registers the retention worker and runs it every interval.
+// AddRetention registers the retention worker and runs it every interval
+// (default 1 hour).
 func (s *Set) AddRetention(w *RetentionWorker, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Hour
+	}
 	addWorker(s, w, QueueMaintenance, 2)
 	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(interval),
 		func() (river.JobArgs, *river.InsertOpts) { return RetentionArgs{}, nil },
