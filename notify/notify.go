@@ -46,6 +46,9 @@ func New(pool *pgxpool.Pool, log *slog.Logger, opts Options) *Hub {
 	if opts.Debounce == 0 {
 		opts.Debounce = 2 * time.Millisecond
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	return &Hub{
 		pool: pool, log: log, debounce: opts.Debounce, self: uuid.NewString()[:8],
 		subs: map[uuid.UUID]map[*Sub]struct{}{}, pending: map[uuid.UUID]struct{}{},
