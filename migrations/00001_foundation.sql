@@ -141,6 +141,9 @@ CREATE POLICY tenant_isolation ON mio.api_tokens
     USING (tenant_id = mio.current_tenant_id()) WITH CHECK (tenant_id = mio.current_tenant_id());
 
 GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA mio TO mio_runtime;
+-- So a deployment can also log in as the runtime role and still pass the
+-- schema check (goose creates its table before running this file).
+GRANT SELECT ON TABLE public.mio_schema_migrations TO mio_runtime;
 -- The routing table is written only by the trigger (owner rights).
 REVOKE INSERT, UPDATE, DELETE ON mio.account_routes FROM mio_runtime;
 
