@@ -123,6 +123,17 @@ func deref(s *string) string {
 	return *s
 }
 
+// NewOutboxID returns a new outbound message id: a time-ordered (version
+// 7) UUID, so that outbox rows and their events are appended at the right
+// edge of their indexes instead of all over them.
+func NewOutboxID() uuid.UUID {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.New()
+	}
+	return id
+}
+
 // OutboxNew is a queued send to insert.
 type OutboxNew struct {
 	ID             uuid.UUID
@@ -242,14 +253,15 @@ type OutboxListParams struct {
 	ProviderState  string
 	AccountID      uuid.UUID
 	ConversationID string
-	// BeforeSeq pages: only rows older than this position (0: newest).
-	BeforeSeq int64
-	Limit     int
+	// BeforeID pages: only rows created before this one (uuid.Nil: from
+	// the newest). Outbound ids are time-ordered.
+	BeforeID uuid.UUID
+	Limit    int
 }
 
 // OutboxList returns the tenant's outbound messages, newest first.
 func OutboxList(ctx context.Context, tx DBTX, tenantID uuid.UUID, p OutboxListParams) ([]*Outbound, error) {
-	q := &dbsqlc.OutboxListParams{TenantID: tenantID, BeforeSeq: p.BeforeSeq, MaxRows: int32(p.Limit)}
+	q := &dbsqlc.OutboxListParams{TenantID: tenantID, BeforeID: p.BeforeID, MaxRows: int32(p.Limit)}
 	if p.HandoffState != "" {
 		q.HandoffState = &p.HandoffState
 	}
@@ -282,4 +294,12 @@ func OutboxResend(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, jobID in
 		return 0, translate(err)
 	}
 	return int(r.AttemptNo), nil
+}
+
+// OutboxKeepStats refreshes the outbox's planner statistics when it
+// changed a lot since the last ones (mio.outbox_keep_stats) and reports
+// whether it did.
+func OutboxKeepStats(ctx context.Context, tx DBTX) (bool, error) {
+	ok, err := queries().OutboxKeepStats(ctx, tx)
+	return ok, translate(err)
 }

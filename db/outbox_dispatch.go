@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -27,6 +29,7 @@ type ClaimCandidate struct {
 	SeriesFirstAttempt int
 	Attempts           int
 	CreatedAt          time.Time
+	ProviderState      string
 	AccountStatus      string
 	RateLimitPerSec    *float64
 	RateLimitBurst     *int32
@@ -52,7 +55,7 @@ func OutboxClaimCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids
 			ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
 			EditOf: r.EditOf, HandoffState: r.HandoffState, AttemptNo: int(r.AttemptNo),
 			SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
-			AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
+			ProviderState: r.ProviderState, AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
 			MaxAttempts: r.MaxAttempts, EditProviderMessageID: deref(r.EditProviderMessageID),
 		}
 	}
@@ -145,6 +148,9 @@ type OutboxFinish struct {
 	ReceiptTimeout time.Duration
 	// Detail is the event's detail (a JSON object) or nil.
 	Detail json.RawMessage
+	// AcceptProvider records the provider's unknown -> accepted transition
+	// with a hand-off (the row's provider state was unknown when claimed).
+	AcceptProvider bool
 }
 
 // OutboxFinishResult is a row OutboxFinishBatch moved.
@@ -159,18 +165,7 @@ type OutboxFinishResult struct {
 // attempt (a row no longer sending that attempt is left alone and absent
 // from the result), appending the events of both state machines.
 func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items []OutboxFinish) ([]OutboxFinishResult, error) {
-	n := len(items)
-	p := &dbsqlc.OutboxFinishBatchParams{TenantID: tenantID,
-		Ids: make([]uuid.UUID, n), AttemptNos: make([]int32, n), Outcomes: make([]string, n),
-		ProviderMessageIds: make([]string, n), Errors: make([]string, n), DelaysMs: make([]int64, n),
-		ReceiptTimeoutsMs: make([]int64, n), Details: make([]string, n)}
-	for i, it := range items {
-		p.Ids[i], p.AttemptNos[i], p.Outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
-		p.ProviderMessageIds[i], p.Errors[i] = it.ProviderMessageID, it.Error
-		p.DelaysMs[i], p.ReceiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
-		p.Details[i] = string(it.Detail)
-	}
-	rows, err := queries().OutboxFinishBatch(ctx, tx, p)
+	rows, err := queries().OutboxFinishBatch(ctx, tx, finishParams(tenantID, items))
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -181,6 +176,21 @@ func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items [
 	return out, nil
 }
 
+func finishParams(tenantID uuid.UUID, items []OutboxFinish) *dbsqlc.OutboxFinishBatchParams {
+	n := len(items)
+	p := &dbsqlc.OutboxFinishBatchParams{TenantID: tenantID,
+		Ids: make([]uuid.UUID, n), AttemptNos: make([]int32, n), Outcomes: make([]string, n),
+		ProviderMessageIds: make([]string, n), Errors: make([]string, n), DelaysMs: make([]int64, n),
+		ReceiptTimeoutsMs: make([]int64, n), Details: make([]string, n), Accepts: make([]bool, n)}
+	for i, it := range items {
+		p.Ids[i], p.AttemptNos[i], p.Outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
+		p.ProviderMessageIds[i], p.Errors[i] = it.ProviderMessageID, it.Error
+		p.DelaysMs[i], p.ReceiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
+		p.Details[i], p.Accepts[i] = string(it.Detail), it.AcceptProvider
+	}
+	return p
+}
+
 // SweepCandidate is an active outbox row without a live dispatch job.
 type SweepCandidate struct {
 	ID             uuid.UUID
@@ -189,12 +199,25 @@ type SweepCandidate struct {
 	ConversationID string
 }
 
-// OutboxSweepCandidates locks at most maxRows active rows of the tenant
-// that no live River job will dispatch (see mio.dispatch_job_live): jobs
-// running since before stuckBefore count as lost.
-func OutboxSweepCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, stuckBefore time.Time, maxRows int) ([]SweepCandidate, error) {
+// SweepParams bound an OutboxSweepCandidates scan.
+type SweepParams struct {
+	// Rows due before OverdueBefore (and rows without a job) are looked at,
+	// at most ScanRows of them, oldest due first.
+	OverdueBefore time.Time
+	ScanRows      int
+	// Jobs running since before StuckBefore count as lost; sending rows
+	// whose lease ended before LeaseEndedBefore as abandoned.
+	StuckBefore      time.Time
+	LeaseEndedBefore time.Time
+	MaxRows          int
+}
+
+// OutboxSweepCandidates returns active rows of the tenant that no live
+// River job will dispatch (see mio.dispatch_job_live).
+func OutboxSweepCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, p SweepParams) ([]SweepCandidate, error) {
 	rows, err := queries().OutboxSweepCandidates(ctx, tx, &dbsqlc.OutboxSweepCandidatesParams{
-		TenantID: tenantID, StuckBefore: stuckBefore, MaxRows: int32(maxRows)})
+		TenantID: tenantID, OverdueBefore: p.OverdueBefore, ScanRows: int32(p.ScanRows), StuckBefore: p.StuckBefore,
+		LeaseEndedBefore: p.LeaseEndedBefore, MaxRows: int32(p.MaxRows)})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -257,4 +280,33 @@ func RateTake(ctx context.Context, tx DBTX, tenantID uuid.UUID, wants []RateWant
 func RateBucketPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before time.Time, maxRows int) (int64, error) {
 	n, err := queries().RateBucketPrune(ctx, tx, &dbsqlc.RateBucketPruneParams{TenantID: tenantID, Before: before, MaxRows: int32(maxRows)})
 	return n, translate(err)
+}
+
+// BeginDispatch begins a transaction scoped to tenantID for the
+// dispatcher's batched statements, in one round trip. Its statements are
+// planned for their actual parameters (plan_cache_mode =
+// force_custom_plan): a cached generic plan cannot see how many ids a
+// batch holds and, on a fast-growing outbox, scans the whole active set.
+// JIT is off: these short statements never repay a compilation.
+func BeginDispatch(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID) (pgx.Tx, error) {
+	if tenantID == uuid.Nil {
+		return nil, ErrNoTenant
+	}
+	return pool.BeginTx(ctx, pgx.TxOptions{
+		BeginQuery: "BEGIN; SELECT set_config('app.current_tenant_id', '" + tenantID.String() + "', true), " +
+			"set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)",
+	})
+}
+
+// InDispatchTx runs fn in a BeginDispatch transaction.
+func InDispatchTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, fn func(tx pgx.Tx) error) error {
+	tx, err := BeginDispatch(ctx, pool, tenantID)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }

@@ -34,6 +34,12 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/messages/{id}", s.getMessage)
 		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/attachments/{id}", s.getAttachment)
 
+		// Replies to the platforms (outbound.go).
+		r.With(s.authenticate(db.RoleProduce)).Post("/outbound", s.postOutbound)
+		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound", s.listOutbound)
+		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound/{id}", s.getOutbound)
+		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
+
 		r.Route("/consumers/{name}", func(r chi.Router) {
 			r.Use(s.authenticate(db.RoleConsume))
 			r.Put("/", s.putConsumer)
@@ -55,6 +61,11 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Use(s.recoverer)
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
+	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
+	r.With(s.adminAuth(AdminRoleViewer)).Get("/admin/v1/dead-letters", s.adminDeadList)
+	r.With(s.adminAuth(AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)
+	r.With(s.adminAuth(AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/requeue", s.adminDeadRequeue)
+	r.With(s.adminAuth(AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/discard", s.adminDeadDiscard)
 	// Profiling for operators (the admin listener is loopback by default).
 	r.HandleFunc("/debug/pprof/*", pprof.Index)
 	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -71,6 +71,7 @@ type Server struct {
 	consumers       *consume.Service
 	blob            blob.Store
 	attachmentTTL   time.Duration
+	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
 }
 
 // New returns a Server.

@@ -45,6 +45,10 @@ CREATE TABLE mio.outbox (
     attachments          jsonb,
     edit_of              uuid,
     handoff_state        text        NOT NULL DEFAULT 'queued' CHECK (mio.handoff_rank(handoff_state) IS NOT NULL),
+    -- Queued or sending. Indexes name active, never handoff_state, so that
+    -- claiming (queued -> sending) and retrying (sending -> queued) change
+    -- no indexed column and are HOT updates.
+    active               boolean     GENERATED ALWAYS AS (handoff_state IN ('queued', 'sending')) STORED,
     provider_state       text        NOT NULL DEFAULT 'unknown' CHECK (mio.provider_rank(provider_state) IS NOT NULL),
     -- The current attempt, counted across series from 1; the provider
     -- idempotency key of an attempt is derived from (id, attempt_no).
@@ -61,6 +65,9 @@ CREATE TABLE mio.outbox (
     -- new one when it is gone).
     job_id               bigint,
     provider_message_id  text,
+    -- Handed off on a channel with delivery receipts: receipts are matched
+    -- to this row by provider_message_id.
+    receipts             boolean     NOT NULL DEFAULT false,
     last_error           text,
     -- Set at hand-off on channels with delivery receipts: without a
     -- delivered/read receipt by then, provider_state becomes timed_out.
@@ -74,15 +81,14 @@ CREATE TABLE mio.outbox (
     UNIQUE (tenant_id, idempotency_key),
     FOREIGN KEY (tenant_id, account_id) REFERENCES mio.accounts (tenant_id, id),
     FOREIGN KEY (tenant_id, edit_of) REFERENCES mio.outbox (tenant_id, id)
-);
--- The active head of each lane (ordering and the sweeper).
-CREATE INDEX outbox_lane ON mio.outbox (tenant_id, account_id, conversation_id, seq)
-    WHERE handoff_state IN ('queued', 'sending');
-CREATE INDEX outbox_seq ON mio.outbox (tenant_id, seq);
-CREATE INDEX outbox_provider_message ON mio.outbox (tenant_id, account_id, provider_message_id)
-    WHERE provider_message_id IS NOT NULL;
+) WITH (fillfactor = 60); -- room in each page for HOT updates
+-- The active rows of each lane (ordering and the sweeper).
+CREATE INDEX outbox_lane ON mio.outbox (tenant_id, account_id, conversation_id, seq) WHERE active;
+-- Active rows by due time (extra rows for a dispatch job, the sweeper).
+CREATE INDEX outbox_due ON mio.outbox (tenant_id, next_attempt_at) WHERE active;
+CREATE INDEX outbox_provider_message ON mio.outbox (tenant_id, account_id, provider_message_id) WHERE receipts;
 CREATE INDEX outbox_receipt_due ON mio.outbox (tenant_id, receipt_due_at) WHERE receipt_due_at IS NOT NULL;
-CREATE INDEX outbox_dead ON mio.outbox (tenant_id, dead_at) WHERE handoff_state = 'dead' AND discarded_at IS NULL;
+CREATE INDEX outbox_dead ON mio.outbox (tenant_id, dead_at) WHERE dead_at IS NOT NULL AND discarded_at IS NULL;
 
 -- Every transition of either state machine, and notable non-transitions
 -- (rate limited, resumed after a crash), in order. Append-only: the
@@ -166,7 +172,7 @@ SELECT 'outbound'::text AS kind, o.tenant_id, o.id, o.channel_type, o.account_id
        jsonb_build_object('conversation_id', o.conversation_id, 'attempt_no', o.attempt_no,
                           'series', o.series, 'idempotency_key', o.idempotency_key) AS detail
 FROM mio.outbox o
-WHERE o.handoff_state = 'dead' AND o.discarded_at IS NULL
+WHERE o.dead_at IS NOT NULL AND o.discarded_at IS NULL AND o.handoff_state = 'dead'
 UNION ALL
 SELECT 'consumer'::text AS kind, d.tenant_id, d.message_id AS id, coalesce(i.channel_type, '') AS channel_type,
        coalesce(i.account_id, '00000000-0000-0000-0000-000000000000'::uuid) AS account_id,
@@ -195,7 +201,7 @@ BEGIN
         SET handoff_state = 'queued', attempt_no = o.attempt_no + 1, series = o.series + 1,
             series_first_attempt = o.attempt_no + 1, attempts = 0, next_attempt_at = now(),
             lease_until = NULL, job_id = NULL, dead_at = NULL, seq = DEFAULT, updated_at = now()
-        WHERE o.id = p_id AND o.handoff_state = 'dead' AND o.discarded_at IS NULL
+        WHERE o.id = p_id AND o.dead_at IS NOT NULL AND o.discarded_at IS NULL AND o.handoff_state = 'dead'
         RETURNING o.tenant_id, o.id, o.attempt_no
     )
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
@@ -230,7 +236,7 @@ DECLARE
 BEGIN
     WITH r AS (
         UPDATE mio.outbox o SET discarded_at = now(), updated_at = now()
-        WHERE o.id = p_id AND o.handoff_state = 'dead' AND o.discarded_at IS NULL
+        WHERE o.id = p_id AND o.dead_at IS NOT NULL AND o.discarded_at IS NULL AND o.handoff_state = 'dead'
         RETURNING o.tenant_id, o.id, o.attempt_no
     )
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
@@ -271,8 +277,131 @@ END
 $$;
 -- +goose StatementEnd
 
+-- mio.dispatch_claim_extras lets running dispatch jobs take over more
+-- rows: it claims up to sum(p_counts) rows of p_tenant that can be sent
+-- now, need no rate-limit token (their channel is one of p_unlimited and
+-- their account sets no limit) and whose own dispatch job has not started
+-- yet; it deletes those jobs (River never runs them), hands the rows out
+-- to the jobs p_job_ids (up to p_counts[k] each, in turn), records the
+-- owning job on each row, moves them to sending under a lease of
+-- p_lease_seconds with their event, and returns them. Newest rows first:
+-- River fetches the oldest jobs, so the two rarely meet. (plpgsql: River's
+-- tables are created after these migrations.)
+-- +goose StatementBegin
+CREATE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bigint[], p_counts integer[],
+                                          p_unlimited text[], p_lease_seconds double precision)
+    RETURNS TABLE (id uuid, job_id bigint, account_id uuid, channel_type text, conversation_id text,
+                   thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid,
+                   attempt_no integer, series_first_attempt integer, created_at timestamptz,
+                   provider_state text, edit_provider_message_id text)
+    LANGUAGE plpgsql
+    -- Walk the due index from its newest end and stop at the limit: never
+    -- collect and sort every due row (nor compile it).
+    SET enable_sort = off SET enable_bitmapscan = off SET jit = off
+    AS $$
+#variable_conflict use_column
+DECLARE
+    owners bigint[] := '{}';
+    ids    uuid[];
+    jobs   bigint[];
+    k      integer;
+    i      integer;
+BEGIN
+    -- Owner of the n-th row taken: the jobs in turn, each up to its count.
+    FOR i IN 1 .. coalesce((SELECT max(c) FROM unnest(p_counts) AS c), 0) LOOP
+        FOR k IN 1 .. coalesce(array_length(p_job_ids, 1), 0) LOOP
+            IF p_counts[k] >= i THEN
+                owners := owners || p_job_ids[k];
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(owners) = 0 THEN
+        RETURN;
+    END IF;
+    SELECT array_agg(c.id), array_agg(c.jid) INTO ids, jobs
+    FROM (
+        SELECT o.id, j.id AS jid
+        FROM mio.outbox AS o
+        JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
+        JOIN river.river_job AS j ON j.id = o.job_id
+        WHERE o.tenant_id = p_tenant AND o.active AND o.handoff_state = 'queued'
+          AND o.next_attempt_at <= now() AND o.channel_type = ANY (p_unlimited)
+          AND a.rate_limit_per_sec IS NULL AND a.rate_limit_burst IS NULL
+          AND j.state = 'available'
+          AND (SELECT 1 FROM mio.outbox AS p
+               WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+                 AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+               LIMIT 1) IS NULL
+        ORDER BY o.next_attempt_at DESC
+        LIMIT cardinality(owners)
+        FOR NO KEY UPDATE OF o SKIP LOCKED
+        FOR UPDATE OF j SKIP LOCKED
+    ) AS c;
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    DELETE FROM river.river_job AS j WHERE j.id = ANY (jobs);
+    RETURN QUERY
+    WITH input AS (
+        SELECT t.id, owners[t.n] AS owner FROM unnest(ids) WITH ORDINALITY AS t(id, n)
+    ),
+    upd AS (
+        UPDATE mio.outbox AS o
+        SET handoff_state = 'sending', attempts = o.attempts + 1, job_id = input.owner,
+            lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+        FROM input
+        WHERE o.tenant_id = p_tenant AND o.id = ANY (ids) AND o.id = input.id
+        RETURNING o.*
+    ),
+    ev AS (
+        INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+        SELECT p_tenant, upd.id, 'sending', 'handoff', 'sending', upd.attempt_no FROM upd
+    )
+    SELECT upd.id, upd.job_id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id,
+           upd.text, upd.rich_content, upd.attachments, upd.edit_of, upd.attempt_no,
+           upd.series_first_attempt, upd.created_at, upd.provider_state,
+           coalesce((SELECT orig.provider_message_id FROM mio.outbox AS orig
+                     WHERE orig.tenant_id = p_tenant AND orig.id = upd.edit_of), '')
+    FROM upd;
+END
+$$;
+-- +goose StatementEnd
+
+-- mio.outbox_keep_stats analyzes the outbox and its events when they
+-- changed by more than half since their last statistics (at least 1,000
+-- rows), and returns whether it did. The outbox sweeper calls it every
+-- few seconds: a fresh or fast-growing outbox then never runs for long on
+-- the plans of a nearly empty table (autovacuum looks once a minute).
+-- SECURITY DEFINER: ANALYZE needs the owner; it does nothing else.
+-- +goose StatementBegin
+CREATE FUNCTION mio.outbox_keep_stats() RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog
+    AS $$
+DECLARE
+    did boolean := false;
+    r   record;
+BEGIN
+    FOR r IN
+        SELECT s.relid, s.n_mod_since_analyze AS changed, greatest(c.reltuples, 0) AS tuples
+        FROM pg_stat_user_tables AS s JOIN pg_class AS c ON c.oid = s.relid
+        WHERE s.relid IN ('mio.outbox'::regclass, 'mio.outbox_events'::regclass)
+    LOOP
+        IF r.changed >= greatest(1000, r.tuples / 2) THEN
+            EXECUTE format('ANALYZE %s', r.relid::regclass);
+            did := true;
+        END IF;
+    END LOOP;
+    RETURN did;
+END
+$$;
+-- +goose StatementEnd
+REVOKE ALL ON FUNCTION mio.outbox_keep_stats() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION mio.outbox_keep_stats() TO mio_runtime;
+
 -- +goose Down
 SET lock_timeout = '10s';
+DROP FUNCTION IF EXISTS mio.outbox_keep_stats();
+DROP FUNCTION IF EXISTS mio.dispatch_claim_extras(uuid, bigint[], integer[], text[], double precision);
 DROP FUNCTION IF EXISTS mio.dispatch_job_live(bigint, timestamptz);
 DROP FUNCTION IF EXISTS mio.discard(uuid);
 DROP FUNCTION IF EXISTS mio.requeue(uuid);

@@ -48,15 +48,16 @@ WHERE tenant_id = @tenant_id AND outbox_id = @outbox_id
 ORDER BY id;
 
 -- name: OutboxList :many
--- Newest first, keyset-paged on seq (before_seq 0: from the newest).
+-- Newest first, keyset-paged on the (time-ordered) id: rows with an id
+-- below before_id (uuid.Nil: from the newest).
 SELECT * FROM mio.outbox AS o
 WHERE o.tenant_id = @tenant_id
-  AND (@before_seq::bigint = 0 OR o.seq < @before_seq::bigint)
+  AND (@before_id::uuid = '00000000-0000-0000-0000-000000000000'::uuid OR o.id < @before_id::uuid)
   AND (sqlc.narg('handoff_state')::text IS NULL OR o.handoff_state = sqlc.narg('handoff_state')::text)
   AND (sqlc.narg('provider_state')::text IS NULL OR o.provider_state = sqlc.narg('provider_state')::text)
   AND (sqlc.narg('account_id')::uuid IS NULL OR o.account_id = sqlc.narg('account_id')::uuid)
   AND (sqlc.narg('conversation_id')::text IS NULL OR o.conversation_id = sqlc.narg('conversation_id')::text)
-ORDER BY o.seq DESC
+ORDER BY o.id DESC
 LIMIT @max_rows;
 
 -- name: OutboxResend :one
@@ -83,26 +84,74 @@ SELECT r.id, r.attempt_no, r.series FROM r;
 -- Locks the rows among ids that can be sent now: queued and due, or
 -- sending with an expired lease (a crashed or rate-limited attempt, resumed
 -- with the same attempt number), and first of their (account,
--- conversation) lane. Rows locked by another claim are skipped.
-SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
-       o.attachments, o.edit_of, o.handoff_state, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
-       a.status AS account_status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts,
-       orig.provider_message_id AS edit_provider_message_id
-FROM mio.outbox AS o
-JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
-LEFT JOIN mio.outbox AS orig ON orig.tenant_id = o.tenant_id AND orig.id = o.edit_of
-WHERE o.tenant_id = @tenant_id
-  AND o.id = ANY (@ids::uuid[])
-  AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
-       OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
-  AND NOT EXISTS (
-      SELECT 1 FROM mio.outbox AS p
-      WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
-        AND p.conversation_id = o.conversation_id
-        AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
-  )
-ORDER BY o.seq
-FOR NO KEY UPDATE OF o SKIP LOCKED;
+-- conversation) lane. Rows locked by another claim are skipped. Each id is
+-- looked up on its own (a LATERAL probe of the primary key, the lane
+-- check a sub-plan on the lane index), so the plan stays right whatever
+-- the statistics of a fast-growing outbox say.
+SELECT c.id, c.account_id, c.channel_type, c.conversation_id, c.thread_id, c.text, c.rich_content,
+       c.attachments, c.edit_of, c.handoff_state, c.attempt_no, c.series_first_attempt, c.attempts, c.created_at,
+       c.provider_state, c.account_status, c.rate_limit_per_sec, c.rate_limit_burst, c.max_attempts, c.edit_provider_message_id
+FROM unnest(@ids::uuid[]) AS i(id)
+CROSS JOIN LATERAL (
+    SELECT o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
+           o.attachments, o.edit_of, o.handoff_state, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
+           o.provider_state, a.status AS account_status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts,
+           orig.provider_message_id AS edit_provider_message_id
+    FROM mio.outbox AS o
+    JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
+    LEFT JOIN mio.outbox AS orig ON orig.tenant_id = o.tenant_id AND orig.id = o.edit_of
+    WHERE o.tenant_id = @tenant_id AND o.id = i.id
+      AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
+           OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
+      AND (SELECT 1 FROM mio.outbox AS p
+           WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+             AND p.conversation_id = o.conversation_id
+             AND p.active AND p.seq < o.seq
+           LIMIT 1) IS NULL
+    FOR NO KEY UPDATE OF o SKIP LOCKED
+) AS c
+ORDER BY c.seq;
+
+-- name: OutboxClaimFast :many
+-- The common case in one statement: moves the rows among ids that can be
+-- sent now to sending under a lease of lease_seconds and records their
+-- events: queued and due, or sending with an expired lease (resumed with
+-- the same attempt number), and first of their (account, conversation)
+-- lane. The caller has checked that these rows need no rate-limit token.
+-- A row another transaction holds is waited for, then re-checked.
+WITH upd AS (
+    UPDATE mio.outbox AS o
+    SET handoff_state = 'sending',
+        attempts = o.attempts + CASE WHEN o.handoff_state = 'queued' THEN 1 ELSE 0 END,
+        lease_until = now() + make_interval(secs => @lease_seconds::float8),
+        updated_at = now()
+    WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[])
+      AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
+           OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
+      AND (SELECT 1 FROM mio.outbox AS p
+           WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+             AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+           LIMIT 1) IS NULL
+    RETURNING o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
+              o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
+              o.provider_state,
+              -- the statement's snapshot: the state before this update
+              (SELECT x.handoff_state FROM mio.outbox AS x WHERE x.tenant_id = o.tenant_id AND x.id = o.id) AS prior_state
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT @tenant_id::uuid, upd.id, CASE WHEN upd.prior_state = 'queued' THEN 'sending' ELSE 'resumed' END,
+           'handoff', 'sending', upd.attempt_no
+    FROM upd
+)
+SELECT upd.id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id, upd.text, upd.rich_content,
+       upd.attachments, upd.edit_of, upd.prior_state::text AS prior_state, upd.attempt_no, upd.series_first_attempt,
+       upd.attempts, upd.created_at, upd.provider_state,
+       coalesce(CASE WHEN upd.edit_of IS NULL THEN NULL
+                     ELSE (SELECT orig.provider_message_id FROM mio.outbox AS orig
+                           WHERE orig.tenant_id = @tenant_id AND orig.id = upd.edit_of) END, '')::text AS edit_provider_message_id
+FROM upd
+ORDER BY upd.seq;
 
 -- name: OutboxProbe :many
 -- Why rows were not claimed: their state, when they are due, and the
@@ -111,17 +160,17 @@ SELECT o.id, o.account_id, o.conversation_id, o.handoff_state, o.next_attempt_at
        coalesce(b.handoff_state, '')::text AS blocker_state,
        coalesce(b.next_attempt_at, o.next_attempt_at)::timestamptz AS blocker_next_attempt_at,
        b.lease_until AS blocker_lease_until
-FROM mio.outbox AS o
+FROM unnest(@ids::uuid[]) AS i(id)
+JOIN mio.outbox AS o ON o.tenant_id = @tenant_id AND o.id = i.id AND o.id = ANY (@ids::uuid[])
 LEFT JOIN LATERAL (
     SELECT p.handoff_state, p.next_attempt_at, p.lease_until
     FROM mio.outbox AS p
     WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
       AND p.conversation_id = o.conversation_id
-      AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
+      AND p.active AND p.seq < o.seq
     ORDER BY p.seq
     LIMIT 1
-) AS b ON true
-WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]);
+) AS b ON true;
 
 -- name: OutboxMarkSending :many
 -- Moves claimed rows to sending under a lease. events names each row's
@@ -137,7 +186,8 @@ upd AS (
     SET handoff_state = 'sending', attempts = o.attempts + input.count,
         lease_until = now() + make_interval(secs => @lease_seconds::float8), updated_at = now()
     FROM input
-    WHERE o.tenant_id = @tenant_id AND o.id = input.id AND o.handoff_state IN ('queued', 'sending')
+    WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = input.id
+      AND o.handoff_state IN ('queued', 'sending')
     RETURNING o.id, o.attempt_no, o.attempts, input.event
 ),
 ev AS (
@@ -149,7 +199,8 @@ SELECT upd.id, upd.attempt_no, upd.attempts FROM upd;
 -- name: OutboxFinishBatch :many
 -- Records the outcome of sending attempts, compare-and-set on the
 -- attempt: only a row still sending that attempt moves. Outcomes:
--- handed_off (provider accepted; provider_state at least accepted),
+-- handed_off (provider accepted; provider_state at least accepted, the
+-- provider event recorded when accepts says the row was unknown),
 -- retry (queued as the next attempt after delay_ms), dead, and
 -- rate_limited (the platform asked to wait delay_ms: the attempt keeps
 -- its number and is not counted again; its lease is extended until then).
@@ -161,7 +212,8 @@ WITH input AS (
            unnest(@errors::text[]) AS error,
            unnest(@delays_ms::bigint[]) AS delay_ms,
            unnest(@receipt_timeouts_ms::bigint[]) AS receipt_timeout_ms,
-           unnest(@details::text[]) AS detail
+           unnest(@details::text[]) AS detail,
+           unnest(@accepts::bool[]) AS accept
 ),
 upd AS (
     UPDATE mio.outbox AS o
@@ -181,13 +233,12 @@ upd AS (
         dead_at = CASE WHEN input.outcome = 'dead' THEN now() ELSE o.dead_at END,
         receipt_due_at = CASE WHEN input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0
                               THEN now() + input.receipt_timeout_ms * interval '1 millisecond' ELSE o.receipt_due_at END,
+        receipts = o.receipts OR (input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0),
         updated_at = now()
-    FROM input, mio.outbox AS prev
-    WHERE o.tenant_id = @tenant_id AND o.id = input.id
-      AND prev.tenant_id = @tenant_id AND prev.id = input.id
+    FROM input
+    WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = input.id
       AND o.handoff_state = 'sending' AND o.attempt_no = input.attempt_no
-    RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, prev.provider_state AS prev_provider_state,
-              input.outcome, input.detail, o.handed_off_at
+    RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, input.outcome, input.detail, input.accept
 ),
 ev AS (
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
@@ -197,28 +248,36 @@ ev AS (
     UNION ALL
     SELECT @tenant_id::uuid, upd.id, 'accepted', 'provider', upd.provider_state, upd.attempt_no, NULL
     FROM upd
-    WHERE upd.outcome = 'handed_off' AND upd.provider_state <> upd.prev_provider_state
+    WHERE upd.outcome = 'handed_off' AND upd.accept
 )
 SELECT upd.id, upd.attempt_no, upd.handoff_state, upd.outcome::text AS outcome FROM upd;
 
 -- name: OutboxSweepCandidates :many
--- Active rows of the tenant that no live River job will dispatch: queued
--- rows whose job is gone (requeued from SQL, a lost job) and rows whose
--- job runs since before stuck_before (its process crashed). Locked so two
--- sweeps never enqueue the same row twice.
-SELECT o.id, o.account_id, o.channel_type, o.conversation_id
-FROM mio.outbox AS o
-WHERE o.tenant_id = @tenant_id
-  AND o.handoff_state IN ('queued', 'sending')
-  AND NOT mio.dispatch_job_live(o.job_id, @stuck_before::timestamptz)
-ORDER BY o.seq
-LIMIT @max_rows
-FOR NO KEY UPDATE OF o SKIP LOCKED;
+-- Active rows of the tenant that no live River job will dispatch: rows
+-- put back to work from SQL (no job), rows whose job is gone or runs
+-- since before stuck_before (its process crashed), and sending rows whose
+-- lease ended before lease_ended_before (their worker gave up). Only rows
+-- without a job or overdue (due before overdue_before) are looked at, at
+-- most scan_rows of them, oldest due first, so a sweep stays cheap
+-- whatever the backlog.
+SELECT c.id, c.account_id, c.channel_type, c.conversation_id
+FROM (
+    SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id, o.handoff_state, o.lease_until
+    FROM mio.outbox AS o
+    WHERE o.tenant_id = @tenant_id AND o.active
+      AND (o.job_id IS NULL OR o.next_attempt_at < @overdue_before::timestamptz)
+    ORDER BY o.next_attempt_at
+    LIMIT @scan_rows::int
+) AS c
+WHERE c.job_id IS NULL
+   OR NOT mio.dispatch_job_live(c.job_id, @stuck_before::timestamptz)
+   OR (c.handoff_state = 'sending' AND c.lease_until < @lease_ended_before::timestamptz)
+LIMIT @max_rows;
 
 -- name: OutboxSetJobs :exec
 UPDATE mio.outbox AS o SET job_id = input.job_id
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@job_ids::bigint[]) AS job_id) AS input
-WHERE o.tenant_id = @tenant_id AND o.id = input.id;
+WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = input.id;
 
 -- name: DeadLetterDiscard :one
 SELECT mio.discard(@id::uuid)::int AS discarded;
@@ -238,3 +297,6 @@ LIMIT @max_rows;
 
 -- name: DeadLetterGet :many
 SELECT * FROM mio.dead_letters AS d WHERE d.tenant_id = @tenant_id AND d.id = @id;
+
+-- name: OutboxKeepStats :one
+SELECT mio.outbox_keep_stats()::bool AS analyzed;

@@ -9,7 +9,7 @@ FROM mio.provider_events AS pe
 LEFT JOIN LATERAL (
     SELECT o.id, o.channel_type FROM mio.outbox AS o
     WHERE o.tenant_id = pe.tenant_id AND o.account_id = pe.account_id
-      AND o.provider_message_id = pe.provider_message_id
+      AND o.provider_message_id = pe.provider_message_id AND o.receipts
     ORDER BY (o.edit_of IS NULL) DESC, o.seq
     LIMIT 1
 ) AS m ON true
@@ -48,8 +48,8 @@ upd AS (
         receipt_due_at = CASE WHEN mio.provider_rank(best.state) >= 50 THEN NULL ELSE o.receipt_due_at END,
         updated_at = now()
     FROM best, mio.outbox AS prev
-    WHERE o.tenant_id = @tenant_id AND o.id = best.id
-      AND prev.tenant_id = @tenant_id AND prev.id = best.id
+    WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = best.id
+      AND prev.tenant_id = @tenant_id AND prev.id = ANY (@ids::uuid[]) AND prev.id = best.id
       AND mio.provider_rank(best.state) > mio.provider_rank(o.provider_state)
     RETURNING o.id, o.attempt_no, prev.provider_state AS prev_state, o.provider_state
 ),

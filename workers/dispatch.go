@@ -10,17 +10,25 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/metrics"
 )
 
 // QueueDispatch is the queue of outbound dispatch jobs.
 const QueueDispatch = "dispatch"
+
+// DispatchMaxWorkersDefault is the dispatch queue's default concurrency.
+// Dispatch jobs mostly wait on platforms' HTTP answers, and concurrent
+// jobs share claim and finish transactions: more of them in flight means
+// larger batches.
+const DispatchMaxWorkersDefault = 400
 
 // DispatchArgs asks for one outbox row to be handed to its platform. It
 // is inserted in the same transaction as the row (POST /v1/outbound, a
@@ -30,6 +38,9 @@ const QueueDispatch = "dispatch"
 type DispatchArgs struct {
 	TenantID uuid.UUID `json:"tenant_id"`
 	OutboxID uuid.UUID `json:"outbox_id"`
+	// AccountID, when set, lets the worker take the one-statement claim
+	// for accounts without rate limits.
+	AccountID uuid.UUID `json:"account_id,omitzero"`
 }
 
 // Kind is the River job kind.
@@ -51,8 +62,12 @@ type DispatchConfig struct {
 	// 1s and 5m.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
-	// Flushers is the number of claim (and of finish) transactions in
-	// flight at once. Default 4.
+	// Extras is how many more rows a dispatch job of an account without
+	// rate limits takes over, when their own jobs have not started.
+	// Default 16; negative disables.
+	Extras int
+	// Flushers is the number of claim-and-finish transactions in flight
+	// at once. Default 2.
 	Flushers int
 	// Lease is how long a claimed attempt belongs to its worker; after it
 	// a crashed attempt is resumed (same attempt number and idempotency
@@ -69,7 +84,11 @@ type DispatchConfig struct {
 	MaxAttempts int
 	// MaxBatch caps the rows of one claim or finish transaction. Default 128.
 	MaxBatch int
-	// MaxWorkers is the dispatch queue's concurrency. Default 100.
+	// MaxSends caps the provider calls in flight in this process (a job
+	// sends its extra rows concurrently). Default 512.
+	MaxSends int
+	// MaxWorkers is the dispatch queue's concurrency. Default
+	// DispatchMaxWorkersDefault.
 	MaxWorkers int
 	// Metrics records sends; nil records into a private registry.
 	Metrics *metrics.Outbound
@@ -92,8 +111,14 @@ func (c *DispatchConfig) setDefaults() {
 	if c.BackoffMax <= 0 {
 		c.BackoffMax = 5 * time.Minute
 	}
+	if c.Extras == 0 {
+		c.Extras = 16
+	}
+	if c.Extras < 0 {
+		c.Extras = 0
+	}
 	if c.Flushers <= 0 {
-		c.Flushers = 4
+		c.Flushers = 2
 	}
 	if c.InlineWait <= 0 {
 		c.InlineWait = time.Second
@@ -107,8 +132,11 @@ func (c *DispatchConfig) setDefaults() {
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 128
 	}
+	if c.MaxSends <= 0 {
+		c.MaxSends = 512
+	}
 	if c.MaxWorkers <= 0 {
-		c.MaxWorkers = 100
+		c.MaxWorkers = DispatchMaxWorkersDefault
 	}
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewOutbound(prometheus.NewRegistry())
@@ -131,24 +159,32 @@ func (c *DispatchConfig) lease() time.Duration { return c.Lease }
 func (c *DispatchConfig) inlineBudget() time.Duration { return 5 * c.InlineWait }
 
 // Dispatcher hands outbox rows to their platforms. Concurrent jobs share
-// claim and finish transactions (group commit), so the database cost of a
-// send is a fraction of two short transactions.
+// transactions (group commit): one transaction records the outcomes of a
+// batch of attempts and claims the next batch of rows, so the database
+// cost of a send is a fraction of one short transaction.
 type Dispatcher struct {
-	pool     *pgxpool.Pool
-	cfg      DispatchConfig
-	senders  *senders
-	lanes    *laneSignals
-	claims   *groupCommit[claimReq, claimRes]
-	finishes *groupCommit[finishReq, finishRes]
+	pool    *pgxpool.Pool
+	cfg     DispatchConfig
+	senders *senders
+	lanes   *laneSignals
+	ops     *groupCommit[opReq, opRes]
+	// unlimited lists the channels without default rate limits.
+	unlimited []string
+	// sends bounds the provider calls in flight.
+	sends chan struct{}
 }
 
 // NewDispatcher returns a dispatcher on pool.
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
-	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(),
+	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
 		senders: newSenders(pool, cfg.OpenSecrets, cfg.Registry, 10*time.Second)}
-	d.claims = newGroupCommit(cfg.MaxBatch, cfg.Flushers, d.runClaims)
-	d.finishes = newGroupCommit(cfg.MaxBatch, cfg.Flushers, d.runFinishes)
+	for _, ct := range envelope.ChannelTypes() {
+		if len(defaultBuckets(ct)) == 0 {
+			d.unlimited = append(d.unlimited, ct)
+		}
+	}
+	d.ops = newGroupCommit(cfg.MaxBatch, cfg.Flushers, d.runOps)
 	return d
 }
 
@@ -177,20 +213,59 @@ func (d *Dispatcher) JobTimeout() time.Duration {
 // Work claims the job's row, sends it, and records the outcome, looping
 // through short waits (retry backoff, rate limits, an earlier message of
 // the conversation still in flight) and snoozing the job for long ones.
+// A job of an account without rate limits also takes over a few more
+// sendable rows whose own jobs have not started yet (their jobs are
+// deleted), so that River's cost per job is shared by several sends.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
-	return w.d.dispatch(ctx, job.Args.TenantID, job.Args.OutboxID)
+	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID)
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, tenantID, id uuid.UUID) error {
+func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID) error {
 	start := time.Now()
 	polls := 0
+	// Rows of accounts without rate limits take the one-statement claim.
+	fast := false
+	if accountID != uuid.Nil {
+		snd, err := d.senders.get(ctx, tenantID, accountID)
+		if err != nil && !errors.Is(err, errAccountConfig) {
+			return fmt.Errorf("dispatch %s: %w", id, err)
+		}
+		fast = err == nil && !snd.limited && len(defaultBuckets(snd.channelType)) == 0
+	}
 	for {
-		res, err := d.claims.do(ctx, claimReq{tenantID: tenantID, id: id})
+		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID}
+		if fast {
+			req.extras = d.cfg.Extras
+		}
+		op, err := d.ops.do(ctx, req)
 		if err == nil {
-			err = res.err
+			err = op.err
 		}
 		if err != nil {
 			return fmt.Errorf("dispatch %s: claim: %w", id, err)
+		}
+		res := op.claim
+		var own []*claimRes
+		if res.kind == claimClaimed {
+			own = append(own, &res)
+		}
+		if len(own)+len(op.extras) > 0 {
+			fins, err := d.sendAll(ctx, tenantID, own, op.extras)
+			if err != nil {
+				return fmt.Errorf("dispatch %s: %w", id, err)
+			}
+			if res.kind == claimClaimed {
+				fin := fins[0]
+				switch fin.Outcome {
+				case db.OutcomeHandedOff, db.OutcomeDead:
+					return nil
+				}
+				if err := d.pause(ctx, start, fin.Delay, ""); err != nil {
+					return err
+				}
+				polls = 0
+				continue
+			}
 		}
 		switch res.kind {
 		case claimDone:
@@ -206,31 +281,90 @@ func (d *Dispatcher) dispatch(ctx context.Context, tenantID, id uuid.UUID) error
 			if err := d.pause(ctx, start, wait, res.lane); err != nil {
 				return err
 			}
-			continue
-		}
-		polls = 0
-		fin, err := d.attempt(ctx, tenantID, res)
-		if err != nil {
-			// Shutdown or the database: the attempt stays leased and is
-			// resumed with the same number and key after its lease.
-			return fmt.Errorf("dispatch %s: %w", id, err)
-		}
-		fr, err := d.finishes.do(ctx, finishReq{tenantID: tenantID, item: fin})
-		if err == nil {
-			err = fr.err
-		}
-		if err != nil {
-			return fmt.Errorf("dispatch %s: finish: %w", id, err)
-		}
-		switch fin.Outcome {
-		case db.OutcomeHandedOff, db.OutcomeDead:
-			d.lanes.notify(res.lane)
-			return nil
-		}
-		if err := d.pause(ctx, start, fin.Delay, ""); err != nil {
-			return err
 		}
 	}
+}
+
+// sendAll makes one attempt for each claimed row (the job's own first,
+// then its extras) concurrently, records the outcomes, and returns the
+// own rows' outcomes in order. Extras that need another attempt get a
+// dispatch job of their own again.
+func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*claimRes, extras []*db.ClaimCandidate) ([]db.OutboxFinish, error) {
+	all := make([]claimRes, 0, len(own)+len(extras))
+	for _, r := range own {
+		all = append(all, *r)
+	}
+	for _, c := range extras {
+		all = append(all, claimRes{kind: claimClaimed, cand: c, lane: laneKey(tenantID, c.AccountID, c.ConversationID)})
+	}
+	fins := make([]db.OutboxFinish, len(all))
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i := range all {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fin, err := d.attempt(ctx, tenantID, all[i])
+			if err == nil {
+				var fr opRes
+				fr, err = d.ops.do(ctx, opReq{tenantID: tenantID, finish: &fin})
+				if err == nil {
+					err = fr.err
+				}
+			}
+			fins[i], errs[i] = fin, err
+		}()
+	}
+	wg.Wait()
+	var again []db.OutboxFinish
+	for i := range all {
+		if errs[i] != nil {
+			continue // left leased: resumed after the lease (the sweeper re-enqueues extras)
+		}
+		switch fins[i].Outcome {
+		case db.OutcomeHandedOff, db.OutcomeDead:
+			d.lanes.notify(all[i].lane)
+		default:
+			if i >= len(own) {
+				again = append(again, fins[i])
+			}
+		}
+	}
+	if len(again) > 0 {
+		if err := d.reschedule(ctx, tenantID, again); err != nil {
+			d.cfg.Logger.Warn("dispatch: reschedule extra rows; the sweeper will", "err", err)
+		}
+	}
+	for _, err := range errs[:len(own)] {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return fins[:len(own)], nil
+}
+
+// reschedule gives extra rows that need another attempt a dispatch job of
+// their own, due when the attempt is.
+func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []db.OutboxFinish) error {
+	client := river.ClientFromContext[pgx.Tx](ctx)
+	return db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
+		params := make([]river.InsertManyParams, len(items))
+		ids := make([]uuid.UUID, len(items))
+		for i, it := range items {
+			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: it.ID},
+				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.Delay)}}
+			ids[i] = it.ID
+		}
+		res, err := client.InsertManyTx(ctx, tx, params)
+		if err != nil {
+			return err
+		}
+		jobIDs := make([]int64, len(res))
+		for i, r := range res {
+			jobIDs[i] = r.Job.ID
+		}
+		return db.OutboxSetJobs(ctx, tx, tenantID, ids, jobIDs)
+	})
 }
 
 // pause waits inline when the wait is short and the run's inline budget

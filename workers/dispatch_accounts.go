@@ -40,10 +40,16 @@ type senders struct {
 	cache map[uuid.UUID]senderEntry
 }
 
-// sender is an account's outbound adapter.
+// sender is an account's outbound adapter and what the dispatcher needs
+// of the account.
 type sender struct {
-	out  channels.Outbound
-	caps channels.Capabilities
+	out         channels.Outbound
+	caps        channels.Capabilities
+	channelType string
+	status      string
+	maxAttempts *int32
+	// limited: the account sets its own rate limit.
+	limited bool
 }
 
 type senderEntry struct {
@@ -115,5 +121,6 @@ func (s *senders) load(ctx context.Context, tenantID, accountID uuid.UUID) (*sen
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errAccountConfig, err)
 	}
-	return &sender{out: out, caps: ch.Capabilities()}, nil
+	return &sender{out: out, caps: ch.Capabilities(), channelType: row.ChannelType, status: row.Status,
+		maxAttempts: row.MaxAttempts, limited: row.RateLimitPerSec != nil || row.RateLimitBurst != nil}, nil
 }

@@ -21,9 +21,24 @@ const (
 	claimClaimed                  // the row is ours to send
 )
 
-type claimReq struct {
+// opReq is one request to the dispatcher's shared transactions: claim a
+// row, or record the outcome of an attempt.
+type opReq struct {
 	tenantID uuid.UUID
-	id       uuid.UUID
+	claim    uuid.UUID        // uuid.Nil for a finish
+	fast     bool             // the claimed row needs no rate-limit token
+	jobID    int64            // the claiming dispatch job
+	extras   int              // more rows the job may take over (fast claims)
+	finish   *db.OutboxFinish // nil for a claim
+}
+
+// opRes answers an opReq: a claim's result (and extra rows now owned by
+// the job), or whether a finish moved its row.
+type opRes struct {
+	claim  claimRes
+	extras []*db.ClaimCandidate
+	moved  bool
+	err    error
 }
 
 type claimRes struct {
@@ -35,12 +50,14 @@ type claimRes struct {
 	// lane, a concurrent claim) whose end is unknown.
 	poll bool
 	lane string
-	err  error
 }
 
-// runClaims claims a batch of rows, one transaction per tenant.
-func (d *Dispatcher) runClaims(ctx context.Context, reqs []claimReq) ([]claimRes, error) {
-	out := make([]claimRes, len(reqs))
+// runOps runs a batch of claims and finishes: per tenant one transaction
+// that first records the outcomes, then claims the rows that need no
+// rate-limit token (one round trip); the other rows, and those that could
+// not be claimed, go through claimLimited.
+func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]opRes, error) {
+	out := make([]opRes, len(reqs))
 	byTenant := map[uuid.UUID][]int{}
 	var order []uuid.UUID
 	for i, r := range reqs {
@@ -50,47 +67,121 @@ func (d *Dispatcher) runClaims(ctx context.Context, reqs []claimReq) ([]claimRes
 		byTenant[r.tenantID] = append(byTenant[r.tenantID], i)
 	}
 	for _, t := range order {
-		idx := byTenant[t]
-		res, err := d.claimTenant(ctx, t, reqs, idx)
-		for _, i := range idx {
-			if err != nil {
-				out[i] = claimRes{err: err}
-			} else {
-				out[i] = res[i]
+		if err := d.opsTenant(ctx, t, reqs, byTenant[t], out); err != nil {
+			for _, i := range byTenant[t] {
+				out[i] = opRes{err: err}
 			}
 		}
 	}
 	return out, nil
 }
 
-// claimTenant claims the rows of reqs[idx] (all of tenantID) in one
-// transaction: lock the sendable ones, take rate-limit tokens, move the
-// granted ones to sending; and say how long the others should wait.
-func (d *Dispatcher) claimTenant(ctx context.Context, tenantID uuid.UUID, reqs []claimReq, idx []int) (map[int]claimRes, error) {
+// opsTenant runs the requests reqs[idx] (all of tenantID) into out.
+func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []opReq, idx []int, out []opRes) error {
+	var finishes []db.OutboxFinish
+	var finishIdx []int
 	// Two jobs of one row in the same batch: only the first may claim it.
 	first := map[uuid.UUID]int{}
-	ids := make([]uuid.UUID, 0, len(idx))
+	var ids, fastIDs []uuid.UUID
 	for _, i := range idx {
-		if _, dup := first[reqs[i].id]; !dup {
-			first[reqs[i].id] = i
-			ids = append(ids, reqs[i].id)
+		r := reqs[i]
+		if r.finish != nil {
+			finishes = append(finishes, *r.finish)
+			finishIdx = append(finishIdx, i)
+			continue
+		}
+		if _, dup := first[r.claim]; !dup {
+			first[r.claim] = i
+			ids = append(ids, r.claim)
+			if r.fast {
+				fastIDs = append(fastIDs, r.claim)
+			}
 		}
 	}
-	res := make(map[int]claimRes, len(idx))
+	// Extra rows for the jobs of fast claims, at most 4×MaxBatch in all.
+	var extras *db.ExtrasRequest
+	budget := 4 * d.cfg.MaxBatch
+	for _, i := range idx {
+		r := reqs[i]
+		if r.finish == nil && r.fast && r.extras > 0 && r.jobID != 0 && first[r.claim] == i && budget > 0 {
+			if extras == nil {
+				extras = &db.ExtrasRequest{Unlimited: d.unlimited}
+			}
+			n := min(r.extras, budget)
+			budget -= n
+			extras.JobIDs = append(extras.JobIDs, r.jobID)
+			extras.Counts = append(extras.Counts, int32(n))
+		}
+	}
 	now := time.Now()
-	tx, err := db.BeginTenant(ctx, d.pool, tenantID)
+	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	byJob := map[int64][]*db.ClaimCandidate{}
+	for k := range extra {
+		byJob[extra[k].JobID] = append(byJob[extra[k].JobID], &extra[k].Candidate)
+	}
+	moved := make(map[uuid.UUID]bool, len(finished))
+	for _, f := range finished {
+		moved[f.ID] = true
+	}
+	for _, i := range finishIdx {
+		out[i] = opRes{moved: moved[reqs[i].finish.ID]}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	res := make(map[int]claimRes, len(ids))
+	claimed := make(map[uuid.UUID]bool, len(fast))
+	for k := range fast {
+		c := &fast[k]
+		claimed[c.ID] = true
+		res[first[c.ID]] = claimRes{kind: claimClaimed, cand: c, resumed: c.HandoffState == db.HandoffSending,
+			lane: laneKey(tenantID, c.AccountID, c.ConversationID)}
+	}
+	if len(fast) < len(ids) {
+		var rest []uuid.UUID
+		for _, id := range ids {
+			if !claimed[id] {
+				rest = append(rest, id)
+			}
+		}
+		if err := d.claimLimited(ctx, tenantID, rest, first, res, now); err != nil {
+			return err
+		}
+	}
+	for _, i := range idx {
+		r := reqs[i]
+		if r.finish != nil {
+			continue
+		}
+		if first[r.claim] == i {
+			out[i] = opRes{claim: res[i], extras: byJob[r.jobID]}
+		} else {
+			// A duplicate of a row in this batch waits for its claimant.
+			out[i] = opRes{claim: claimRes{kind: claimWait, poll: true}}
+		}
+	}
+	return nil
+}
+
+// claimLimited claims rows that need rate-limit tokens, and says how long
+// the rows that cannot be claimed should wait.
+func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, first map[uuid.UUID]int, res map[int]claimRes, now time.Time) error {
+	tx, err := db.BeginDispatch(ctx, d.pool, tenantID)
+	if err != nil {
+		return err
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
 
 	cands, err := db.OutboxClaimCandidates(ctx, tx, tenantID, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	granted, denied, err := d.takeTokens(ctx, tx, tenantID, cands)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	marks := make([]db.MarkSending, len(granted))
 	for i, c := range granted {
@@ -99,7 +190,7 @@ func (d *Dispatcher) claimTenant(ctx context.Context, tenantID uuid.UUID, reqs [
 	var moved []uuid.UUID
 	if len(marks) > 0 {
 		if moved, err = db.OutboxMarkSending(ctx, tx, tenantID, d.cfg.lease(), marks); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	seen := make(map[uuid.UUID]bool, len(cands))
@@ -115,11 +206,11 @@ func (d *Dispatcher) claimTenant(ctx context.Context, tenantID uuid.UUID, reqs [
 	var probes []db.OutboxProbeResult
 	if len(rest) > 0 {
 		if probes, err = db.OutboxProbe(ctx, tx, tenantID, rest); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, err
+		return err
 	}
 
 	isMoved := make(map[uuid.UUID]bool, len(moved))
@@ -150,13 +241,7 @@ func (d *Dispatcher) claimTenant(ctx context.Context, tenantID uuid.UUID, reqs [
 			res[first[id]] = claimRes{kind: claimDone} // no such row (deleted or another tenant's)
 		}
 	}
-	// Duplicates of a row in this batch wait for its claimant.
-	for _, i := range idx {
-		if first[reqs[i].id] != i {
-			res[i] = claimRes{kind: claimWait, poll: true}
-		}
-	}
-	return res, nil
+	return nil
 }
 
 // probeWait turns the state of a row that could not be claimed into a
@@ -179,16 +264,12 @@ func probeWait(tenantID uuid.UUID, p db.OutboxProbeResult, now time.Time) claimR
 			}
 		}
 	}
-	switch p.BlockerState {
-	case db.HandoffQueued:
-		// An earlier message of the lane waits for its next attempt.
-		return claimRes{kind: claimWait, wait: max(p.BlockerNextAttemptAt.Sub(now), 0), poll: true, lane: lane}
-	case db.HandoffSending:
-		if p.BlockerLeaseUntil != nil {
-			if until := p.BlockerLeaseUntil.Sub(now); until > 2*time.Second {
-				// It waits out a long Retry-After (or its worker died).
-				return claimRes{kind: claimWait, wait: until, lane: lane}
-			}
+	if p.BlockerState != "" {
+		// An earlier message of the lane is waiting for its next attempt
+		// (or out a platform's Retry-After): come back then; or it is in
+		// flight: poll (its finish in this process wakes us).
+		if until := p.BlockerNextAttemptAt.Sub(now); until > 0 {
+			return claimRes{kind: claimWait, wait: until, poll: true, lane: lane}
 		}
 	}
 	// In flight: an earlier message of the lane being sent, or this row

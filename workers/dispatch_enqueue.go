@@ -21,9 +21,9 @@ func EnqueueOutbound(ctx context.Context, tx pgx.Tx, client *river.Client[pgx.Tx
 	params := make([]river.InsertManyParams, len(rows))
 	for i := range rows {
 		if rows[i].ID == uuid.Nil {
-			rows[i].ID = uuid.New()
+			rows[i].ID = db.NewOutboxID()
 		}
-		params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: rows[i].ID}}
+		params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: rows[i].ID, AccountID: rows[i].AccountID}}
 	}
 	jobs, err := client.InsertManyTx(ctx, tx, params)
 	if err != nil {

@@ -28,15 +28,15 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		d.deadLetter(tenantID, c, reason)
 		return fin, nil
 	}
-	if c.AccountStatus != db.AccountActive {
-		return dead("account is " + c.AccountStatus)
-	}
 	snd, err := d.senders.get(ctx, tenantID, c.AccountID)
 	if errors.Is(err, errAccountConfig) {
 		return dead(errorText(err))
 	}
 	if err != nil {
 		return fin, err
+	}
+	if snd.status != db.AccountActive {
+		return dead("account is " + snd.status)
 	}
 	msg, err := outboundMessage(c)
 	if err != nil {
@@ -58,11 +58,17 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		}
 	}
 
+	select {
+	case d.sends <- struct{}{}:
+	case <-ctx.Done():
+		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+	}
 	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
 	t0 := time.Now()
 	sent, err := call(sctx, msg)
 	elapsed := time.Since(t0)
 	cancel()
+	<-d.sends
 	if ctx.Err() != nil {
 		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
 	}
@@ -78,6 +84,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 	case err == nil:
 		fin.Outcome = db.OutcomeHandedOff
 		fin.ProviderMessageID = sent.ProviderMessageID
+		fin.AcceptProvider = db.ProviderRank(c.ProviderState) < db.ProviderRank(db.ProviderAccepted)
 		detail["provider_message_id"] = sent.ProviderMessageID
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID
@@ -110,8 +117,8 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		fin.Error = errorText(err)
 		detail["error"] = fin.Error
 		maxAttempts := d.cfg.MaxAttempts
-		if c.MaxAttempts != nil {
-			maxAttempts = int(*c.MaxAttempts)
+		if snd.maxAttempts != nil {
+			maxAttempts = int(*snd.maxAttempts)
 		}
 		if inSeries := c.AttemptNo - c.SeriesFirstAttempt + 1; inSeries >= maxAttempts {
 			fin.Outcome = db.OutcomeDead
@@ -176,48 +183,4 @@ func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
 		}
 	}
 	return msg, nil
-}
-
-type finishReq struct {
-	tenantID uuid.UUID
-	item     db.OutboxFinish
-}
-
-type finishRes struct {
-	moved bool
-	err   error
-}
-
-// runFinishes records a batch of outcomes, one transaction per tenant.
-func (d *Dispatcher) runFinishes(ctx context.Context, reqs []finishReq) ([]finishRes, error) {
-	out := make([]finishRes, len(reqs))
-	byTenant := map[uuid.UUID][]int{}
-	var order []uuid.UUID
-	for i, r := range reqs {
-		if _, ok := byTenant[r.tenantID]; !ok {
-			order = append(order, r.tenantID)
-		}
-		byTenant[r.tenantID] = append(byTenant[r.tenantID], i)
-	}
-	for _, t := range order {
-		idx := byTenant[t]
-		items := make([]db.OutboxFinish, len(idx))
-		for k, i := range idx {
-			items[k] = reqs[i].item
-		}
-		var moved []db.OutboxFinishResult
-		err := db.InTenantTx(ctx, d.pool, t, func(tx pgx.Tx) error {
-			var err error
-			moved, err = db.OutboxFinishBatch(ctx, tx, t, items)
-			return err
-		})
-		ok := make(map[uuid.UUID]bool, len(moved))
-		for _, m := range moved {
-			ok[m.ID] = true
-		}
-		for _, i := range idx {
-			out[i] = finishRes{moved: ok[reqs[i].item.ID], err: err}
-		}
-	}
-	return out, nil
 }

@@ -17,8 +17,8 @@ import (
 // OutboxSweepArgs runs the outbox sweeper: it enqueues a dispatch job for
 // every active outbox row that no live job will dispatch — a row put back
 // to work from SQL (mio.requeue), a job discarded after River-level
-// failures, or a job stuck on a crashed process — and prunes idle rate
-// buckets. It is what makes the outbox, not River, the source of truth.
+// failures, a job stuck on a crashed process, an attempt abandoned by its
+// worker — and prunes idle rate buckets. It is what makes the outbox, not River, the source of truth.
 type OutboxSweepArgs struct{}
 
 // Kind is the River job kind.
@@ -37,9 +37,11 @@ type OutboxSweepConfig struct {
 	// crashed process. Default 3m; keep it above the dispatch job timeout
 	// (Dispatcher.JobTimeout).
 	StuckAfter time.Duration
-	// BatchSize caps the rows enqueued per tenant and transaction.
-	// Default 1000.
+	// BatchSize caps the rows enqueued per tenant and sweep. Default 1000.
 	BatchSize int
+	// Grace: rows are looked at once due this long (sending rows once
+	// their lease ended this long ago). Default 10s.
+	Grace time.Duration
 }
 
 // OutboxSweepWorker sweeps.
@@ -57,6 +59,11 @@ func (w *OutboxSweepWorker) Work(ctx context.Context, _ *river.Job[OutboxSweepAr
 		return fmt.Errorf("list tenants: %w", err)
 	}
 	var errs []error
+	// Fresh statistics first: a fast-growing outbox must not be swept (or
+	// dispatched) on the plans of a nearly empty table.
+	if _, err := db.OutboxKeepStats(ctx, w.Pool); err != nil {
+		errs = append(errs, fmt.Errorf("outbox statistics: %w", err))
+	}
 	for _, t := range tenants {
 		if err := w.sweepTenant(ctx, client, t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("sweep tenant %s: %w", t.ID, err))
@@ -68,14 +75,11 @@ func (w *OutboxSweepWorker) Work(ctx context.Context, _ *river.Job[OutboxSweepAr
 // sweepTenant enqueues dispatch jobs for one tenant's orphaned rows and
 // prunes its idle rate buckets.
 func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID) error {
-	for {
-		n, err := SweepOutbox(ctx, w.Pool, client, tenantID, time.Now().Add(-w.Cfg.StuckAfter), w.Cfg.BatchSize)
-		if err != nil {
-			return err
-		}
-		if n < w.Cfg.BatchSize {
-			break
-		}
+	now := time.Now()
+	p := db.SweepParams{OverdueBefore: now.Add(-w.Cfg.Grace), ScanRows: 2 * w.Cfg.BatchSize,
+		StuckBefore: now.Add(-w.Cfg.StuckAfter), LeaseEndedBefore: now.Add(-w.Cfg.Grace), MaxRows: w.Cfg.BatchSize}
+	if _, err := SweepOutbox(ctx, w.Pool, client, tenantID, p); err != nil {
+		return err
 	}
 	return db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
 		_, err := db.RateBucketPrune(ctx, tx, tenantID, time.Now().Add(-time.Hour), 10_000)
@@ -83,20 +87,20 @@ func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Clien
 	})
 }
 
-// SweepOutbox enqueues, in one transaction, a dispatch job for at most
-// maxRows of the tenant's active outbox rows that have no live job (jobs
-// running since before stuckBefore count as lost), and returns how many.
-func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, stuckBefore time.Time, maxRows int) (int, error) {
+// SweepOutbox enqueues, in one transaction, a dispatch job for the
+// tenant's active outbox rows that no live job will dispatch (see
+// db.OutboxSweepCandidates), and returns how many.
+func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, p db.SweepParams) (int, error) {
 	n := 0
-	err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
-		rows, err := db.OutboxSweepCandidates(ctx, tx, tenantID, stuckBefore, maxRows)
+	err := db.InDispatchTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+		rows, err := db.OutboxSweepCandidates(ctx, tx, tenantID, p)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
 		params := make([]river.InsertManyParams, len(rows))
 		ids := make([]uuid.UUID, len(rows))
 		for i, r := range rows {
-			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: r.ID}}
+			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: r.ID, AccountID: r.AccountID}}
 			ids[i] = r.ID
 		}
 		res, err := client.InsertManyTx(ctx, tx, params)
@@ -123,6 +127,9 @@ func (s *Set) AddOutboxSweeper(pool *pgxpool.Pool, cfg OutboxSweepConfig) {
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 10 * time.Second
 	}
 	addWorker(s, &OutboxSweepWorker{Pool: pool, Cfg: cfg}, QueueMaintenance, 2)
 	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.Interval),

@@ -77,6 +77,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			return err
 		}
 	}
+	// Outbound sends reuse connections: the standard transport keeps 2 idle
+	// connections per host, so concurrent sends to one platform would
+	// reconnect for nearly every message.
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 512
+	}
 	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
 	store, err := openBlob(ctx, cfg)
 	if err != nil {

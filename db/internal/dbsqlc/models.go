@@ -196,6 +196,7 @@ type MioOutbox struct {
 	Attachments        []byte
 	EditOf             *uuid.UUID
 	HandoffState       string
+	Active             pgtype.Bool
 	ProviderState      string
 	AttemptNo          int32
 	Series             int32
@@ -205,6 +206,7 @@ type MioOutbox struct {
 	LeaseUntil         *time.Time
 	JobID              pgtype.Int8
 	ProviderMessageID  *string
+	Receipts           bool
 	LastError          *string
 	ReceiptDueAt       *time.Time
 	CreatedAt          time.Time

@@ -137,30 +137,34 @@ func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg *DeadLette
 }
 
 const OutboxClaimCandidates = `-- name: OutboxClaimCandidates :many
-SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
-       o.attachments, o.edit_of, o.handoff_state, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
-       a.status AS account_status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts,
-       orig.provider_message_id AS edit_provider_message_id
-FROM mio.outbox AS o
-JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
-LEFT JOIN mio.outbox AS orig ON orig.tenant_id = o.tenant_id AND orig.id = o.edit_of
-WHERE o.tenant_id = $1
-  AND o.id = ANY ($2::uuid[])
-  AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
-       OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
-  AND NOT EXISTS (
-      SELECT 1 FROM mio.outbox AS p
-      WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
-        AND p.conversation_id = o.conversation_id
-        AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
-  )
-ORDER BY o.seq
-FOR NO KEY UPDATE OF o SKIP LOCKED
+SELECT c.id, c.account_id, c.channel_type, c.conversation_id, c.thread_id, c.text, c.rich_content,
+       c.attachments, c.edit_of, c.handoff_state, c.attempt_no, c.series_first_attempt, c.attempts, c.created_at,
+       c.provider_state, c.account_status, c.rate_limit_per_sec, c.rate_limit_burst, c.max_attempts, c.edit_provider_message_id
+FROM unnest($1::uuid[]) AS i(id)
+CROSS JOIN LATERAL (
+    SELECT o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
+           o.attachments, o.edit_of, o.handoff_state, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
+           o.provider_state, a.status AS account_status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts,
+           orig.provider_message_id AS edit_provider_message_id
+    FROM mio.outbox AS o
+    JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
+    LEFT JOIN mio.outbox AS orig ON orig.tenant_id = o.tenant_id AND orig.id = o.edit_of
+    WHERE o.tenant_id = $2 AND o.id = i.id
+      AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
+           OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
+      AND (SELECT 1 FROM mio.outbox AS p
+           WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+             AND p.conversation_id = o.conversation_id
+             AND p.active AND p.seq < o.seq
+           LIMIT 1) IS NULL
+    FOR NO KEY UPDATE OF o SKIP LOCKED
+) AS c
+ORDER BY c.seq
 `
 
 type OutboxClaimCandidatesParams struct {
-	TenantID uuid.UUID
 	Ids      []uuid.UUID
+	TenantID uuid.UUID
 }
 
 type OutboxClaimCandidatesRow struct {
@@ -178,6 +182,7 @@ type OutboxClaimCandidatesRow struct {
 	SeriesFirstAttempt    int32
 	Attempts              int32
 	CreatedAt             time.Time
+	ProviderState         string
 	AccountStatus         string
 	RateLimitPerSec       *float64
 	RateLimitBurst        *int32
@@ -188,9 +193,12 @@ type OutboxClaimCandidatesRow struct {
 // Locks the rows among ids that can be sent now: queued and due, or
 // sending with an expired lease (a crashed or rate-limited attempt, resumed
 // with the same attempt number), and first of their (account,
-// conversation) lane. Rows locked by another claim are skipped.
+// conversation) lane. Rows locked by another claim are skipped. Each id is
+// looked up on its own (a LATERAL probe of the primary key, the lane
+// check a sub-plan on the lane index), so the plan stays right whatever
+// the statistics of a fast-growing outbox say.
 func (q *Queries) OutboxClaimCandidates(ctx context.Context, db DBTX, arg *OutboxClaimCandidatesParams) ([]OutboxClaimCandidatesRow, error) {
-	rows, err := db.Query(ctx, OutboxClaimCandidates, arg.TenantID, arg.Ids)
+	rows, err := db.Query(ctx, OutboxClaimCandidates, arg.Ids, arg.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -213,10 +221,115 @@ func (q *Queries) OutboxClaimCandidates(ctx context.Context, db DBTX, arg *Outbo
 			&i.SeriesFirstAttempt,
 			&i.Attempts,
 			&i.CreatedAt,
+			&i.ProviderState,
 			&i.AccountStatus,
 			&i.RateLimitPerSec,
 			&i.RateLimitBurst,
 			&i.MaxAttempts,
+			&i.EditProviderMessageID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const OutboxClaimFast = `-- name: OutboxClaimFast :many
+WITH upd AS (
+    UPDATE mio.outbox AS o
+    SET handoff_state = 'sending',
+        attempts = o.attempts + CASE WHEN o.handoff_state = 'queued' THEN 1 ELSE 0 END,
+        lease_until = now() + make_interval(secs => $2::float8),
+        updated_at = now()
+    WHERE o.tenant_id = $1 AND o.id = ANY ($3::uuid[])
+      AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
+           OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
+      AND (SELECT 1 FROM mio.outbox AS p
+           WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+             AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+           LIMIT 1) IS NULL
+    RETURNING o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text, o.rich_content,
+              o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.attempts, o.created_at,
+              o.provider_state,
+              -- the statement's snapshot: the state before this update
+              (SELECT x.handoff_state FROM mio.outbox AS x WHERE x.tenant_id = o.tenant_id AND x.id = o.id) AS prior_state
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT $1::uuid, upd.id, CASE WHEN upd.prior_state = 'queued' THEN 'sending' ELSE 'resumed' END,
+           'handoff', 'sending', upd.attempt_no
+    FROM upd
+)
+SELECT upd.id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id, upd.text, upd.rich_content,
+       upd.attachments, upd.edit_of, upd.prior_state::text AS prior_state, upd.attempt_no, upd.series_first_attempt,
+       upd.attempts, upd.created_at, upd.provider_state,
+       coalesce(CASE WHEN upd.edit_of IS NULL THEN NULL
+                     ELSE (SELECT orig.provider_message_id FROM mio.outbox AS orig
+                           WHERE orig.tenant_id = $1 AND orig.id = upd.edit_of) END, '')::text AS edit_provider_message_id
+FROM upd
+ORDER BY upd.seq
+`
+
+type OutboxClaimFastParams struct {
+	TenantID     uuid.UUID
+	LeaseSeconds float64
+	Ids          []uuid.UUID
+}
+
+type OutboxClaimFastRow struct {
+	ID                    uuid.UUID
+	AccountID             uuid.UUID
+	ChannelType           string
+	ConversationID        string
+	ThreadID              string
+	Text                  string
+	RichContent           []byte
+	Attachments           []byte
+	EditOf                *uuid.UUID
+	PriorState            string
+	AttemptNo             int32
+	SeriesFirstAttempt    int32
+	Attempts              int32
+	CreatedAt             time.Time
+	ProviderState         string
+	EditProviderMessageID string
+}
+
+// The common case in one statement: moves the rows among ids that can be
+// sent now to sending under a lease of lease_seconds and records their
+// events: queued and due, or sending with an expired lease (resumed with
+// the same attempt number), and first of their (account, conversation)
+// lane. The caller has checked that these rows need no rate-limit token.
+// A row another transaction holds is waited for, then re-checked.
+func (q *Queries) OutboxClaimFast(ctx context.Context, db DBTX, arg *OutboxClaimFastParams) ([]OutboxClaimFastRow, error) {
+	rows, err := db.Query(ctx, OutboxClaimFast, arg.TenantID, arg.LeaseSeconds, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboxClaimFastRow
+	for rows.Next() {
+		var i OutboxClaimFastRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.ChannelType,
+			&i.ConversationID,
+			&i.ThreadID,
+			&i.Text,
+			&i.RichContent,
+			&i.Attachments,
+			&i.EditOf,
+			&i.PriorState,
+			&i.AttemptNo,
+			&i.SeriesFirstAttempt,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.ProviderState,
 			&i.EditProviderMessageID,
 		); err != nil {
 			return nil, err
@@ -279,7 +392,8 @@ WITH input AS (
            unnest($5::text[]) AS error,
            unnest($6::bigint[]) AS delay_ms,
            unnest($7::bigint[]) AS receipt_timeout_ms,
-           unnest($8::text[]) AS detail
+           unnest($8::text[]) AS detail,
+           unnest($9::bool[]) AS accept
 ),
 upd AS (
     UPDATE mio.outbox AS o
@@ -299,23 +413,22 @@ upd AS (
         dead_at = CASE WHEN input.outcome = 'dead' THEN now() ELSE o.dead_at END,
         receipt_due_at = CASE WHEN input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0
                               THEN now() + input.receipt_timeout_ms * interval '1 millisecond' ELSE o.receipt_due_at END,
+        receipts = o.receipts OR (input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0),
         updated_at = now()
-    FROM input, mio.outbox AS prev
-    WHERE o.tenant_id = $9 AND o.id = input.id
-      AND prev.tenant_id = $9 AND prev.id = input.id
+    FROM input
+    WHERE o.tenant_id = $10 AND o.id = ANY ($1::uuid[]) AND o.id = input.id
       AND o.handoff_state = 'sending' AND o.attempt_no = input.attempt_no
-    RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, prev.provider_state AS prev_provider_state,
-              input.outcome, input.detail, o.handed_off_at
+    RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, input.outcome, input.detail, input.accept
 ),
 ev AS (
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no, detail)
-    SELECT $9::uuid, upd.id, upd.outcome, 'handoff', upd.handoff_state, upd.attempt_no,
+    SELECT $10::uuid, upd.id, upd.outcome, 'handoff', upd.handoff_state, upd.attempt_no,
            nullif(upd.detail, '')::jsonb
     FROM upd
     UNION ALL
-    SELECT $9::uuid, upd.id, 'accepted', 'provider', upd.provider_state, upd.attempt_no, NULL
+    SELECT $10::uuid, upd.id, 'accepted', 'provider', upd.provider_state, upd.attempt_no, NULL
     FROM upd
-    WHERE upd.outcome = 'handed_off' AND upd.provider_state <> upd.prev_provider_state
+    WHERE upd.outcome = 'handed_off' AND upd.accept
 )
 SELECT upd.id, upd.attempt_no, upd.handoff_state, upd.outcome::text AS outcome FROM upd
 `
@@ -329,6 +442,7 @@ type OutboxFinishBatchParams struct {
 	DelaysMs           []int64
 	ReceiptTimeoutsMs  []int64
 	Details            []string
+	Accepts            []bool
 	TenantID           uuid.UUID
 }
 
@@ -341,7 +455,8 @@ type OutboxFinishBatchRow struct {
 
 // Records the outcome of sending attempts, compare-and-set on the
 // attempt: only a row still sending that attempt moves. Outcomes:
-// handed_off (provider accepted; provider_state at least accepted),
+// handed_off (provider accepted; provider_state at least accepted, the
+// provider event recorded when accepts says the row was unknown),
 // retry (queued as the next attempt after delay_ms), dead, and
 // rate_limited (the platform asked to wait delay_ms: the attempt keeps
 // its number and is not counted again; its lease is extended until then).
@@ -355,6 +470,7 @@ func (q *Queries) OutboxFinishBatch(ctx context.Context, db DBTX, arg *OutboxFin
 		arg.DelaysMs,
 		arg.ReceiptTimeoutsMs,
 		arg.Details,
+		arg.Accepts,
 		arg.TenantID,
 	)
 	if err != nil {
@@ -381,7 +497,7 @@ func (q *Queries) OutboxFinishBatch(ctx context.Context, db DBTX, arg *OutboxFin
 }
 
 const OutboxGet = `-- name: OutboxGet :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = $2
 `
 
 type OutboxGetParams struct {
@@ -407,6 +523,7 @@ func (q *Queries) OutboxGet(ctx context.Context, db DBTX, arg *OutboxGetParams) 
 		&i.Attachments,
 		&i.EditOf,
 		&i.HandoffState,
+		&i.Active,
 		&i.ProviderState,
 		&i.AttemptNo,
 		&i.Series,
@@ -416,6 +533,7 @@ func (q *Queries) OutboxGet(ctx context.Context, db DBTX, arg *OutboxGetParams) 
 		&i.LeaseUntil,
 		&i.JobID,
 		&i.ProviderMessageID,
+		&i.Receipts,
 		&i.LastError,
 		&i.ReceiptDueAt,
 		&i.CreatedAt,
@@ -428,7 +546,7 @@ func (q *Queries) OutboxGet(ctx context.Context, db DBTX, arg *OutboxGetParams) 
 }
 
 const OutboxGetByKey = `-- name: OutboxGetByKey :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type OutboxGetByKeyParams struct {
@@ -454,6 +572,7 @@ func (q *Queries) OutboxGetByKey(ctx context.Context, db DBTX, arg *OutboxGetByK
 		&i.Attachments,
 		&i.EditOf,
 		&i.HandoffState,
+		&i.Active,
 		&i.ProviderState,
 		&i.AttemptNo,
 		&i.Series,
@@ -463,6 +582,7 @@ func (q *Queries) OutboxGetByKey(ctx context.Context, db DBTX, arg *OutboxGetByK
 		&i.LeaseUntil,
 		&i.JobID,
 		&i.ProviderMessageID,
+		&i.Receipts,
 		&i.LastError,
 		&i.ReceiptDueAt,
 		&i.CreatedAt,
@@ -568,21 +688,32 @@ func (q *Queries) OutboxInsertBatch(ctx context.Context, db DBTX, arg *OutboxIns
 	return items, nil
 }
 
+const OutboxKeepStats = `-- name: OutboxKeepStats :one
+SELECT mio.outbox_keep_stats()::bool AS analyzed
+`
+
+func (q *Queries) OutboxKeepStats(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, OutboxKeepStats)
+	var analyzed bool
+	err := row.Scan(&analyzed)
+	return analyzed, err
+}
+
 const OutboxList = `-- name: OutboxList :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox AS o
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox AS o
 WHERE o.tenant_id = $1
-  AND ($2::bigint = 0 OR o.seq < $2::bigint)
+  AND ($2::uuid = '00000000-0000-0000-0000-000000000000'::uuid OR o.id < $2::uuid)
   AND ($3::text IS NULL OR o.handoff_state = $3::text)
   AND ($4::text IS NULL OR o.provider_state = $4::text)
   AND ($5::uuid IS NULL OR o.account_id = $5::uuid)
   AND ($6::text IS NULL OR o.conversation_id = $6::text)
-ORDER BY o.seq DESC
+ORDER BY o.id DESC
 LIMIT $7
 `
 
 type OutboxListParams struct {
 	TenantID       uuid.UUID
-	BeforeSeq      int64
+	BeforeID       uuid.UUID
 	HandoffState   *string
 	ProviderState  *string
 	AccountID      *uuid.UUID
@@ -590,11 +721,12 @@ type OutboxListParams struct {
 	MaxRows        int32
 }
 
-// Newest first, keyset-paged on seq (before_seq 0: from the newest).
+// Newest first, keyset-paged on the (time-ordered) id: rows with an id
+// below before_id (uuid.Nil: from the newest).
 func (q *Queries) OutboxList(ctx context.Context, db DBTX, arg *OutboxListParams) ([]MioOutbox, error) {
 	rows, err := db.Query(ctx, OutboxList,
 		arg.TenantID,
-		arg.BeforeSeq,
+		arg.BeforeID,
 		arg.HandoffState,
 		arg.ProviderState,
 		arg.AccountID,
@@ -623,6 +755,7 @@ func (q *Queries) OutboxList(ctx context.Context, db DBTX, arg *OutboxListParams
 			&i.Attachments,
 			&i.EditOf,
 			&i.HandoffState,
+			&i.Active,
 			&i.ProviderState,
 			&i.AttemptNo,
 			&i.Series,
@@ -632,6 +765,7 @@ func (q *Queries) OutboxList(ctx context.Context, db DBTX, arg *OutboxListParams
 			&i.LeaseUntil,
 			&i.JobID,
 			&i.ProviderMessageID,
+			&i.Receipts,
 			&i.LastError,
 			&i.ReceiptDueAt,
 			&i.CreatedAt,
@@ -661,7 +795,8 @@ upd AS (
     SET handoff_state = 'sending', attempts = o.attempts + input.count,
         lease_until = now() + make_interval(secs => $4::float8), updated_at = now()
     FROM input
-    WHERE o.tenant_id = $5 AND o.id = input.id AND o.handoff_state IN ('queued', 'sending')
+    WHERE o.tenant_id = $5 AND o.id = ANY ($1::uuid[]) AND o.id = input.id
+      AND o.handoff_state IN ('queued', 'sending')
     RETURNING o.id, o.attempt_no, o.attempts, input.event
 ),
 ev AS (
@@ -719,22 +854,22 @@ SELECT o.id, o.account_id, o.conversation_id, o.handoff_state, o.next_attempt_at
        coalesce(b.handoff_state, '')::text AS blocker_state,
        coalesce(b.next_attempt_at, o.next_attempt_at)::timestamptz AS blocker_next_attempt_at,
        b.lease_until AS blocker_lease_until
-FROM mio.outbox AS o
+FROM unnest($1::uuid[]) AS i(id)
+JOIN mio.outbox AS o ON o.tenant_id = $2 AND o.id = i.id AND o.id = ANY ($1::uuid[])
 LEFT JOIN LATERAL (
     SELECT p.handoff_state, p.next_attempt_at, p.lease_until
     FROM mio.outbox AS p
     WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
       AND p.conversation_id = o.conversation_id
-      AND p.handoff_state IN ('queued', 'sending') AND p.seq < o.seq
+      AND p.active AND p.seq < o.seq
     ORDER BY p.seq
     LIMIT 1
 ) AS b ON true
-WHERE o.tenant_id = $1 AND o.id = ANY ($2::uuid[])
 `
 
 type OutboxProbeParams struct {
-	TenantID uuid.UUID
 	Ids      []uuid.UUID
+	TenantID uuid.UUID
 }
 
 type OutboxProbeRow struct {
@@ -752,7 +887,7 @@ type OutboxProbeRow struct {
 // Why rows were not claimed: their state, when they are due, and the
 // state of the first active row ahead of them in their lane.
 func (q *Queries) OutboxProbe(ctx context.Context, db DBTX, arg *OutboxProbeParams) ([]OutboxProbeRow, error) {
-	rows, err := db.Query(ctx, OutboxProbe, arg.TenantID, arg.Ids)
+	rows, err := db.Query(ctx, OutboxProbe, arg.Ids, arg.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -824,7 +959,7 @@ func (q *Queries) OutboxResend(ctx context.Context, db DBTX, arg *OutboxResendPa
 const OutboxSetJobs = `-- name: OutboxSetJobs :exec
 UPDATE mio.outbox AS o SET job_id = input.job_id
 FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::bigint[]) AS job_id) AS input
-WHERE o.tenant_id = $1 AND o.id = input.id
+WHERE o.tenant_id = $1 AND o.id = ANY ($2::uuid[]) AND o.id = input.id
 `
 
 type OutboxSetJobsParams struct {
@@ -839,20 +974,28 @@ func (q *Queries) OutboxSetJobs(ctx context.Context, db DBTX, arg *OutboxSetJobs
 }
 
 const OutboxSweepCandidates = `-- name: OutboxSweepCandidates :many
-SELECT o.id, o.account_id, o.channel_type, o.conversation_id
-FROM mio.outbox AS o
-WHERE o.tenant_id = $1
-  AND o.handoff_state IN ('queued', 'sending')
-  AND NOT mio.dispatch_job_live(o.job_id, $2::timestamptz)
-ORDER BY o.seq
-LIMIT $3
-FOR NO KEY UPDATE OF o SKIP LOCKED
+SELECT c.id, c.account_id, c.channel_type, c.conversation_id
+FROM (
+    SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id, o.handoff_state, o.lease_until
+    FROM mio.outbox AS o
+    WHERE o.tenant_id = $1 AND o.active
+      AND (o.job_id IS NULL OR o.next_attempt_at < $2::timestamptz)
+    ORDER BY o.next_attempt_at
+    LIMIT $3::int
+) AS c
+WHERE c.job_id IS NULL
+   OR NOT mio.dispatch_job_live(c.job_id, $4::timestamptz)
+   OR (c.handoff_state = 'sending' AND c.lease_until < $5::timestamptz)
+LIMIT $6
 `
 
 type OutboxSweepCandidatesParams struct {
-	TenantID    uuid.UUID
-	StuckBefore time.Time
-	MaxRows     int32
+	TenantID         uuid.UUID
+	OverdueBefore    time.Time
+	ScanRows         int32
+	StuckBefore      time.Time
+	LeaseEndedBefore time.Time
+	MaxRows          int32
 }
 
 type OutboxSweepCandidatesRow struct {
@@ -862,12 +1005,22 @@ type OutboxSweepCandidatesRow struct {
 	ConversationID string
 }
 
-// Active rows of the tenant that no live River job will dispatch: queued
-// rows whose job is gone (requeued from SQL, a lost job) and rows whose
-// job runs since before stuck_before (its process crashed). Locked so two
-// sweeps never enqueue the same row twice.
+// Active rows of the tenant that no live River job will dispatch: rows
+// put back to work from SQL (no job), rows whose job is gone or runs
+// since before stuck_before (its process crashed), and sending rows whose
+// lease ended before lease_ended_before (their worker gave up). Only rows
+// without a job or overdue (due before overdue_before) are looked at, at
+// most scan_rows of them, oldest due first, so a sweep stays cheap
+// whatever the backlog.
 func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *OutboxSweepCandidatesParams) ([]OutboxSweepCandidatesRow, error) {
-	rows, err := db.Query(ctx, OutboxSweepCandidates, arg.TenantID, arg.StuckBefore, arg.MaxRows)
+	rows, err := db.Query(ctx, OutboxSweepCandidates,
+		arg.TenantID,
+		arg.OverdueBefore,
+		arg.ScanRows,
+		arg.StuckBefore,
+		arg.LeaseEndedBefore,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,138 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// The dispatcher's hot statements as whole transactions in ONE network
+// round trip each: BEGIN, the tenant, the statements, COMMIT, pipelined.
+// Any failure rolls the whole transaction back. Statements are planned
+// for their actual parameters, without JIT (see BeginDispatch).
+
+// OutboxFinishAndClaimCommit, in one transaction and one round trip,
+// records attempts' outcomes (OutboxFinishBatch), then claims, among
+// claimIDs, the rows that can be sent now (OutboxClaimFast: the caller
+// has checked they need no rate-limit token), then, when extras is set,
+// more rows for the requesting jobs (mio.dispatch_claim_extras), all
+// moved to sending under a lease. Finishing first lets a message claim
+// its lane the moment the message before it is handed off. Every part may
+// be empty. Claimed candidates carry no account fields; HandoffState is
+// the state before the claim (sending: a resumed attempt).
+func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, finishes []OutboxFinish,
+	claimIDs []uuid.UUID, lease time.Duration, extras *ExtrasRequest) ([]OutboxFinishResult, []ClaimCandidate, []ExtraClaim, error) {
+	var finished []OutboxFinishResult
+	var claimed []ClaimCandidate
+	var extra []ExtraClaim
+	err := pipelineTx(ctx, pool, tenantID, func(b *pgx.Batch) {
+		if len(finishes) > 0 {
+			p := finishParams(tenantID, finishes)
+			b.Queue(dbsqlc.OutboxFinishBatch, p.Ids, p.AttemptNos, p.Outcomes, p.ProviderMessageIds, p.Errors,
+				p.DelaysMs, p.ReceiptTimeoutsMs, p.Details, p.Accepts, p.TenantID).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var r dbsqlc.OutboxFinishBatchRow
+					if err := rows.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome); err != nil {
+						return err
+					}
+					finished = append(finished, OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo),
+						HandoffState: r.HandoffState, Outcome: r.Outcome})
+				}
+				return rows.Err()
+			})
+		}
+		if len(claimIDs) > 0 {
+			b.Queue(dbsqlc.OutboxClaimFast, tenantID, lease.Seconds(), claimIDs).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var r dbsqlc.OutboxClaimFastRow
+					if err := rows.Scan(&r.ID, &r.AccountID, &r.ChannelType, &r.ConversationID, &r.ThreadID, &r.Text,
+						&r.RichContent, &r.Attachments, &r.EditOf, &r.PriorState, &r.AttemptNo, &r.SeriesFirstAttempt,
+						&r.Attempts, &r.CreatedAt, &r.ProviderState, &r.EditProviderMessageID); err != nil {
+						return err
+					}
+					claimed = append(claimed, ClaimCandidate{
+						ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
+						ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
+						EditOf: r.EditOf, HandoffState: r.PriorState, AttemptNo: int(r.AttemptNo),
+						SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
+						ProviderState: r.ProviderState, EditProviderMessageID: r.EditProviderMessageID,
+					})
+				}
+				return rows.Err()
+			})
+		}
+		if extras != nil && len(extras.JobIDs) > 0 {
+			b.Queue(`SELECT id, job_id, account_id, channel_type, conversation_id, thread_id, text, rich_content,
+				attachments, edit_of, attempt_no, series_first_attempt, created_at, provider_state, edit_provider_message_id
+				FROM mio.dispatch_claim_extras($1, $2, $3, $4, $5)`,
+				tenantID, extras.JobIDs, extras.Counts, extras.Unlimited, lease.Seconds()).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var e ExtraClaim
+					c := &e.Candidate
+					if err := rows.Scan(&c.ID, &e.JobID, &c.AccountID, &c.ChannelType, &c.ConversationID, &c.ThreadID,
+						&c.Text, &c.RichContent, &c.Attachments, &c.EditOf, &c.AttemptNo, &c.SeriesFirstAttempt,
+						&c.CreatedAt, &c.ProviderState, &c.EditProviderMessageID); err != nil {
+						return err
+					}
+					c.HandoffState = HandoffQueued
+					extra = append(extra, e)
+				}
+				return rows.Err()
+			})
+		}
+	})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("finish and claim: %w", err)
+	}
+	return finished, claimed, extra, nil
+}
+
+// ExtrasRequest asks running dispatch jobs to take over more rows (see
+// mio.dispatch_claim_extras): Counts[i] rows for job JobIDs[i], of
+// channels Unlimited.
+type ExtrasRequest struct {
+	JobIDs    []int64
+	Counts    []int32
+	Unlimited []string
+}
+
+// ExtraClaim is a row claimed for the running dispatch job JobID, whose
+// own job was deleted.
+type ExtraClaim struct {
+	JobID     int64
+	Candidate ClaimCandidate
+}
+
+// pipelineTx sends BEGIN, the tenant settings, the statements queue adds
+// and COMMIT as one batch.
+func pipelineTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, queue func(b *pgx.Batch)) error {
+	if tenantID == uuid.Nil {
+		return ErrNoTenant
+	}
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('app.current_tenant_id', $1, true), set_config('plan_cache_mode', 'force_custom_plan', true), "+
+		"set_config('jit', 'off', true)", tenantID.String())
+	queue(b)
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		// A batch that failed midway leaves the session in an aborted
+		// transaction (or the connection broken): nothing of it survives.
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		cancel()
+		return translate(err)
+	}
+	return nil
+}

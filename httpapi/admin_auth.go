@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db"
+)
+
+// Admin token roles: a viewer reads, an operator also changes things.
+const (
+	AdminRoleViewer   = "viewer"
+	AdminRoleOperator = "operator"
+)
+
+// AdminPrincipal is the authenticated caller of an admin request.
+type AdminPrincipal struct {
+	TokenID uuid.UUID
+	Name    string
+	Roles   []string
+}
+
+type adminPrincipalKey struct{}
+
+func adminPrincipalFrom(ctx context.Context) *AdminPrincipal {
+	p, _ := ctx.Value(adminPrincipalKey{}).(*AdminPrincipal)
+	return p
+}
+
+// adminTokens caches authenticated admin tokens (by sha-256) briefly; a
+// revoked token stops working within the TTL.
+type adminTokens struct {
+	mu sync.Mutex
+	m  map[[32]byte]adminTokenEntry
+}
+
+type adminTokenEntry struct {
+	p       *AdminPrincipal
+	expires time.Time
+}
+
+const adminTokenTTL = 5 * time.Second
+
+// adminAuth requires an admin bearer token holding one of roles: 401 when
+// it is missing, unknown or revoked, 403 when it lacks the role. An
+// operator may do everything a viewer may.
+func (s *Server) adminAuth(roles ...string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			token = strings.TrimSpace(token)
+			if !ok || token == "" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mio-admin"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "missing admin bearer token")
+				return
+			}
+			p, err := s.adminPrincipal(r.Context(), token)
+			switch {
+			case errors.Is(err, db.ErrBadToken):
+				writeError(w, http.StatusUnauthorized, "unauthorized", "invalid or revoked admin token")
+				return
+			case err != nil:
+				s.dbError(w, "admin authenticate", err)
+				return
+			}
+			allowed := false
+			for _, role := range roles {
+				allowed = allowed || slices.Contains(p.Roles, role) ||
+					(role == AdminRoleViewer && slices.Contains(p.Roles, AdminRoleOperator))
+			}
+			if !allowed {
+				writeError(w, http.StatusForbidden, "forbidden", "admin token lacks role "+strings.Join(roles, " or "))
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminPrincipalKey{}, p)))
+		})
+	}
+}
+
+func (s *Server) adminPrincipal(ctx context.Context, token string) (*AdminPrincipal, error) {
+	sum := sha256.Sum256([]byte(token))
+	now := time.Now()
+	s.adminTokens.mu.Lock()
+	e, ok := s.adminTokens.m[sum]
+	s.adminTokens.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.p, nil
+	}
+	tok, err := db.AdminTokenAuthenticate(ctx, s.pool, token)
+	if err != nil {
+		return nil, err
+	}
+	p := &AdminPrincipal{TokenID: tok.ID, Name: tok.Name, Roles: tok.Roles}
+	s.adminTokens.mu.Lock()
+	if s.adminTokens.m == nil || len(s.adminTokens.m) > 1000 {
+		s.adminTokens.m = map[[32]byte]adminTokenEntry{}
+	}
+	s.adminTokens.m[sum] = adminTokenEntry{p: p, expires: now.Add(adminTokenTTL)}
+	s.adminTokens.mu.Unlock()
+	return p, nil
+}
+
+// audit records an admin mutation in the log (the audit trail).
+func (s *Server) audit(r *http.Request, action string, attrs ...any) {
+	p := adminPrincipalFrom(r.Context())
+	args := []any{"audit", true, "action", action}
+	if p != nil {
+		args = append(args, "admin_token_id", p.TokenID, "admin_token_name", p.Name)
+	}
+	s.log.Info("admin action", append(args, attrs...)...)
+}

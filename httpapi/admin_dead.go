@@ -1,0 +1,156 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+)
+
+// deadLetterPage is the answer to GET /admin/v1/dead-letters.
+type deadLetterPage struct {
+	Items []*db.DeadLetter `json:"items"`
+}
+
+// deadLetterQuery reads the optional tenant_id of an admin request.
+func deadLetterTenant(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+	v := r.URL.Query().Get("tenant_id")
+	if v == "" {
+		return uuid.Nil, true
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "tenant_id must be a UUID")
+		return uuid.Nil, false
+	}
+	return id, true
+}
+
+// adminDeadList answers GET /admin/v1/dead-letters?tenant_id=&kind=
+// &channel_type=&limit=: dead letters (mio.dead_letters), newest first,
+// of one tenant or all.
+func (s *Server) adminDeadList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		switch k {
+		case "tenant_id", "kind", "channel_type", "limit":
+		default:
+			writeError(w, http.StatusBadRequest, "bad_request", "unknown query parameter "+strconv.Quote(k))
+			return
+		}
+	}
+	tenantID, ok := deadLetterTenant(w, r)
+	if !ok {
+		return
+	}
+	p := db.DeadLetterListParams{Kind: q.Get("kind"), ChannelType: q.Get("channel_type"), Limit: 100}
+	switch p.Kind {
+	case "", db.DeadLetterOutbound, db.DeadLetterConsumer, "attachment":
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", "kind: want outbound, consumer or attachment")
+		return
+	}
+	if p.ChannelType != "" && !validChannelType(p.ChannelType) {
+		writeError(w, http.StatusBadRequest, "bad_request", "channel_type: unknown channel")
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "bad_request", "limit: want 1 to 1000")
+			return
+		}
+		p.Limit = n
+	}
+	items, err := db.DeadLettersList(r.Context(), s.pool, tenantID, p)
+	if err != nil {
+		s.dbError(w, "list dead letters", err)
+		return
+	}
+	if items == nil {
+		items = []*db.DeadLetter{}
+	}
+	writeJSON(w, http.StatusOK, deadLetterPage{Items: items})
+}
+
+// adminDeadShow answers GET /admin/v1/dead-letters/{id}[?tenant_id=]:
+// the dead letters with this id (a message can be dead for several
+// consumers) and, for an outbound message, its event timeline.
+func (s *Server) adminDeadShow(w http.ResponseWriter, r *http.Request) {
+	id, tenantID, ok := s.deadLetterTarget(w, r)
+	if !ok {
+		return
+	}
+	items, err := db.DeadLettersFind(r.Context(), s.pool, tenantID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no such dead letter")
+		return
+	}
+	if err != nil {
+		s.dbError(w, "show dead letter", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deadLetterPage{Items: items})
+}
+
+// adminDeadRequeue answers POST /admin/v1/dead-letters/{id}/requeue: it
+// calls mio.requeue(id), exactly what an operator does from SQL.
+func (s *Server) adminDeadRequeue(w http.ResponseWriter, r *http.Request) {
+	s.adminDeadApply(w, r, "requeue", db.DeadLettersRequeue)
+}
+
+// adminDeadDiscard answers POST /admin/v1/dead-letters/{id}/discard: it
+// calls mio.discard(id).
+func (s *Server) adminDeadDiscard(w http.ResponseWriter, r *http.Request) {
+	s.adminDeadApply(w, r, "discard", db.DeadLettersDiscard)
+}
+
+type deadLetterChanged struct {
+	ID    uuid.UUID `json:"id"`
+	Items int       `json:"items"`
+}
+
+func (s *Server) adminDeadApply(w http.ResponseWriter, r *http.Request, action string,
+	fn func(ctx context.Context, pool *pgxpool.Pool, tenantID, id uuid.UUID) (int, error)) {
+	id, tenantID, ok := s.deadLetterTarget(w, r)
+	if !ok {
+		return
+	}
+	n, err := fn(r.Context(), s.pool, tenantID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, http.StatusNotFound, "not_found", "no such dead letter")
+		return
+	}
+	if err != nil {
+		s.dbError(w, action+" dead letter", err)
+		return
+	}
+	s.audit(r, "dead_letter."+action, "id", id, "items", n)
+	writeJSON(w, http.StatusOK, deadLetterChanged{ID: id, Items: n})
+}
+
+func (s *Server) deadLetterTarget(w http.ResponseWriter, r *http.Request) (uuid.UUID, uuid.UUID, bool) {
+	id, err := uuid.Parse(chi.URLParam(r, "id"))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", "dead letter id must be a UUID")
+		return uuid.Nil, uuid.Nil, false
+	}
+	tenantID, ok := deadLetterTenant(w, r)
+	return id, tenantID, ok
+}
+
+func validChannelType(ct string) bool {
+	for _, c := range envelope.ChannelTypes() {
+		if c == ct {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,21 @@
+package workers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+)
+
+// ClaimOnly claims a row as a worker does and then forgets it, like a
+// process that crashed mid-send.
+func (d *Dispatcher) ClaimOnly(ctx context.Context, tenantID, id uuid.UUID) error {
+	res, err := d.ops.do(ctx, opReq{tenantID: tenantID, claim: id})
+	if err == nil {
+		err = res.err
+	}
+	if err == nil && res.claim.kind != claimClaimed {
+		err = fmt.Errorf("not claimed (kind %d)", res.claim.kind)
+	}
+	return err
+}
