@@ -61,6 +61,8 @@ CREATE UNIQUE INDEX consumer_deliveries_delivery ON mio.consumer_deliveries (ten
 -- due rows by range scans here instead of walking every outstanding row.
 CREATE INDEX consumer_deliveries_pending_due ON mio.consumer_deliveries (tenant_id, consumer_name, available_at) WHERE state = 'pending';
 CREATE INDEX consumer_deliveries_lease_due ON mio.consumer_deliveries (tenant_id, consumer_name, lease_expires_at) WHERE state = 'leased';
+-- Dead letters are requeued or discarded by message id (mio.requeue).
+CREATE INDEX consumer_deliveries_dead ON mio.consumer_deliveries (tenant_id, message_id) WHERE state = 'dead';
 CREATE INDEX consumer_deliveries_conversation ON mio.consumer_deliveries (tenant_id, consumer_name, conversation_key, xid, seq) WHERE state <> 'dead';
 
 -- Every ack deletes a row: vacuum this queue-like table eagerly so dead

@@ -316,7 +316,7 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*cla
 		}()
 	}
 	wg.Wait()
-	var again []db.OutboxFinish
+	var again []rescheduled
 	for i := range all {
 		if errs[i] != nil {
 			continue // left leased: resumed after the lease (the sweeper re-enqueues extras)
@@ -326,7 +326,7 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*cla
 			d.lanes.notify(all[i].lane)
 		default:
 			if i >= len(own) {
-				again = append(again, fins[i])
+				again = append(again, rescheduled{id: fins[i].ID, accountID: all[i].cand.AccountID, delay: fins[i].Delay})
 			}
 		}
 	}
@@ -343,17 +343,23 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*cla
 	return fins[:len(own)], nil
 }
 
+// rescheduled is an extra row that needs another attempt.
+type rescheduled struct {
+	id, accountID uuid.UUID
+	delay         time.Duration
+}
+
 // reschedule gives extra rows that need another attempt a dispatch job of
 // their own, due when the attempt is.
-func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []db.OutboxFinish) error {
+func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	return db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
 		params := make([]river.InsertManyParams, len(items))
 		ids := make([]uuid.UUID, len(items))
 		for i, it := range items {
-			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: it.ID},
-				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.Delay)}}
-			ids[i] = it.ID
+			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID},
+				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}}
+			ids[i] = it.id
 		}
 		res, err := client.InsertManyTx(ctx, tx, params)
 		if err != nil {
@@ -383,8 +389,12 @@ func (d *Dispatcher) pause(ctx context.Context, start time.Time, wait time.Durat
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		d.lanes.forget(lane, signal)
 		return ctx.Err()
 	case <-t.C:
+		// The lane's earlier message finished elsewhere (or not yet): do not
+		// keep its signal for ever.
+		d.lanes.forget(lane, signal)
 	case <-signal:
 	}
 	return nil
@@ -441,6 +451,19 @@ func (l *laneSignals) wait(key string) <-chan struct{} {
 		l.m[key] = ch
 	}
 	return ch
+}
+
+// forget drops a lane's signal if it is still ch (other waiters of the
+// lane then poll).
+func (l *laneSignals) forget(key string, ch <-chan struct{}) {
+	if key == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cur, ok := l.m[key]; ok && (<-chan struct{})(cur) == ch {
+		delete(l.m, key)
+	}
 }
 
 func (l *laneSignals) notify(key string) {

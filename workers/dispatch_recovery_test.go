@@ -206,3 +206,33 @@ func TestRateLimitSharedAcrossProcesses(t *testing.T) {
 	require.GreaterOrEqual(t, n, 45)
 	require.LessOrEqual(t, n, 55)
 }
+
+// TestDispatchSharesJobs: a dispatch job of an account without rate
+// limits takes over more sendable rows whose jobs have not started (and
+// deletes those jobs), so far fewer River jobs run than messages are
+// sent; every message still reaches the platform exactly once.
+func TestDispatchSharesJobs(t *testing.T) {
+	t.Parallel()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{MaxWorkers: 2, Extras: 16}}
+	b := newOutBundle(t, o)
+	const n = 300
+	convs := make([]string, n)
+	texts := make([]string, n)
+	for i := range convs {
+		convs[i], texts[i] = fmt.Sprintf("share-%03d", i), fmt.Sprintf("s%03d", i)
+	}
+	ids := b.sendMany(t, "webhook", convs, texts, nil)
+	b.clients = append(b.clients, b.newClient(t, o, true))
+	b.waitTerminal(t, ids, 60*time.Second)
+	seen := map[string]int{}
+	for _, c := range b.fake.Calls() {
+		seen[c.Text]++
+	}
+	for _, tx := range texts {
+		require.Equal(t, 1, seen[tx], tx)
+	}
+	var jobs int
+	require.NoError(t, b.owner.QueryRow(context.Background(),
+		`SELECT count(*) FROM river.river_job WHERE kind = 'mio.dispatch'`).Scan(&jobs))
+	require.Less(t, jobs, n/2, "most messages were sent by another message's job")
+}
