@@ -324,7 +324,12 @@ func TestDispatchChannelMatrix(t *testing.T) {
 // platform exactly once, each conversation in order.
 func TestDispatchTwoProcesses(t *testing.T) {
 	t.Parallel()
-	b := newOutBundle(t, outOpts{processes: 2})
+	// A generous send timeout: this test is about exactly-once claiming
+	// across processes, not about timeouts. With the suite's 300 ms, a
+	// loaded CI box (race detector, parallel packages) timed a send out
+	// after the fake had received it, and the retry (next attempt, new
+	// key, as designed) arrived as a second call.
+	b := newOutBundle(t, outOpts{processes: 2, dispatch: workers.DispatchConfig{SendTimeout: 10 * time.Second}})
 	const n, convs = 1000, 50
 	texts := make([]string, n)
 	conversations := make([]string, convs)
@@ -337,13 +342,15 @@ func TestDispatchTwoProcesses(t *testing.T) {
 	ids := b.sendMany(t, "webhook", conversations, texts, nil)
 	b.waitTerminal(t, ids, 60*time.Second)
 	seen := map[string]int{}
+	keys := map[string][]string{}
 	byConv := map[string][]string{}
 	for _, c := range b.fake.Calls() {
 		seen[c.Text]++
+		keys[c.Text] = append(keys[c.Text], c.Key)
 		byConv[c.Conversation] = append(byConv[c.Conversation], c.Text)
 	}
 	for _, tx := range texts {
-		require.Equal(t, 1, seen[tx], "message %s", tx)
+		require.Equal(t, 1, seen[tx], "message %s (keys %v)", tx, keys[tx])
 	}
 	for conv, got := range byConv {
 		require.True(t, slices.IsSorted(got), "conversation %s out of order: %v", conv, got)
