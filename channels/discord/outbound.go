@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/miohq/mio/channels"
@@ -25,8 +24,6 @@ const (
 	defaultRetryAfter = time.Second
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait a platform may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of an API answer is read.
 	maxOutboundBody = 1 << 20
 	// nonceLength is Discord's maximum message nonce length.
@@ -209,7 +206,7 @@ func (o *outbound) call(ctx context.Context, op, method, path string, payload an
 			wait, ok = seconds(*answer.RetryAfter)
 		}
 		if !ok {
-			wait, ok = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			wait, ok = channels.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
 		if !ok {
 			wait = defaultRetryAfter
@@ -260,32 +257,14 @@ func permanent(op string, err error) error {
 	return &channels.PermanentError{Err: fmt.Errorf("discord: %s: %w", op, err)}
 }
 
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return seconds(secs)
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
-}
-
 // seconds converts a non-negative number of seconds, capped at
-// maxRetryAfter.
+// channels.MaxRetryAfter.
 func seconds(secs float64) (time.Duration, bool) {
 	if math.IsNaN(secs) || secs < 0 {
 		return 0, false
 	}
-	if secs >= maxRetryAfter.Seconds() {
-		return maxRetryAfter, true
+	if secs >= channels.MaxRetryAfter.Seconds() {
+		return channels.MaxRetryAfter, true
 	}
 	return time.Duration(secs * float64(time.Second)), true
 }

@@ -7,11 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/miohq/mio/channels"
@@ -24,8 +21,6 @@ const (
 	defaultRetryAfter = time.Second
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait a platform may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of a Web API answer is read.
 	maxOutboundBody = 1 << 20
 )
@@ -228,35 +223,11 @@ func permanent(method string, err error) error {
 // rateLimited wraps err, honouring Retry-After (default
 // defaultRetryAfter).
 func rateLimited(header http.Header, err error) error {
-	wait, ok := parseRetryAfter(header.Get("Retry-After"), time.Now())
+	wait, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now())
 	if !ok {
 		wait = defaultRetryAfter
 	}
 	return &channels.RateLimitedError{RetryAfter: wait, Err: err}
-}
-
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(secs) || secs < 0 {
-			return 0, false
-		}
-		if secs >= maxRetryAfter.Seconds() {
-			return maxRetryAfter, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
 // boundContext bounds a call whose ctx has no deadline by

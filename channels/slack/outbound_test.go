@@ -483,7 +483,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{name: "fractional", in: "1.5", want: 1500 * time.Millisecond, wantOK: true},
 		{name: "negative", in: "-1"},
 		{name: "NaN", in: "NaN"},
-		{name: "huge is capped", in: "99999999999", want: maxRetryAfter, wantOK: true},
+		{name: "huge is capped", in: "99999999999", want: channels.MaxRetryAfter, wantOK: true},
 		{name: "HTTP-date", in: now.Add(2 * time.Minute).Format(http.TimeFormat), want: 2 * time.Minute, wantOK: true},
 		{name: "HTTP-date in the past", in: now.Add(-time.Minute).Format(http.TimeFormat), want: 0, wantOK: true},
 		{name: "garbage", in: "soon"},
@@ -491,7 +491,7 @@ func TestParseRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := parseRetryAfter(tt.in, now)
+			got, ok := channels.ParseRetryAfter(tt.in, now)
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.want, got)
 		})

@@ -23,8 +23,6 @@ const (
 	defaultRetryAfter = time.Second
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait a platform may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of a Bot API answer is read.
 	maxOutboundBody = 1 << 20
 )
@@ -303,38 +301,20 @@ func permanent(method string, err error) error {
 // retryAfter reads the Retry-After header, defaulting to
 // defaultRetryAfter.
 func retryAfter(header http.Header) time.Duration {
-	if d, ok := parseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
+	if d, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
 		return d
 	}
 	return defaultRetryAfter
 }
 
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		return seconds(secs)
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
-}
-
 // seconds converts a non-negative number of seconds, capped at
-// maxRetryAfter.
+// channels.MaxRetryAfter.
 func seconds(secs float64) (time.Duration, bool) {
 	if math.IsNaN(secs) || secs < 0 {
 		return 0, false
 	}
-	if secs >= maxRetryAfter.Seconds() {
-		return maxRetryAfter, true
+	if secs >= channels.MaxRetryAfter.Seconds() {
+		return channels.MaxRetryAfter, true
 	}
 	return time.Duration(secs * float64(time.Second)), true
 }

@@ -486,12 +486,12 @@ func TestParseRetryAfter(t *testing.T) {
 		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
 		{name: "negative", in: "-3"},
 		{name: "garbage", in: "later"},
-		{name: "capped", in: "1e12", want: maxRetryAfter, wantOK: true},
+		{name: "capped", in: "1e12", want: channels.MaxRetryAfter, wantOK: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := parseRetryAfter(tt.in, now)
+			got, ok := channels.ParseRetryAfter(tt.in, now)
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.want, got)
 		})

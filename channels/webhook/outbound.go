@@ -26,8 +26,6 @@ const (
 	SenderID = "mio"
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait an endpoint may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of an endpoint's answer is read.
 	maxOutboundBody = 64 << 10
 )
@@ -132,7 +130,7 @@ func classify(status int, header http.Header, now time.Time) error {
 	case status == http.StatusGone:
 		return &channels.PermanentError{Err: fmt.Errorf("webhook: endpoint answered HTTP 410: %w", channels.ErrEndpointGone)}
 	case status == http.StatusTooManyRequests || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
-		wait, ok := parseRetryAfter(header.Get("Retry-After"), now)
+		wait, ok := channels.ParseRetryAfter(header.Get("Retry-After"), now)
 		if !ok {
 			wait = DefaultRetryAfter
 		}
@@ -180,30 +178,6 @@ func transportError(ctx context.Context, err error) error {
 
 func permanent(err error) error {
 	return &channels.PermanentError{Err: fmt.Errorf("webhook: deliver: %w", err)}
-}
-
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(secs) || secs < 0 {
-			return 0, false
-		}
-		if secs >= maxRetryAfter.Seconds() {
-			return maxRetryAfter, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
 // boundContext bounds a call whose ctx has no deadline by

@@ -438,7 +438,7 @@ func TestParseRetryAfter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, ok := parseRetryAfter(tt.in, now)
+			got, ok := channels.ParseRetryAfter(tt.in, now)
 			require.Equal(t, tt.wantOK, ok)
 			require.Equal(t, tt.want, got)
 		})

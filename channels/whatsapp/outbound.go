@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,8 +29,6 @@ const (
 	appThrottleRetryAfter = time.Minute
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait a platform may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of a Graph API answer is read.
 	maxOutboundBody = 1 << 20
 )
@@ -232,34 +229,10 @@ func permanent(err error) error {
 
 // retryAfter reads the Retry-After header, else def.
 func retryAfter(header http.Header, def time.Duration) time.Duration {
-	if d, ok := parseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
+	if d, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
 		return d
 	}
 	return def
-}
-
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(secs) || secs < 0 {
-			return 0, false
-		}
-		if secs >= maxRetryAfter.Seconds() {
-			return maxRetryAfter, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
 // boundContext bounds a call whose ctx has no deadline by

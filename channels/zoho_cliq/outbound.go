@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +22,6 @@ const (
 	DefaultRateLimitLock = 10 * time.Minute
 	// defaultSendTimeout bounds a send whose ctx has no deadline.
 	defaultSendTimeout = 30 * time.Second
-	// maxRetryAfter caps the wait a platform may ask for.
-	maxRetryAfter = 24 * time.Hour
 	// maxOutboundBody bounds how much of an API answer is read.
 	maxOutboundBody = 1 << 20
 )
@@ -105,7 +101,7 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests:
-		wait, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		wait, ok := channels.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		if !ok {
 			wait = DefaultRateLimitLock
 		}
@@ -171,30 +167,6 @@ func transportError(ctx context.Context, err error) error {
 
 func permanent(err error) error {
 	return &channels.PermanentError{Err: fmt.Errorf("zoho_cliq: post message: %w", err)}
-}
-
-// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP-date
-// (a date in the past means no wait). ok is false when v is empty or
-// malformed. The wait is capped at maxRetryAfter.
-func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if math.IsNaN(secs) || secs < 0 {
-			return 0, false
-		}
-		if secs >= maxRetryAfter.Seconds() {
-			return maxRetryAfter, true
-		}
-		return time.Duration(secs * float64(time.Second)), true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return min(max(t.Sub(now), 0), maxRetryAfter), true
 }
 
 // boundContext bounds a call whose ctx has no deadline by
