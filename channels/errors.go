@@ -1,8 +1,10 @@
 package channels
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 )
 
@@ -61,3 +63,18 @@ type PermanentError struct{ Err error }
 
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
 func (e *PermanentError) Unwrap() error { return e.Err }
+
+// TransportError turns a failed HTTP exchange with a platform into a
+// *TransientError prefixed with op ("slack: chat.postMessage"). The
+// request URL is dropped from *url.Error (it can hold a bot token); when
+// ctx itself ended, its error is reported instead.
+func TransportError(ctx context.Context, op string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return &TransientError{Err: fmt.Errorf("%s: %w", op, ctxErr)}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return &TransientError{Err: fmt.Errorf("%s: %w", op, err)}
+}

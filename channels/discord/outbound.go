@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -243,14 +242,7 @@ func (e *apiError) Error() string {
 // expired ctx is reported as such; the request URL is dropped from the
 // cause.
 func transportError(ctx context.Context, op string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("discord: %s: %w", op, ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("discord: %s: %w", op, err)}
+	return channels.TransportError(ctx, "discord: "+op, err)
 }
 
 func permanent(op string, err error) error {

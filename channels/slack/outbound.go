@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/miohq/mio/channels"
@@ -206,14 +205,7 @@ func (o *outbound) post(ctx context.Context, method string, payload any) (int, h
 // expired ctx is reported as such; the request URL is dropped from the
 // cause.
 func transportError(ctx context.Context, method string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("slack: %s: %w", method, ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("slack: %s: %w", method, err)}
+	return channels.TransportError(ctx, "slack: "+method, err)
 }
 
 func permanent(method string, err error) error {

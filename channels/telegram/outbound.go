@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -284,14 +283,7 @@ func (e *apiError) Error() string {
 // expired ctx is reported as such; the request URL, which holds the bot
 // token, is dropped from the cause.
 func transportError(ctx context.Context, method string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("telegram: %s: %w", method, ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("telegram: %s: %w", method, err)}
+	return channels.TransportError(ctx, "telegram: "+method, err)
 }
 
 func permanent(method string, err error) error {

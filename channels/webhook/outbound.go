@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -166,14 +165,7 @@ func answerID(answer []byte) string {
 // expired ctx is reported as such; the endpoint URL, which may carry
 // credentials, is dropped from the cause.
 func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("webhook: deliver: %w", ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("webhook: deliver: %w", err)}
+	return channels.TransportError(ctx, "webhook: deliver", err)
 }
 
 func permanent(err error) error {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -213,14 +212,7 @@ func (e *graphError) Error() string {
 // expired ctx is reported as such; the request URL is dropped from the
 // cause.
 func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("whatsapp: send: %w", ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("whatsapp: send: %w", err)}
+	return channels.TransportError(ctx, "whatsapp: send", err)
 }
 
 func permanent(err error) error {

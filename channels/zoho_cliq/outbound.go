@@ -155,14 +155,7 @@ func (e *apiError) Error() string {
 // expired ctx is reported as such; the request URL is dropped from the
 // cause.
 func transportError(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		return &channels.TransientError{Err: fmt.Errorf("zoho_cliq: post message: %w", ctxErr)}
-	}
-	var urlErr *url.Error
-	if errors.As(err, &urlErr) {
-		err = urlErr.Err
-	}
-	return &channels.TransientError{Err: fmt.Errorf("zoho_cliq: post message: %w", err)}
+	return channels.TransportError(ctx, "zoho_cliq: post message", err)
 }
 
 func permanent(err error) error {
