@@ -35,10 +35,12 @@ type Env struct {
 	DatabaseURL string
 	MasterKey   []byte
 	BaseURL     string
-	server      *exec.Cmd
-	pg          *localpg.Server
-	dir         string
-	out         io.Writer
+	// AdminURL is the server's admin listener (/metrics, /debug/pprof).
+	AdminURL string
+	server   *exec.Cmd
+	pg       *localpg.Server
+	dir      string
+	out      io.Writer
 }
 
 // EnvOptions configure Start.
@@ -96,9 +98,15 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	e.BaseURL = "http://" + addr
+	adminPort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	adminAddr := "127.0.0.1:" + strconv.Itoa(adminPort)
+	e.AdminURL = "http://" + adminAddr
 	cmd := exec.Command(opts.Binary, "serve")
 	cmd.Env = append(os.Environ(), "MIO_DATABASE_URL="+e.DatabaseURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(e.MasterKey),
-		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40")
+		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR="+adminAddr, "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40")
 	cmd.Env = append(cmd.Env, opts.ServerEnv...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -111,6 +119,7 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(e.out, "server %s (admin, /debug/pprof: %s)\n", e.BaseURL, e.AdminURL)
 				return e, nil
 			}
 		}

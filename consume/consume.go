@@ -119,44 +119,15 @@ func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, bat
 }
 
 func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, error) {
-	var out []Delivery
-	err := db.InTenantQueueTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
-		c, err := db.ConsumerLock(ctx, tx, tenantID, name)
-		if errors.Is(err, db.ErrNotFound) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		cursor := c.Cursor
-		st, err := db.ConsumerPullStateGet(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		dead, err := db.DeliveryExhaust(ctx, tx, c)
-		if err != nil {
-			return err
-		}
-		s.count("dead", int(dead))
-		room := min(batch, c.MaxAckPending-st.Leased)
-		if room > 0 {
-			if c.Ordering == db.OrderingConvo {
-				ds, err := s.claimOrdered(ctx, tx, c, room)
-				if err != nil {
-					return err
-				}
-				if out, err = s.load(ctx, tx, c, ds); err != nil {
-					return err
-				}
-			} else if out, err = s.claimUnordered(ctx, tx, c, room, st.Horizon); err != nil {
-				return err
-			}
-		}
-		if c.Cursor != cursor || len(out) > 0 {
-			return db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0)
-		}
-		return nil
-	})
+	p, err := db.BeginPull(ctx, s.pool, tenantID, name)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	out, err := s.pull(ctx, p, batch)
 	if err != nil {
 		return nil, err
 	}
@@ -170,29 +141,79 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 	return out, nil
 }
 
-// claimUnordered leases due redeliveries first, then reads new stream rows
-// and leases them in the same statement (one write per message).
-func (s *Service) claimUnordered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int, horizon uint64) ([]Delivery, error) {
-	due, err := db.DeliveryClaim(ctx, tx, c, room)
-	if err != nil {
-		return nil, err
+// pull runs one pull transaction to its commit. In the steady state of an
+// unordered consumer (nothing due again, no lease range expired) it is two
+// round trips: BeginPull, then TakeCommit.
+func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery, error) {
+	c, st, tx := p.Consumer, p.State, p.DB()
+	cursor := c.Cursor
+	// Expired lease ranges become per-message expired leases (then
+	// redelivered or dead-lettered below). An ordered consumer keeps no
+	// ranges: any left from when it was unordered become per-message
+	// leases so that its head rule sees them.
+	ordered := c.Ordering == db.OrderingConvo
+	if st.RangesExpired || (ordered && st.Ranges) {
+		n, err := db.LeaseMaterialize(ctx, tx, c, ordered)
+		if err != nil {
+			return nil, err
+		}
+		st.Due = st.Due || n > 0
 	}
-	out, err := s.load(ctx, tx, c, due)
-	if err != nil {
-		return nil, err
+	if st.Due {
+		dead, err := db.DeliveryExhaust(ctx, tx, c)
+		if err != nil {
+			return nil, err
+		}
+		s.count("dead", int(dead))
 	}
-	want := room - len(due)
+	room := min(batch, c.MaxAckPending-st.Leased)
+	if room <= 0 {
+		return nil, p.Commit(ctx)
+	}
+	var out []Delivery
+	if ordered {
+		ds, err := s.claimOrdered(ctx, tx, c, room)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = s.load(ctx, tx, c, ds); err != nil {
+			return nil, err
+		}
+		if c.Cursor != cursor || len(out) > 0 {
+			if err := db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0); err != nil {
+				return nil, err
+			}
+		}
+		return out, p.Commit(ctx)
+	}
+	// Unordered: due redeliveries first, then new stream rows leased as
+	// one lease range by the statement that also moves the cursor and
+	// commits.
+	claimed := 0
+	if st.Due {
+		ds, err := db.DeliveryClaim(ctx, tx, c, room)
+		if err != nil {
+			return nil, err
+		}
+		if out, err = s.load(ctx, tx, c, ds); err != nil {
+			return nil, err
+		}
+		claimed = len(ds)
+	}
+	want := room - claimed
 	if want <= 0 {
-		return out, nil
+		if err := db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0); err != nil {
+			return nil, err
+		}
+		return out, p.Commit(ctx)
 	}
-	taken, last, n, err := db.DeliveryTake(ctx, tx, c, horizon, want)
+	taken, err := p.TakeCommit(ctx, want, len(out) > 0)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range taken {
 		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
 	}
-	c.Cursor = nextCursor(c.Cursor, last, n, want, horizon)
 	return out, nil
 }
 
@@ -213,7 +234,7 @@ func nextCursor(cur, last db.StreamPos, n, want int, horizon uint64) db.StreamPo
 
 // claimOrdered tops up the pending backlog from the stream, then leases
 // conversation heads.
-func (s *Service) claimOrdered(ctx context.Context, tx pgx.Tx, c *db.Consumer, room int) ([]db.Delivery, error) {
+func (s *Service) claimOrdered(ctx context.Context, tx db.DBTX, c *db.Consumer, room int) ([]db.Delivery, error) {
 	pending, err := db.DeliveryPendingCount(ctx, tx, c)
 	if err != nil {
 		return nil, err
@@ -228,7 +249,7 @@ func (s *Service) claimOrdered(ctx context.Context, tx pgx.Tx, c *db.Consumer, r
 
 // advance takes up to want new stream rows into the consumer (leased at
 // once, or pending) and moves the cursor in memory (see nextCursor).
-func (s *Service) advance(ctx context.Context, tx pgx.Tx, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
+func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
 	rows, horizon, err := db.StreamNext(ctx, tx, c, want)
 	if err != nil {
 		return nil, err
@@ -255,7 +276,7 @@ func laterOf(a, b db.StreamPos) db.StreamPos {
 // load attaches message bodies to leases, in lease order. A message
 // deleted meanwhile (retention) has nothing left to deliver: its lease is
 // acknowledged.
-func (s *Service) load(ctx context.Context, tx pgx.Tx, c *db.Consumer, ds []db.Delivery) ([]Delivery, error) {
+func (s *Service) load(ctx context.Context, tx db.DBTX, c *db.Consumer, ds []db.Delivery) ([]Delivery, error) {
 	if len(ds) == 0 {
 		return nil, nil
 	}
@@ -323,6 +344,26 @@ type SettleOptions struct {
 // redelivered ids are reported per id, not as an error.
 func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action string, ids []uuid.UUID, opts SettleOptions) ([]SettleResult, error) {
 	var matched []uuid.UUID
+	if action == ActionAck {
+		// The usual case, one round trip: whole batches of lease ranges
+		// and per-message deliveries (redeliveries, members moved out).
+		var err error
+		if matched, err = db.AckAll(ctx, s.pool, tenantID, name, ids); err != nil {
+			return nil, err
+		}
+		if len(matched) == 0 {
+			if err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+				_, err := db.ConsumerGet(ctx, tx, tenantID, name)
+				return err
+			}); err != nil {
+				if errors.Is(err, db.ErrNotFound) {
+					return nil, ErrNotFound
+				}
+				return nil, err
+			}
+		}
+		return s.settled(tenantID, action, ids, matched), nil
+	}
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		c, err := db.ConsumerGet(ctx, tx, tenantID, name)
 		if errors.Is(err, db.ErrNotFound) {
@@ -331,9 +372,12 @@ func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action s
 		if err != nil {
 			return err
 		}
+		// A nak, term or extend applies to one message: lease-range members
+		// among ids move out into per-message leases first.
+		if _, err := db.LeaseMaterializeMembers(ctx, tx, c, ids); err != nil {
+			return err
+		}
 		switch action {
-		case ActionAck:
-			matched, err = db.DeliveryAck(ctx, tx, tenantID, name, ids)
 		case ActionNak:
 			matched, err = db.DeliveryNak(ctx, tx, tenantID, name, ids, opts.Delay)
 		case ActionTerm:
@@ -348,6 +392,12 @@ func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action s
 	if err != nil {
 		return nil, err
 	}
+	return s.settled(tenantID, action, ids, matched), nil
+}
+
+// settled reports per id whether it matched, and wakes pullers when a
+// settlement can unblock them.
+func (s *Service) settled(tenantID uuid.UUID, action string, ids, matched []uuid.UUID) []SettleResult {
 	ok := make(map[uuid.UUID]bool, len(matched))
 	for _, id := range matched {
 		ok[id] = true
@@ -365,7 +415,7 @@ func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action s
 		// max_ack_pending room: wake waiting pullers.
 		s.hub.Publish(tenantID)
 	}
-	return out, nil
+	return out
 }
 
 func (s *Service) count(outcome string, n int) {

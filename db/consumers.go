@@ -88,16 +88,6 @@ func ConsumerGet(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) 
 	return consumerFrom(r), nil
 }
 
-// ConsumerLock returns a consumer and locks it until the transaction ends:
-// pulls of one consumer are serialized.
-func ConsumerLock(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (*Consumer, error) {
-	r, err := queries().ConsumerLock(ctx, tx, &dbsqlc.ConsumerLockParams{TenantID: tenantID, Name: name})
-	if err != nil {
-		return nil, translate(err)
-	}
-	return consumerFrom(r), nil
-}
-
 // ConsumerDelete deletes a consumer and its deliveries.
 func ConsumerDelete(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) error {
 	n, err := queries().ConsumerDelete(ctx, tx, &dbsqlc.ConsumerDeleteParams{TenantID: tenantID, Name: name})
@@ -213,12 +203,6 @@ func DeliveryInsert(ctx context.Context, tx DBTX, c *Consumer, rows []StreamRow,
 		}
 	}
 	return out, nil
-}
-
-// DeliveryAckPending counts live leases.
-func DeliveryAckPending(ctx context.Context, tx DBTX, c *Consumer) (int, error) {
-	n, err := queries().DeliveryAckPending(ctx, tx, &dbsqlc.DeliveryAckPendingParams{TenantID: c.TenantID, ConsumerName: c.Name})
-	return int(n), translate(err)
 }
 
 // DeliveryPendingCount counts deliveries waiting (not leased).
@@ -356,71 +340,11 @@ func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, e
 	return n, translate(err)
 }
 
-// PullState is what a pull reads before claiming: live leases and the
-// snapshot horizon.
+// PullState is what a pull reads before claiming.
 type PullState struct {
-	Leased  int
-	Horizon uint64
-}
-
-// ConsumerPullStateGet reads a consumer's live lease count and the
-// snapshot horizon in one round trip.
-func ConsumerPullStateGet(ctx context.Context, tx DBTX, c *Consumer) (*PullState, error) {
-	r, err := queries().ConsumerPullState(ctx, tx, &dbsqlc.ConsumerPullStateParams{TenantID: c.TenantID, ConsumerName: c.Name})
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &PullState{Leased: int(r.Leased), Horizon: r.Horizon.Uint64}, nil
-}
-
-// TakenDelivery is a message newly leased from the stream, body included.
-type TakenDelivery struct {
-	Delivery
-	Envelope []byte
-	Raw      []byte
-}
-
-// DeliveryTake reads up to max stream rows after the cursor below horizon
-// (which must come from an earlier statement) and leases them, in one
-// statement. It returns the leases and the position of the last stream
-// row read (zero when none), and how many rows were read.
-func DeliveryTake(ctx context.Context, tx DBTX, c *Consumer, horizon uint64, max int) ([]TakenDelivery, StreamPos, int, error) {
-	h := pgtype.Uint64{Uint64: horizon, Valid: true}
-	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
-	var (
-		out  []TakenDelivery
-		last StreamPos
-		n    int
-	)
-	add := func(id uuid.UUID, xid pgtype.Uint64, seq, mseq pgtype.Int8, env, raw []byte, did *uuid.UUID) {
-		n++
-		last = StreamPos{Xid: xid.Uint64, Seq: seq.Int64}
-		if did != nil {
-			out = append(out, TakenDelivery{Delivery: Delivery{MessageID: id, DeliveryID: *did, DeliveryCount: 1, MessageSeq: mseq.Int64}, Envelope: env, Raw: raw})
-		}
-	}
-	if c.Stage == StageReceived {
-		rows, err := queries().DeliveryTakeReceived(ctx, tx, &dbsqlc.DeliveryTakeReceivedParams{
-			TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
-			AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), StartTime: c.StartTime,
-			MaxRows: int32(max), ConsumerName: c.Name, AckWait: interval(c.AckWait)})
-		if err != nil {
-			return nil, last, 0, translate(err)
-		}
-		for _, r := range rows {
-			add(r.ID, r.Xid, r.Seq, r.MessageSeq, r.Envelope, r.Raw, r.DeliveryID)
-		}
-		return out, last, n, nil
-	}
-	rows, err := queries().DeliveryTakeReady(ctx, tx, &dbsqlc.DeliveryTakeReadyParams{
-		TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
-		AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), StartTime: c.StartTime,
-		MaxRows: int32(max), ConsumerName: c.Name, AckWait: interval(c.AckWait)})
-	if err != nil {
-		return nil, last, 0, translate(err)
-	}
-	for _, r := range rows {
-		add(r.ID, r.Xid, r.Seq, r.MessageSeq, r.Envelope, r.Raw, r.DeliveryID)
-	}
-	return out, last, n, nil
+	Leased        int    // live leases, per message and in lease ranges
+	Due           bool   // per-message deliveries due again (nak delay over, lease expired)
+	Ranges        bool   // lease ranges outstanding
+	RangesExpired bool   // lease ranges expired
+	Horizon       uint64 // pg_snapshot_xmin of this statement
 }

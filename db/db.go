@@ -189,26 +189,3 @@ func BeginTenant(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID) (p
 		BeginQuery: "BEGIN; SELECT set_config('app.current_tenant_id', '" + tenantID.String() + "', true)",
 	})
 }
-
-// InTenantQueueTx is InTenantTx for queue scans (consumer pulls): bitmap
-// scans are disabled for the transaction. Stream and claim queries read a
-// short, ordered prefix of an index (LIMIT n in index order); when the
-// planner underestimates the rows after a cursor (fresh rows, stale
-// statistics) it would otherwise pick a bitmap scan that reads and sorts
-// the whole backlog (measured: 40 ms instead of <1 ms for 100 of 85k).
-func InTenantQueueTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, fn func(tx pgx.Tx) error) error {
-	if tenantID == uuid.Nil {
-		return ErrNoTenant
-	}
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{
-		BeginQuery: "BEGIN; SELECT set_config('app.current_tenant_id', '" + tenantID.String() + "', true); SET LOCAL enable_bitmapscan = off",
-	})
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(context.Background()) //nolint:errcheck
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
-}

@@ -97,11 +97,6 @@ FROM (
 ON CONFLICT DO NOTHING
 RETURNING message_id, delivery_id, delivery_count, message_seq;
 
--- name: DeliveryAckPending :one
--- Leases outstanding (not expired) for max_ack_pending.
-SELECT count(*) FROM mio.consumer_deliveries
-WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name AND state = 'leased' AND lease_expires_at > now();
-
 -- name: DeliveryExhaust :execrows
 -- Dead-letters deliveries that are due again but used up max_deliver.
 -- Due rows are found by range scans of the due indexes (collected into an
@@ -212,7 +207,9 @@ RETURNING delivery_id;
 -- name: ConsumerStats :one
 SELECT
     count(*) FILTER (WHERE d.state = 'pending') AS pending,
-    count(*) FILTER (WHERE d.state = 'leased') AS ack_pending,
+    (count(*) FILTER (WHERE d.state = 'leased')
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name))::bigint AS ack_pending,
     count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
     count(*) FILTER (WHERE d.state = 'dead') AS dead,
     coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
@@ -246,74 +243,22 @@ SELECT count(*) FROM (
     LIMIT @max_rows
 ) AS t;
 
--- name: DeliveryTakeReady :many
--- Ordering none, ready stage, in one statement: read the next stream rows
--- below @horizon (taken by an earlier statement) and lease them at once.
--- Every stream row read is returned (the caller moves the cursor past
--- them), with its delivery when it was newly leased.
-WITH s AS (
-    SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = @tenant_id
-      AND i.ready_xid IS NOT NULL
-      AND i.ready_xid < @horizon::xid8
-      AND (i.ready_xid, i.ready_seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-    ORDER BY i.ready_xid, i.ready_seq
-    LIMIT @max_rows
-),
-ins AS (
-    INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
-        delivery_id, delivery_count, lease_expires_at
-    )
-    SELECT @tenant_id::uuid, @consumer_name::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
-           'leased', gen_random_uuid(), 1, now() + @ack_wait::interval
-    FROM s
-    ON CONFLICT DO NOTHING
-    RETURNING message_id, delivery_id
-)
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
-FROM s LEFT JOIN ins ON ins.message_id = s.id
-ORDER BY s.xid, s.seq;
-
--- name: DeliveryTakeReceived :many
--- As DeliveryTakeReady, for the received stage.
-WITH s AS (
-    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = @tenant_id
-      AND i.xid < @horizon::xid8
-      AND (i.xid, i.seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-    ORDER BY i.xid, i.seq
-    LIMIT @max_rows
-),
-ins AS (
-    INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
-        delivery_id, delivery_count, lease_expires_at
-    )
-    SELECT @tenant_id::uuid, @consumer_name::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
-           'leased', gen_random_uuid(), 1, now() + @ack_wait::interval
-    FROM s
-    ON CONFLICT DO NOTHING
-    RETURNING message_id, delivery_id
-)
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
-FROM s LEFT JOIN ins ON ins.message_id = s.id
-ORDER BY s.xid, s.seq;
-
 -- name: ConsumerPullState :one
 -- Everything a pull needs before claiming, in one round trip: live leases
--- (for max_ack_pending) and the snapshot horizon.
+-- (per-message and lease ranges, for max_ack_pending), whether anything is
+-- due again (nak delays and expiries: the claim statements are skipped
+-- when not), and the snapshot horizon.
 SELECT
-    (SELECT count(*) FROM mio.consumer_deliveries AS l
-     WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at > now()) AS leased,
+    ((SELECT count(*) FROM mio.consumer_deliveries AS l
+     WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at > now())
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.expires_at > now()))::bigint AS leased,
+    (EXISTS (SELECT 1 FROM mio.consumer_deliveries AS p
+             WHERE p.tenant_id = @tenant_id AND p.consumer_name = @consumer_name AND p.state = 'pending' AND p.available_at <= now())
+     OR EXISTS (SELECT 1 FROM mio.consumer_deliveries AS e
+                WHERE e.tenant_id = @tenant_id AND e.consumer_name = @consumer_name AND e.state = 'leased' AND e.lease_expires_at <= now()))::bool AS due,
+    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
+            WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name) AS ranges,
+    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
+            WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name AND x.expires_at <= now()) AS ranges_expired,
     pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon;

@@ -40,8 +40,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	switch which {
 	case "ingest":
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr}})
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout})
 		if err != nil {
 			return err
 		}
@@ -53,7 +52,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	case "consume":
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr, "MIO_ARCHIVE_INTERVAL=1h"}})
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
 			return err
 		}
@@ -65,7 +64,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	case "dispatch":
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ADMIN_ADDR=" + cfg.AdminAddr, "MIO_ARCHIVE_INTERVAL=1h"}})
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
 			return err
 		}

@@ -173,8 +173,18 @@ func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockPa
 
 const ConsumerPullState = `-- name: ConsumerPullState :one
 SELECT
-    (SELECT count(*) FROM mio.consumer_deliveries AS l
-     WHERE l.tenant_id = $1 AND l.consumer_name = $2 AND l.state = 'leased' AND l.lease_expires_at > now()) AS leased,
+    ((SELECT count(*) FROM mio.consumer_deliveries AS l
+     WHERE l.tenant_id = $1 AND l.consumer_name = $2 AND l.state = 'leased' AND l.lease_expires_at > now())
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.expires_at > now()))::bigint AS leased,
+    (EXISTS (SELECT 1 FROM mio.consumer_deliveries AS p
+             WHERE p.tenant_id = $1 AND p.consumer_name = $2 AND p.state = 'pending' AND p.available_at <= now())
+     OR EXISTS (SELECT 1 FROM mio.consumer_deliveries AS e
+                WHERE e.tenant_id = $1 AND e.consumer_name = $2 AND e.state = 'leased' AND e.lease_expires_at <= now()))::bool AS due,
+    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
+            WHERE x.tenant_id = $1 AND x.consumer_name = $2) AS ranges,
+    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
+            WHERE x.tenant_id = $1 AND x.consumer_name = $2 AND x.expires_at <= now()) AS ranges_expired,
     pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon
 `
 
@@ -184,23 +194,36 @@ type ConsumerPullStateParams struct {
 }
 
 type ConsumerPullStateRow struct {
-	Leased  int64
-	Horizon pgtype.Uint64
+	Leased        int64
+	Due           bool
+	Ranges        bool
+	RangesExpired bool
+	Horizon       pgtype.Uint64
 }
 
 // Everything a pull needs before claiming, in one round trip: live leases
-// (for max_ack_pending) and the snapshot horizon.
+// (per-message and lease ranges, for max_ack_pending), whether anything is
+// due again (nak delays and expiries: the claim statements are skipped
+// when not), and the snapshot horizon.
 func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerPullStateParams) (ConsumerPullStateRow, error) {
 	row := db.QueryRow(ctx, ConsumerPullState, arg.TenantID, arg.ConsumerName)
 	var i ConsumerPullStateRow
-	err := row.Scan(&i.Leased, &i.Horizon)
+	err := row.Scan(
+		&i.Leased,
+		&i.Due,
+		&i.Ranges,
+		&i.RangesExpired,
+		&i.Horizon,
+	)
 	return i, err
 }
 
 const ConsumerStats = `-- name: ConsumerStats :one
 SELECT
     count(*) FILTER (WHERE d.state = 'pending') AS pending,
-    count(*) FILTER (WHERE d.state = 'leased') AS ack_pending,
+    (count(*) FILTER (WHERE d.state = 'leased')
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = $1 AND r.consumer_name = $2))::bigint AS ack_pending,
     count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
     count(*) FILTER (WHERE d.state = 'dead') AS dead,
     coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
@@ -364,24 +387,6 @@ func (q *Queries) DeliveryAck(ctx context.Context, db DBTX, arg *DeliveryAckPara
 		return nil, err
 	}
 	return items, nil
-}
-
-const DeliveryAckPending = `-- name: DeliveryAckPending :one
-SELECT count(*) FROM mio.consumer_deliveries
-WHERE tenant_id = $1 AND consumer_name = $2 AND state = 'leased' AND lease_expires_at > now()
-`
-
-type DeliveryAckPendingParams struct {
-	TenantID     uuid.UUID
-	ConsumerName string
-}
-
-// Leases outstanding (not expired) for max_ack_pending.
-func (q *Queries) DeliveryAckPending(ctx context.Context, db DBTX, arg *DeliveryAckPendingParams) (int64, error) {
-	row := db.QueryRow(ctx, DeliveryAckPending, arg.TenantID, arg.ConsumerName)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }
 
 const DeliveryClaimDue = `-- name: DeliveryClaimDue :many
@@ -731,200 +736,6 @@ func (q *Queries) DeliveryPendingCount(ctx context.Context, db DBTX, arg *Delive
 	var count int64
 	err := row.Scan(&count)
 	return count, err
-}
-
-const DeliveryTakeReady = `-- name: DeliveryTakeReady :many
-WITH s AS (
-    SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = $1
-      AND i.ready_xid IS NOT NULL
-      AND i.ready_xid < $2::xid8
-      AND (i.ready_xid, i.ready_seq) > ($3::xid8, $4::bigint)
-      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
-    ORDER BY i.ready_xid, i.ready_seq
-    LIMIT $9
-),
-ins AS (
-    INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
-        delivery_id, delivery_count, lease_expires_at
-    )
-    SELECT $1::uuid, $10::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
-           'leased', gen_random_uuid(), 1, now() + $11::interval
-    FROM s
-    ON CONFLICT DO NOTHING
-    RETURNING message_id, delivery_id
-)
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
-FROM s LEFT JOIN ins ON ins.message_id = s.id
-ORDER BY s.xid, s.seq
-`
-
-type DeliveryTakeReadyParams struct {
-	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
-	CursorXid       pgtype.Uint64
-	CursorSeq       int64
-	ChannelTypes    []string
-	AccountIds      []uuid.UUID
-	ConversationIds []string
-	StartTime       *time.Time
-	MaxRows         int32
-	ConsumerName    string
-	AckWait         pgtype.Interval
-}
-
-type DeliveryTakeReadyRow struct {
-	ID         uuid.UUID
-	Xid        pgtype.Uint64
-	Seq        pgtype.Int8
-	MessageSeq pgtype.Int8
-	Envelope   []byte
-	Raw        []byte
-	DeliveryID *uuid.UUID
-}
-
-// Ordering none, ready stage, in one statement: read the next stream rows
-// below @horizon (taken by an earlier statement) and lease them at once.
-// Every stream row read is returned (the caller moves the cursor past
-// them), with its delivery when it was newly leased.
-func (q *Queries) DeliveryTakeReady(ctx context.Context, db DBTX, arg *DeliveryTakeReadyParams) ([]DeliveryTakeReadyRow, error) {
-	rows, err := db.Query(ctx, DeliveryTakeReady,
-		arg.TenantID,
-		arg.Horizon,
-		arg.CursorXid,
-		arg.CursorSeq,
-		arg.ChannelTypes,
-		arg.AccountIds,
-		arg.ConversationIds,
-		arg.StartTime,
-		arg.MaxRows,
-		arg.ConsumerName,
-		arg.AckWait,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeliveryTakeReadyRow
-	for rows.Next() {
-		var i DeliveryTakeReadyRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Xid,
-			&i.Seq,
-			&i.MessageSeq,
-			&i.Envelope,
-			&i.Raw,
-			&i.DeliveryID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const DeliveryTakeReceived = `-- name: DeliveryTakeReceived :many
-WITH s AS (
-    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = $1
-      AND i.xid < $2::xid8
-      AND (i.xid, i.seq) > ($3::xid8, $4::bigint)
-      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
-    ORDER BY i.xid, i.seq
-    LIMIT $9
-),
-ins AS (
-    INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
-        delivery_id, delivery_count, lease_expires_at
-    )
-    SELECT $1::uuid, $10::text, s.id, s.xid, s.seq, s.message_seq, s.account_id::text || ':' || s.conversation_id,
-           'leased', gen_random_uuid(), 1, now() + $11::interval
-    FROM s
-    ON CONFLICT DO NOTHING
-    RETURNING message_id, delivery_id
-)
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, ins.delivery_id
-FROM s LEFT JOIN ins ON ins.message_id = s.id
-ORDER BY s.xid, s.seq
-`
-
-type DeliveryTakeReceivedParams struct {
-	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
-	CursorXid       pgtype.Uint64
-	CursorSeq       int64
-	ChannelTypes    []string
-	AccountIds      []uuid.UUID
-	ConversationIds []string
-	StartTime       *time.Time
-	MaxRows         int32
-	ConsumerName    string
-	AckWait         pgtype.Interval
-}
-
-type DeliveryTakeReceivedRow struct {
-	ID         uuid.UUID
-	Xid        pgtype.Uint64
-	Seq        pgtype.Int8
-	MessageSeq pgtype.Int8
-	Envelope   []byte
-	Raw        []byte
-	DeliveryID *uuid.UUID
-}
-
-// As DeliveryTakeReady, for the received stage.
-func (q *Queries) DeliveryTakeReceived(ctx context.Context, db DBTX, arg *DeliveryTakeReceivedParams) ([]DeliveryTakeReceivedRow, error) {
-	rows, err := db.Query(ctx, DeliveryTakeReceived,
-		arg.TenantID,
-		arg.Horizon,
-		arg.CursorXid,
-		arg.CursorSeq,
-		arg.ChannelTypes,
-		arg.AccountIds,
-		arg.ConversationIds,
-		arg.StartTime,
-		arg.MaxRows,
-		arg.ConsumerName,
-		arg.AckWait,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []DeliveryTakeReceivedRow
-	for rows.Next() {
-		var i DeliveryTakeReceivedRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Xid,
-			&i.Seq,
-			&i.MessageSeq,
-			&i.Envelope,
-			&i.Raw,
-			&i.DeliveryID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
 }
 
 const DeliveryTerm = `-- name: DeliveryTerm :many

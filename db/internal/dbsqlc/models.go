@@ -132,6 +132,16 @@ type MioConsumerDelivery struct {
 	UpdatedAt       time.Time
 }
 
+type MioConsumerLease struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	ID           int64
+	MessageIds   []uuid.UUID
+	Settled      []int32
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+}
+
 type MioDeadLetter struct {
 	Kind        string
 	TenantID    uuid.UUID

@@ -1,0 +1,197 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// PullTx is one pull of a consumer: an explicit transaction of its tenant
+// on one connection, holding the consumer's row lock (pulls of a consumer
+// are serialized) from BeginPull until Commit, TakeCommit or Close. Its
+// steady state costs two network round trips: BeginPull pipelines BEGIN,
+// the tenant, the lock and the pull state; TakeCommit pipelines the take
+// (which also moves the cursor) and COMMIT. Anything else a pull needs
+// runs on DB() in between.
+type PullTx struct {
+	conn     *pgxpool.Conn
+	open     bool
+	Consumer *Consumer
+	State    *PullState
+}
+
+// BeginPull starts a pull of consumer name: BEGIN, the tenant setting
+// (bitmap scans off: a bitmap scan of the stream would sort the whole backlog to return one batch), the consumer's row lock, and
+// its pull state, in ONE round trip. The pull state is a statement of its
+// own after the lock, so its snapshot (and the horizon read from it) is
+// taken once the lock is granted. ErrNotFound when there is no such
+// consumer. Close must be called.
+func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name string) (*PullTx, error) {
+	if tenantID == uuid.Nil {
+		return nil, ErrNoTenant
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	p := &PullTx{conn: conn, open: true}
+	var (
+		c  dbsqlc.MioConsumer
+		st dbsqlc.ConsumerPullStateRow
+	)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
+	b.Queue("SET LOCAL enable_bitmapscan = off")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
+			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,
+			&c.CursorXid, &c.CursorSeq, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt)
+	})
+	b.Queue(dbsqlc.ConsumerPullState, tenantID, name).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Horizon)
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		p.Close()
+		return nil, translate(err)
+	}
+	p.Consumer = consumerFrom(c)
+	p.State = &PullState{Leased: int(st.Leased), Due: st.Due, Ranges: st.Ranges, RangesExpired: st.RangesExpired, Horizon: st.Horizon.Uint64}
+	return p, nil
+}
+
+// DB runs further statements of the pull's transaction.
+func (p *PullTx) DB() DBTX { return p.conn }
+
+// TakeCommit reads up to max stream rows of the consumer after its cursor
+// below the pull state's horizon, leases them as one lease range, moves
+// the cursor (stamping the last delivery when rows were read or
+// delivered), and commits: one round trip. It returns the leases in stream
+// order, with their bodies.
+func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]TakenDelivery, error) {
+	c := p.Consumer
+	query := dbsqlc.LeaseTakeReady
+	if c.Stage == StageReceived {
+		query = dbsqlc.LeaseTakeReceived
+	}
+	var out []TakenDelivery
+	b := &pgx.Batch{}
+	b.Queue(query, c.TenantID, pgtype.Uint64{Uint64: p.State.Horizon, Valid: true}, pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true},
+		c.Cursor.Seq, nonNil(c.FilterChannelTypes), nonNilUUIDs(c.FilterAccountIDs), nonNil(c.FilterConversationIDs),
+		c.StartTime, int32(max), c.Name, interval(c.AckWait), delivered).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				r  dbsqlc.LeaseTakeReadyRow
+				id int
+			)
+			if err := rows.Scan(&r.ID, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &r.LeaseID); err != nil {
+				return err
+			}
+			id = len(out)
+			out = append(out, TakenDelivery{Delivery: Delivery{MessageID: r.ID, DeliveryID: LeaseDeliveryID(r.LeaseID, id),
+				DeliveryCount: 1, MessageSeq: r.MessageSeq.Int64}, Envelope: r.Envelope, Raw: r.Raw})
+		}
+		return rows.Err()
+	})
+	b.Queue("COMMIT")
+	if err := p.conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, translate(err)
+	}
+	p.open = false
+	return out, nil
+}
+
+// Commit commits the pull.
+func (p *PullTx) Commit(ctx context.Context) error {
+	if _, err := p.conn.Exec(ctx, "COMMIT"); err != nil {
+		return translate(err)
+	}
+	p.open = false
+	return nil
+}
+
+// Close rolls back what was not committed and releases the connection.
+func (p *PullTx) Close() {
+	if p.conn == nil {
+		return
+	}
+	if p.open || p.conn.Conn().PgConn().TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if _, err := p.conn.Exec(ctx, "ROLLBACK"); err != nil {
+			// The connection's state is unknown: do not give it back.
+			_ = p.conn.Conn().Close(ctx)
+		}
+		cancel()
+	}
+	p.conn.Release()
+	p.conn = nil
+}
+
+// TakenDelivery is a message newly leased from the stream, body included.
+type TakenDelivery struct {
+	Delivery
+	Envelope []byte
+	Raw      []byte
+}
+
+// AckAll acknowledges delivery ids of a consumer in ONE round trip (BEGIN,
+// tenant, lease-range members, per-message deliveries, COMMIT) and returns
+// the ids that matched an outstanding delivery. A lease-range member is
+// either outstanding in its range or has a per-message row (moved out by
+// a nak, term, extend or expiry), never both, so trying every id both ways
+// acknowledges each at most once.
+func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consumer string, ids []uuid.UUID) ([]uuid.UUID, error) {
+	if tenantID == uuid.Nil {
+		return nil, ErrNoTenant
+	}
+	var matched []uuid.UUID
+	leases, idxs, _ := splitLeaseIDs(ids)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
+	if len(leases) > 0 {
+		b.Queue(dbsqlc.LeaseAck, leases, idxs, tenantID, consumer).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r dbsqlc.LeaseAckRow
+				if err := rows.Scan(&r.LeaseID, &r.Idx); err != nil {
+					return err
+				}
+				matched = append(matched, LeaseDeliveryID(r.LeaseID, int(r.Idx)))
+			}
+			return rows.Err()
+		})
+	}
+	b.Queue(dbsqlc.DeliveryAck, tenantID, consumer, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id *uuid.UUID
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if id != nil {
+				matched = append(matched, *id)
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue("COMMIT")
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	defer conn.Release()
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, _ = conn.Exec(rctx, "ROLLBACK")
+		cancel()
+		return nil, fmt.Errorf("ack: %w", translate(err))
+	}
+	return matched, nil
+}
