@@ -50,6 +50,11 @@ type Parsed struct {
 	Statuses []ProviderStatus
 	// Reply, when non-nil, replaces the default 200 empty answer.
 	Reply *Reply
+	// Ignored says, one line each, which parts of an authentic request
+	// were left out on purpose (for example WhatsApp changes addressed to
+	// another phone number). The request is still answered 200; the HTTP
+	// layer logs these lines. Never secrets or message text.
+	Ignored []string
 }
 
 // ProviderStatus is a delivery receipt a platform reports for a message MIO

@@ -104,6 +104,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	for _, why := range parsed.Ignored {
+		s.log.Warn("webhook content left out", "channel_type", channelType, "account_id", acct.ID, "reason", why)
+	}
 	if len(parsed.Messages) == 0 && len(parsed.Statuses) == 0 {
 		outcome = outcomeIgnored
 		if parsed.Reply != nil {

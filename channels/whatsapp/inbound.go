@@ -98,7 +98,7 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	case http.MethodGet:
 		return parseHandshake(req)
 	case http.MethodPost, "":
-		return parseNotification(req)
+		return parseNotification(req, in.cfg.PhoneNumberID)
 	default:
 		return nil, channels.BadRequestf("whatsapp: method %s not supported", req.Method)
 	}
@@ -258,7 +258,10 @@ func (u *unixSeconds) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func parseNotification(req *channels.Request) (*channels.Parsed, error) {
+// parseNotification parses a POSTed notification. When phone is set,
+// changes addressed to another phone number (metadata.phone_number_id)
+// are left out and reported in Parsed.Ignored.
+func parseNotification(req *channels.Request, phone string) (*channels.Parsed, error) {
 	if err := checkContentType(req.Header); err != nil {
 		return nil, err
 	}
@@ -280,7 +283,7 @@ func parseNotification(req *channels.Request) (*channels.Parsed, error) {
 				continue
 			}
 			where := fmt.Sprintf("entry[%d].changes[%d].value", i, j)
-			if err := parseMessagesValue(out, c.Value, raw, where); err != nil {
+			if err := parseMessagesValue(out, c.Value, raw, where, phone); err != nil {
 				return nil, err
 			}
 		}
@@ -290,13 +293,18 @@ func parseNotification(req *channels.Request) (*channels.Parsed, error) {
 
 // parseMessagesValue appends the messages and statuses of one "messages"
 // change to out.
-func parseMessagesValue(out *channels.Parsed, rawValue json.RawMessage, raw json.RawMessage, where string) error {
+func parseMessagesValue(out *channels.Parsed, rawValue json.RawMessage, raw json.RawMessage, where, phone string) error {
 	if len(rawValue) == 0 {
 		return nil
 	}
 	var v messagesValue
 	if err := json.Unmarshal(rawValue, &v); err != nil {
 		return channels.BadRequestf("whatsapp: malformed %s: %v", where, err)
+	}
+	if got := v.Metadata.PhoneNumberID; phone != "" && got != "" && got != phone {
+		out.Ignored = append(out.Ignored, fmt.Sprintf("whatsapp: %s is for phone number id %.32q, not this account's %q (%d messages, %d statuses left out)",
+			where, got, phone, len(v.Messages), len(v.Statuses)))
+		return nil
 	}
 	names := make(map[string]string, len(v.Contacts))
 	for _, c := range v.Contacts {

@@ -95,6 +95,21 @@ func TestNewInbound(t *testing.T) {
 			want: Config{AccessToken: "a", AppSecret: "s", VerifyToken: "v"},
 		},
 		{
+			name: "phone number id from settings",
+			acct: channels.Account{ExternalID: "111", Settings: json.RawMessage(`{"phone_number_id":"222"}`), WebhookSecret: "s"},
+			want: Config{AppSecret: "s", PhoneNumberID: "222"},
+		},
+		{
+			name: "phone number id from the external id",
+			acct: channels.Account{ExternalID: "111", WebhookSecret: "s"},
+			want: Config{AppSecret: "s", PhoneNumberID: "111"},
+		},
+		{
+			name:    "phone number id of wrong type",
+			acct:    channels.Account{Settings: json.RawMessage(`{"phone_number_id":222}`), WebhookSecret: "s"},
+			wantErr: true,
+		},
+		{
 			name: "null settings and credentials",
 			acct: channels.Account{Settings: json.RawMessage(`null`), Credentials: json.RawMessage(`null`), WebhookSecret: "s"},
 			want: Config{AppSecret: "s"},
@@ -602,4 +617,61 @@ func TestParseBadRequests(t *testing.T) {
 		var br *channels.BadRequestError
 		require.ErrorAs(t, err, &br)
 	})
+}
+
+// TestParseOtherPhoneNumber: one app webhook carries every phone number of
+// the app; an account keeps only the changes addressed to its own number
+// (a conversation is (phone_number_id, wa_id)) and reports the rest as
+// ignored; without a configured number it keeps everything.
+func TestParseOtherPhoneNumber(t *testing.T) {
+	t.Parallel()
+	const ours, theirs = "106540352242922", "999000111222333"
+	inbound := func(phone string) channels.Inbound {
+		in, err := New(Options{}).NewInbound(channels.Account{
+			Settings:      json.RawMessage(`{"phone_number_id":"` + phone + `"}`),
+			WebhookSecret: testAppSecret,
+		})
+		require.NoError(t, err)
+		return in
+	}
+	parse := func(in channels.Inbound, body []byte) *channels.Parsed {
+		req := postRequest(body)
+		require.NoError(t, in.Verify(context.Background(), req))
+		p, err := in.Parse(context.Background(), req)
+		require.NoError(t, err)
+		return p
+	}
+
+	p := parse(inbound(ours), fixture(t, "text.json"))
+	require.Len(t, p.Messages, 1)
+	require.Empty(t, p.Ignored)
+
+	p = parse(inbound(theirs), fixture(t, "text.json"))
+	require.Empty(t, p.Messages, "another number's message is not this account's")
+	require.Len(t, p.Ignored, 1)
+	require.Contains(t, p.Ignored[0], ours)
+	require.Contains(t, p.Ignored[0], "1 messages")
+	p = parse(inbound(theirs), fixture(t, "statuses.json"))
+	require.Empty(t, p.Statuses)
+	require.Len(t, p.Ignored, 1)
+
+	// One POST with changes for two numbers: only ours is kept.
+	var n map[string]any
+	require.NoError(t, json.Unmarshal(fixture(t, "text.json"), &n))
+	other := strings.ReplaceAll(string(fixture(t, "text.json")), ours, theirs)
+	other = strings.ReplaceAll(other, "wamid.HBgL", "wamid.OTHER")
+	var o map[string]any
+	require.NoError(t, json.Unmarshal([]byte(other), &o))
+	n["entry"] = append(n["entry"].([]any), o["entry"].([]any)...)
+	mixed, err := json.Marshal(n)
+	require.NoError(t, err)
+	p = parse(inbound(ours), mixed)
+	require.Len(t, p.Messages, 1)
+	require.NotContains(t, p.Messages[0].SourceMessageID, "OTHER")
+	require.Len(t, p.Ignored, 1)
+	require.Contains(t, p.Ignored[0], theirs)
+
+	p = parse(newTestInbound(t), mixed)
+	require.Len(t, p.Messages, 2, "no number configured: every change is kept")
+	require.Empty(t, p.Ignored)
 }

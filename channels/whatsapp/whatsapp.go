@@ -99,10 +99,13 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 
 // Config is one WhatsApp account's configuration.
 //
-//   - settings: {"phone_number_id": "1234567890"}, read by outbound only:
-//     the business phone number that sends; default the account's
-//     external id. Other keys are ignored; when present settings must be
-//     a JSON object.
+//   - settings: {"phone_number_id": "1234567890"}: the account's business
+//     phone number; default the account's external id. Outbound sends from
+//     it; inbound keeps only changes addressed to it (one app webhook
+//     carries every number of the app, and a conversation is
+//     (phone_number_id, wa_id), so another number's messages must not
+//     become this account's). Without it inbound keeps every change.
+//     Other keys are ignored; when present settings must be a JSON object.
 //   - credentials: {"verify_token": "...", "access_token": "..."}.
 //     verify_token is the Verify Token entered in the App Dashboard's
 //     webhook setup; without it every GET handshake is refused. access_token
@@ -117,8 +120,10 @@ type Config struct {
 	// AppSecret keys the X-Hub-Signature-256 HMAC; the account's webhook
 	// secret. Required.
 	AppSecret string
-	// PhoneNumberID is the sending phone number's id, from settings
-	// "phone_number_id" or else the account's external id. Outbound only.
+	// PhoneNumberID is the account's phone number id, from settings
+	// "phone_number_id" or else the account's external id: the number
+	// outbound sends from, and the only one whose changes inbound keeps
+	// (empty keeps all).
 	PhoneNumberID string
 	// VerifyToken answers the GET hub.verify_token handshake, from
 	// credentials "verify_token". Empty refuses every handshake.
@@ -128,7 +133,9 @@ type Config struct {
 // ParseConfig decodes and validates an account's WhatsApp configuration.
 // Errors wrap channels.ErrInvalidConfig.
 func ParseConfig(acct channels.Account) (Config, error) {
-	var settings map[string]json.RawMessage
+	var settings struct {
+		PhoneNumberID string `json:"phone_number_id"`
+	}
 	if err := decodeObject("settings", acct.Settings, &settings); err != nil {
 		return Config{}, err
 	}
@@ -142,7 +149,11 @@ func ParseConfig(acct channels.Account) (Config, error) {
 	if acct.WebhookSecret == "" {
 		return Config{}, fmt.Errorf("%w: whatsapp: webhook secret (the App Secret) is required", channels.ErrInvalidConfig)
 	}
-	return Config{AccessToken: creds.AccessToken, AppSecret: acct.WebhookSecret, VerifyToken: creds.VerifyToken}, nil
+	phone := settings.PhoneNumberID
+	if phone == "" {
+		phone = acct.ExternalID
+	}
+	return Config{AccessToken: creds.AccessToken, AppSecret: acct.WebhookSecret, VerifyToken: creds.VerifyToken, PhoneNumberID: phone}, nil
 }
 
 // ParseOutboundConfig decodes an account's configuration for sending:
