@@ -34,6 +34,6 @@ func Registry(opts Options) *channels.Registry {
 		discord.New(discord.Options{APIBaseURL: base("discord"), HTTPClient: opts.HTTPClient}),
 		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), HTTPClient: opts.HTTPClient}),
 		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), HTTPClient: opts.HTTPClient}),
-		webhook.New(webhook.Options{}),
+		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
 	)
 }

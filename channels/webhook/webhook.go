@@ -29,9 +29,10 @@ const DefaultTimeout = 15 * time.Second
 
 // Options configures the webhook channel. The zero value is ready to use.
 type Options struct {
-	// HTTPClient delivers outbound webhooks. Default: a client with a
-	// DefaultTimeout timeout. A copy is used whose CheckRedirect never
-	// follows a redirect (a 3xx answer is a failed delivery).
+	// HTTPClient delivers outbound webhooks (its transport is shared). A
+	// copy is used whose CheckRedirect never follows a redirect (a 3xx
+	// answer is a failed delivery) and whose Timeout, when unset, is
+	// DefaultTimeout. Default: a client with the default transport.
 	HTTPClient *http.Client
 	// Now stamps outbound deliveries (webhook-timestamp and the body's
 	// timestamp). Default time.Now.
@@ -51,6 +52,9 @@ func New(opts Options) *Channel {
 	client := &http.Client{Timeout: DefaultTimeout}
 	if opts.HTTPClient != nil {
 		c := *opts.HTTPClient
+		if c.Timeout == 0 {
+			c.Timeout = DefaultTimeout
+		}
 		client = &c
 	}
 	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

@@ -77,13 +77,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			return err
 		}
 	}
-	// Outbound sends reuse connections: the standard transport keeps 2 idle
-	// connections per host, so concurrent sends to one platform would
-	// reconnect for nearly every message.
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 512
-	}
-	registry := builtin.Registry(builtin.Options{Logger: log.With("component", "channels")})
+	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels")})
 	store, err := openBlob(ctx, cfg)
 	if err != nil {
 		return err
@@ -275,4 +269,15 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
 		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
 	}, cfg.RetentionInterval)
+}
+
+// platformClient is the HTTP client of the channel adapters' platform API
+// calls (sends, edits, lookups). Every call carries its own deadline (the
+// dispatcher's send timeout, the adapters' budgets). Its transport keeps
+// connections: the standard one keeps 2 idle per host, so concurrent sends
+// to one platform would reconnect for nearly every message.
+func platformClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 512
+	return &http.Client{Transport: tr}
 }
