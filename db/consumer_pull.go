@@ -124,12 +124,7 @@ func (p *PullTx) Close() {
 		return
 	}
 	if p.open || p.conn.Conn().PgConn().TxStatus() != 'I' {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if _, err := p.conn.Exec(ctx, "ROLLBACK"); err != nil {
-			// The connection's state is unknown: do not give it back.
-			_ = p.conn.Conn().Close(ctx)
-		}
-		cancel()
+		abandon(p.conn)
 	}
 	p.conn.Release()
 	p.conn = nil
@@ -188,10 +183,20 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	}
 	defer conn.Release()
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _ = conn.Exec(rctx, "ROLLBACK")
-		cancel()
+		abandon(conn)
 		return nil, fmt.Errorf("ack: %w", translate(err))
 	}
 	return matched, nil
+}
+
+// abandon ends whatever transaction a failed pipelined batch left open on
+// conn (an aborted one, or one the batch had not finished): nothing of it
+// survives. When even the ROLLBACK fails, the connection's state is
+// unknown, so it is closed rather than given back to the pool.
+func abandon(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = conn.Conn().Close(ctx)
+	}
 }

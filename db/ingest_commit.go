@@ -3,7 +3,6 @@ package db
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -64,9 +63,7 @@ func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup)
 		// If the batch failed midway the server is in an aborted
 		// transaction (or the connection is broken); make sure nothing of
 		// it survives on this connection.
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _ = conn.Exec(rctx, "ROLLBACK")
-		cancel()
+		abandon(conn)
 		return nil, fmt.Errorf("ingest commit: %w", translate(err))
 	}
 	return results, nil

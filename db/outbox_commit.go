@@ -129,9 +129,7 @@ func pipelineTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, que
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		// A batch that failed midway leaves the session in an aborted
 		// transaction (or the connection broken): nothing of it survives.
-		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, _ = conn.Exec(rctx, "ROLLBACK")
-		cancel()
+		abandon(conn)
 		return translate(err)
 	}
 	return nil
