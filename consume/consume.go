@@ -2,8 +2,8 @@
 // leases and long-polling, ack/nak/term/extend, redelivery after
 // ack_wait, dead-lettering after max_deliver, and per-conversation
 // ordering. Its correctness rests on two rules (docs/architecture.md):
-// a consumer's cursor only moves over stream rows whose transactions are
-// below the snapshot horizon, so no committed message is ever skipped; and
+// a consumer reads the log in snapshot windows (db.LogPos), so no committed
+// message is ever skipped and none waits on an unrelated transaction; and
 // all pulls of one consumer are serialized by a row lock on the consumer,
 // so two pullers never hold the same lease and conversation heads are
 // decided consistently.
@@ -35,7 +35,7 @@ type Service struct {
 	metrics *metrics.Metrics
 	log     *slog.Logger
 	// MaxPoll bounds how long a waiting pull sleeps between checks when no
-	// wake-up arrives (lease expiries, nak delays, horizon moves).
+	// wake-up arrives (lease expiries, nak delays).
 	maxPoll time.Duration
 	// materialize caps the pending backlog taken into a conversation-
 	// ordered consumer ahead of its leases.
@@ -108,8 +108,8 @@ func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, bat
 			timer.Stop()
 			return []Delivery{}, nil
 		case <-subC:
-			// A commit may still sit above the snapshot horizon: look
-			// again soon, backing off up to maxPoll.
+			// Look again at once; backing off up to maxPoll when the
+			// wake-up was for rows this consumer does not take.
 			poll = time.Millisecond
 		case <-timer.C:
 			poll = min(poll*3/2, s.maxPoll)
@@ -146,7 +146,7 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 // round trips: BeginPull, then TakeCommit.
 func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery, error) {
 	c, st, tx := p.Consumer, p.State, p.DB()
-	cursor := c.Cursor
+	pos := c.Pos
 	// Expired lease ranges become per-message expired leases (then
 	// redelivered or dead-lettered below). An ordered consumer keeps no
 	// ranges: any left from when it was unordered become per-message
@@ -179,8 +179,8 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 		if out, err = s.load(ctx, tx, c, ds); err != nil {
 			return nil, err
 		}
-		if c.Cursor != cursor || len(out) > 0 {
-			if err := db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0); err != nil {
+		if c.Pos != pos || len(out) > 0 {
+			if err := db.ConsumerAdvance(ctx, tx, c, c.Pos, len(out) > 0); err != nil {
 				return nil, err
 			}
 		}
@@ -202,7 +202,7 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 	}
 	want := room - claimed
 	if want <= 0 {
-		if err := db.ConsumerAdvance(ctx, tx, c, c.Cursor, len(out) > 0); err != nil {
+		if err := db.ConsumerAdvance(ctx, tx, c, c.Pos, len(out) > 0); err != nil {
 			return nil, err
 		}
 		return out, p.Commit(ctx)
@@ -215,21 +215,6 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
 	}
 	return out, nil
-}
-
-// nextCursor is where the cursor goes after reading n of want stream rows,
-// the last at last. When fewer than want came back, every row below the
-// horizon has been read, so the cursor moves to (horizon, 0): rows of
-// transactions still running (xid >= horizon) stay ahead of it.
-func nextCursor(cur, last db.StreamPos, n, want int, horizon uint64) db.StreamPos {
-	to := cur
-	if n > 0 {
-		to = laterOf(to, last)
-	}
-	if n < want && horizon > 0 {
-		to = laterOf(to, db.StreamPos{Xid: horizon, Seq: 0})
-	}
-	return to
 }
 
 // claimOrdered tops up the pending backlog from the stream, then leases
@@ -248,9 +233,9 @@ func (s *Service) claimOrdered(ctx context.Context, tx db.DBTX, c *db.Consumer, 
 }
 
 // advance takes up to want new stream rows into the consumer (leased at
-// once, or pending) and moves the cursor in memory (see nextCursor).
+// once, or pending) and moves its log position in memory (db.LogPos.Next).
 func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
-	rows, horizon, err := db.StreamNext(ctx, tx, c, want)
+	rows, hi, err := db.StreamNext(ctx, tx, c, want)
 	if err != nil {
 		return nil, err
 	}
@@ -262,15 +247,8 @@ func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want 
 		}
 		last = rows[len(rows)-1].Pos
 	}
-	c.Cursor = nextCursor(c.Cursor, last, len(rows), want, horizon)
+	c.Pos = c.Pos.Next(hi, last, len(rows), want)
 	return ds, nil
-}
-
-func laterOf(a, b db.StreamPos) db.StreamPos {
-	if a.Xid > b.Xid || (a.Xid == b.Xid && a.Seq > b.Seq) {
-		return a
-	}
-	return b
 }
 
 // load attaches message bodies to leases, in lease order. A message

@@ -247,7 +247,7 @@ func TestLeaseLifecycle(t *testing.T) {
 
 	var reasons []string
 	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT last_error FROM mio.consumer_deliveries WHERE state = 'dead' ORDER BY seq")
+		rows, err := tx.Query(ctx, "SELECT last_error FROM mio.consumer_deliveries WHERE state = 'dead' ORDER BY pos")
 		if err != nil {
 			return err
 		}

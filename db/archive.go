@@ -14,22 +14,6 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
-// ArchivePos is the archive's position on a tenant's ready stream: (ready_xid,
-// ready_seq). The zero value is before the first message.
-type ArchivePos struct {
-	Xid uint64
-	Seq int64
-}
-
-// Less orders positions as the stream does.
-func (p ArchivePos) Less(q ArchivePos) bool {
-	return p.Xid < q.Xid || p.Xid == q.Xid && p.Seq < q.Seq
-}
-
-func (p ArchivePos) String() string { return fmt.Sprintf("%d.%d", p.Xid, p.Seq) }
-
-func (p ArchivePos) xid() string { return strconv.FormatUint(p.Xid, 10) }
-
 func parseXid(s string) (uint64, error) {
 	x, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
@@ -38,28 +22,40 @@ func parseXid(s string) (uint64, error) {
 	return x, nil
 }
 
-// ArchiveCursorGet returns the tenant's archive cursor (the zero position
-// when the archive never ran for it).
-func ArchiveCursorGet(ctx context.Context, tx DBTX, tenantID uuid.UUID) (ArchivePos, error) {
+// ArchiveCursorGet returns the tenant's archive position in the log
+// (LogStart when the archive never ran for it).
+func ArchiveCursorGet(ctx context.Context, tx DBTX, tenantID uuid.UUID) (LogPos, error) {
 	r, err := queries().ArchiveCursorGet(ctx, tx, &dbsqlc.ArchiveCursorGetParams{TenantID: tenantID})
 	if err != nil {
 		if err = translate(err); errors.Is(err, ErrNotFound) {
-			return ArchivePos{}, nil
+			return LogPos{Lo: LogStart}, nil
 		}
-		return ArchivePos{}, err
+		return LogPos{}, err
 	}
 	x, err := parseXid(r.ReadyXid)
 	if err != nil {
-		return ArchivePos{}, err
+		return LogPos{}, err
 	}
-	return ArchivePos{Xid: x, Seq: r.ReadySeq}, nil
+	return logPosFrom(r.LogLo, &r.LogHi, x, r.ReadySeq), nil
 }
 
-// ArchiveCursorAdvance moves the tenant's cursor from old to next
+// ArchiveWindowPin records that the window (pos.Lo, hi] is being archived
+// (pos has no window open); false means another archiver moved the
+// position first.
+func ArchiveWindowPin(ctx context.Context, tx DBTX, tenantID uuid.UUID, pos LogPos, hi string) (bool, error) {
+	n, err := queries().ArchiveWindowPin(ctx, tx, &dbsqlc.ArchiveWindowPinParams{TenantID: tenantID, Lo: pos.Lo, Hi: hi})
+	if err != nil {
+		return false, translate(err)
+	}
+	return n == 1, nil
+}
+
+// ArchiveCursorAdvance moves the tenant's position from old to next
 // (compare-and-set); false means another archiver moved it first.
-func ArchiveCursorAdvance(ctx context.Context, tx DBTX, tenantID uuid.UUID, old, next ArchivePos) (bool, error) {
+func ArchiveCursorAdvance(ctx context.Context, tx DBTX, tenantID uuid.UUID, old, next LogPos) (bool, error) {
 	n, err := queries().ArchiveCursorAdvance(ctx, tx, &dbsqlc.ArchiveCursorAdvanceParams{
-		TenantID: tenantID, NewXid: next.xid(), NewSeq: next.Seq, OldXid: old.xid(), OldSeq: old.Seq,
+		TenantID: tenantID, NewLo: next.Lo, NewHi: next.hiArg(), NewXid: next.After.xidText(), NewSeq: next.After.Seq,
+		OldLo: old.Lo, OldHi: old.hiArg(), OldXid: old.After.xidText(), OldSeq: old.After.Seq,
 	})
 	if err != nil {
 		return false, translate(err)
@@ -67,11 +63,18 @@ func ArchiveCursorAdvance(ctx context.Context, tx DBTX, tenantID uuid.UUID, old,
 	return n == 1, nil
 }
 
+// SnapshotNow returns the snapshot of a statement of its own: the hi of a
+// new log window.
+func SnapshotNow(ctx context.Context, tx DBTX) (string, error) {
+	s, err := queries().SnapshotNow(ctx, tx)
+	return s, translate(err)
+}
+
 // ArchiveRow is one ready message read for the archive.
 type ArchiveRow struct {
 	ID          uuid.UUID
 	ChannelType string
-	Pos         ArchivePos
+	Pos         StreamPos
 	// Envelope is the stored mio.v1.Message JSON without raw.
 	Envelope   []byte
 	Raw        []byte
@@ -79,12 +82,13 @@ type ArchiveRow struct {
 	ReadyAt    time.Time
 }
 
-// ArchiveScan calls fn, in ready-stream order, for at most maxRows of the
-// tenant's ready messages after pos that are below the snapshot horizon
-// (so none is ever skipped). fn returns false to stop early. Rows are
-// streamed, not collected.
-func ArchiveScan(ctx context.Context, tx DBTX, tenantID uuid.UUID, after ArchivePos, maxRows int, fn func(*ArchiveRow) bool) error {
-	rows, err := tx.Query(ctx, dbsqlc.ArchiveBatch, tenantID, after.xid(), after.Seq, int32(maxRows))
+// ArchiveScan calls fn, in window order, for at most maxRows of the
+// tenant's ready messages in the log window (pos.Lo, hi] after pos.After
+// (so none is ever skipped, and none waits on an unrelated transaction).
+// hi must have been taken before this statement. fn returns false to stop
+// early. Rows are streamed, not collected.
+func ArchiveScan(ctx context.Context, tx DBTX, tenantID uuid.UUID, pos LogPos, hi string, maxRows int, fn func(*ArchiveRow) bool) error {
+	rows, err := tx.Query(ctx, dbsqlc.ArchiveBatch, tenantID, pos.Lo, hi, pos.After.xidText(), pos.After.Seq, int32(maxRows))
 	if err != nil {
 		return translate(err)
 	}
@@ -113,13 +117,6 @@ func ArchiveScan(ctx context.Context, tx DBTX, tenantID uuid.UUID, after Archive
 	return translate(rows.Err())
 }
 
-// ArchiveMarkArchived sets archived_at on the tenant's messages ids that
-// are not archived yet, returning how many it marked.
-func ArchiveMarkArchived(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) (int64, error) {
-	n, err := queries().ArchiveMarkArchived(ctx, tx, &dbsqlc.ArchiveMarkArchivedParams{TenantID: tenantID, Ids: ids})
-	return n, translate(err)
-}
-
 // ArchivePart is one NDJSON object written for a batch.
 type ArchivePart struct {
 	ObjectKey   string
@@ -131,9 +128,9 @@ type ArchivePart struct {
 
 // ArchivePartUpsert records the objects of one batch (first..last on the
 // stream); a rewritten object's row is updated.
-func ArchivePartUpsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, first, last ArchivePos, parts []ArchivePart) error {
+func ArchivePartUpsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, first, last StreamPos, parts []ArchivePart) error {
 	p := &dbsqlc.ArchivePartUpsertParams{
-		TenantID: tenantID, FirstXid: first.xid(), FirstSeq: first.Seq, LastXid: last.xid(), LastSeq: last.Seq,
+		TenantID: tenantID, FirstXid: first.xidText(), FirstSeq: first.Seq, LastXid: last.xidText(), LastSeq: last.Seq,
 		ObjectKeys: make([]string, len(parts)), ChannelTypes: make([]string, len(parts)),
 		Days: make([]pgtype.Date, len(parts)), RowCounts: make([]int32, len(parts)), ByteCounts: make([]int64, len(parts)),
 	}

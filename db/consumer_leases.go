@@ -58,7 +58,7 @@ func splitLeaseIDs(ids []uuid.UUID) (leases []int64, idxs []int32, rest []uuid.U
 // returns how many deliveries it wrote.
 func LeaseMaterialize(ctx context.Context, tx DBTX, c *Consumer, every bool) (int64, error) {
 	n, err := queries().LeaseMaterialize(ctx, tx, &dbsqlc.LeaseMaterializeParams{
-		TenantID: c.TenantID, ConsumerName: c.Name, Every: every, Ready: c.Stage != StageReceived})
+		TenantID: c.TenantID, ConsumerName: c.Name, Every: every})
 	return n, translate(err)
 }
 
@@ -72,7 +72,7 @@ func LeaseMaterializeMembers(ctx context.Context, tx DBTX, c *Consumer, ids []uu
 		return nil, nil
 	}
 	rows, err := queries().LeaseMaterializeMembers(ctx, tx, &dbsqlc.LeaseMaterializeMembersParams{
-		TenantID: c.TenantID, ConsumerName: c.Name, LeaseIds: leases, Idxs: idxs, Ready: c.Stage != StageReceived})
+		TenantID: c.TenantID, ConsumerName: c.Name, LeaseIds: leases, Idxs: idxs})
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
@@ -43,7 +42,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	}
 	p := &PullTx{conn: conn, open: true}
 	var (
-		c  dbsqlc.MioConsumer
+		c  dbsqlc.ConsumerGetRow
 		st dbsqlc.ConsumerPullStateRow
 	)
 	b := &pgx.Batch{}
@@ -54,17 +53,17 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
 			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,
-			&c.CursorXid, &c.CursorSeq, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt)
+			&c.CursorXid, &c.CursorSeq, &c.LogLo, &c.LogHi, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt)
 	})
 	b.Queue(dbsqlc.ConsumerPullState, tenantID, name).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Horizon)
+		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Hi)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		p.Close()
 		return nil, translate(err)
 	}
 	p.Consumer = consumerFrom(c)
-	p.State = &PullState{Leased: int(st.Leased), Due: st.Due, Ranges: st.Ranges, RangesExpired: st.RangesExpired, Horizon: st.Horizon.Uint64}
+	p.State = &PullState{Leased: int(st.Leased), Due: st.Due, Ranges: st.Ranges, RangesExpired: st.RangesExpired, Hi: st.Hi}
 	return p, nil
 }
 
@@ -84,8 +83,8 @@ func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]Tak
 	}
 	var out []TakenDelivery
 	b := &pgx.Batch{}
-	b.Queue(query, c.TenantID, pgtype.Uint64{Uint64: p.State.Horizon, Valid: true}, pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true},
-		c.Cursor.Seq, nonNil(c.FilterChannelTypes), nonNilUUIDs(c.FilterAccountIDs), nonNil(c.FilterConversationIDs),
+	b.Queue(query, c.TenantID, c.Pos.Lo, p.State.Hi, c.Pos.After.xid8(),
+		c.Pos.After.Seq, nonNil(c.FilterChannelTypes), nonNilUUIDs(c.FilterAccountIDs), nonNil(c.FilterConversationIDs),
 		c.StartTime, int32(max), c.Name, interval(c.AckWait), delivered).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (

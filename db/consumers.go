@@ -41,18 +41,19 @@ type Consumer struct {
 	MaxAckPending         int
 	Ordering              string
 	Stage                 string
-	Cursor                StreamPos
+	// Pos is the consumer's position in the log.
+	Pos             LogPos
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
 }
 
-func consumerFrom(r dbsqlc.MioConsumer) *Consumer {
+func consumerFrom(r dbsqlc.ConsumerGetRow) *Consumer {
 	return &Consumer{
 		TenantID: r.TenantID, Name: r.Name, FilterChannelTypes: r.FilterChannelTypes, FilterAccountIDs: r.FilterAccountIds,
 		FilterConversationIDs: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWait: time.Duration(r.AckWaitMs) * time.Millisecond, MaxDeliver: int(r.MaxDeliver), MaxAckPending: int(r.MaxAckPending),
-		Ordering: r.Ordering, Stage: r.Stage, Cursor: StreamPos{Xid: r.CursorXid.Uint64, Seq: r.CursorSeq},
+		Ordering: r.Ordering, Stage: r.Stage, Pos: logPosFrom(r.LogLo, &r.LogHi, r.CursorXid.Uint64, r.CursorSeq),
 		LastDeliveredAt: r.LastDeliveredAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
@@ -70,11 +71,11 @@ func ConsumerUpsert(ctx context.Context, tx DBTX, c *Consumer) (out *Consumer, c
 	if err != nil {
 		return nil, false, translate(err)
 	}
-	return consumerFrom(dbsqlc.MioConsumer{
+	return consumerFrom(dbsqlc.ConsumerGetRow{
 		TenantID: r.TenantID, Name: r.Name, FilterChannelTypes: r.FilterChannelTypes, FilterAccountIds: r.FilterAccountIds,
 		FilterConversationIds: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWaitMs: r.AckWaitMs, MaxDeliver: r.MaxDeliver, MaxAckPending: r.MaxAckPending, Ordering: r.Ordering,
-		Stage: r.Stage, CursorXid: r.CursorXid, CursorSeq: r.CursorSeq, LastDeliveredAt: r.LastDeliveredAt,
+		Stage: r.Stage, CursorXid: r.CursorXid, CursorSeq: r.CursorSeq, LogLo: r.LogLo, LogHi: r.LogHi, LastDeliveredAt: r.LastDeliveredAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}), r.Created, nil
 }
@@ -108,16 +109,16 @@ func ConsumerList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*Consumer
 	}
 	out := make([]*Consumer, len(rows))
 	for i, r := range rows {
-		out[i] = consumerFrom(r)
+		out[i] = consumerFrom(dbsqlc.ConsumerGetRow(r))
 	}
 	return out, nil
 }
 
-// ConsumerAdvance stores a consumer's cursor and, when delivered, stamps
-// its last delivery time (one write per pull).
-func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to StreamPos, delivered bool) error {
+// ConsumerAdvance stores a consumer's log position and, when delivered,
+// stamps its last delivery time (one write per pull).
+func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to LogPos, delivered bool) error {
 	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
-		TenantID: c.TenantID, Name: c.Name, CursorXid: pgtype.Uint64{Uint64: to.Xid, Valid: true}, CursorSeq: to.Seq,
+		TenantID: c.TenantID, Name: c.Name, LogLo: to.Lo, LogHi: to.hiArg(), CursorXid: to.After.xid8(), CursorSeq: to.After.Seq,
 		Delivered: delivered}))
 }
 
@@ -130,45 +131,45 @@ type StreamRow struct {
 	ConversationID string
 }
 
-// StreamNext returns up to max rows of the consumer's stage after its
-// cursor that match its filter and whose transactions are below the
-// horizon, and that horizon. The horizon (pg_snapshot_xmin) is read by a
-// statement of its own BEFORE the rows: every transaction below it had
-// ended before the row query's snapshot was taken, so none of its rows can
-// be missed, whatever the commit order. (Reading the horizon after the
-// rows would let a transaction that commits in between fall below the
-// cursor unseen.)
-func StreamNext(ctx context.Context, tx DBTX, c *Consumer, max int) ([]StreamRow, uint64, error) {
-	h, err := queries().SnapshotHorizon(ctx, tx)
-	if err != nil {
-		return nil, 0, translate(err)
+// StreamNext returns up to max rows of the consumer's stage in its log
+// window after its position that match its filter, and the window's hi:
+// the open window's, else a snapshot read by a statement of its own
+// BEFORE the rows, so every row of a transaction that hi sees as committed
+// is visible to the row query.
+func StreamNext(ctx context.Context, tx DBTX, c *Consumer, max int) ([]StreamRow, string, error) {
+	hi := c.Pos.Hi
+	if hi == "" {
+		var err error
+		if hi, err = SnapshotNow(ctx, tx); err != nil {
+			return nil, "", err
+		}
 	}
 	var out []StreamRow
-	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
+	p := c.Pos
 	if c.Stage == StageReceived {
 		rows, err := queries().StreamReceived(ctx, tx, &dbsqlc.StreamReceivedParams{
-			TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+			TenantID: c.TenantID, Lo: p.Lo, Hi: hi, CursorXid: p.After.xid8(), CursorSeq: p.After.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
 			AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs),
 			StartTime: c.StartTime, MaxRows: int32(max)})
 		if err != nil {
-			return nil, 0, translate(err)
+			return nil, "", translate(err)
 		}
 		for _, r := range rows {
 			out = append(out, StreamRow{MessageID: r.ID, Pos: StreamPos{Xid: r.Xid.Uint64, Seq: r.Seq.Int64}, MessageSeq: r.MessageSeq.Int64, AccountID: r.AccountID, ConversationID: r.ConversationID})
 		}
-		return out, h.Uint64, nil
+		return out, hi, nil
 	}
 	rows, err := queries().StreamReady(ctx, tx, &dbsqlc.StreamReadyParams{
-		TenantID: c.TenantID, Horizon: h, CursorXid: cur, CursorSeq: c.Cursor.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
+		TenantID: c.TenantID, Lo: p.Lo, Hi: hi, CursorXid: p.After.xid8(), CursorSeq: p.After.Seq, ChannelTypes: nonNil(c.FilterChannelTypes),
 		AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs),
 		StartTime: c.StartTime, MaxRows: int32(max)})
 	if err != nil {
-		return nil, 0, translate(err)
+		return nil, "", translate(err)
 	}
 	for _, r := range rows {
 		out = append(out, StreamRow{MessageID: r.ID, Pos: StreamPos{Xid: r.Xid.Uint64, Seq: r.Seq.Int64}, MessageSeq: r.MessageSeq.Int64, AccountID: r.AccountID, ConversationID: r.ConversationID})
 	}
-	return out, h.Uint64, nil
+	return out, hi, nil
 }
 
 // Delivery is a leased message handed to a puller.
@@ -185,11 +186,10 @@ type Delivery struct {
 func DeliveryInsert(ctx context.Context, tx DBTX, c *Consumer, rows []StreamRow, lease bool) ([]Delivery, error) {
 	p := &dbsqlc.DeliveryInsertBatchParams{
 		TenantID: c.TenantID, ConsumerName: c.Name, Lease: lease, AckWait: interval(c.AckWait),
-		MessageIds: make([]uuid.UUID, len(rows)), Xids: make([]pgtype.Uint64, len(rows)), Seqs: make([]int64, len(rows)),
-		MessageSeqs: make([]int64, len(rows)), ConversationKeys: make([]string, len(rows)),
+		MessageIds: make([]uuid.UUID, len(rows)), MessageSeqs: make([]int64, len(rows)), ConversationKeys: make([]string, len(rows)),
 	}
 	for i, r := range rows {
-		p.MessageIds[i], p.Xids[i], p.Seqs[i] = r.MessageID, pgtype.Uint64{Uint64: r.Pos.Xid, Valid: true}, r.Pos.Seq
+		p.MessageIds[i] = r.MessageID
 		p.MessageSeqs[i], p.ConversationKeys[i] = r.MessageSeq, r.AccountID.String()+":"+r.ConversationID
 	}
 	res, err := queries().DeliveryInsertBatch(ctx, tx, p)
@@ -326,16 +326,18 @@ func derefUUIDs(in []*uuid.UUID) []uuid.UUID {
 	return out
 }
 
-// StreamBacklog counts stream rows after the consumer's cursor that match
+// StreamBacklog counts stream rows the consumer has not read that match
 // its filter, up to max.
 func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, error) {
-	cur := pgtype.Uint64{Uint64: c.Cursor.Xid, Valid: true}
+	p := c.Pos
 	if c.Stage == StageReceived {
-		n, err := queries().StreamReceivedBacklog(ctx, tx, &dbsqlc.StreamReceivedBacklogParams{TenantID: c.TenantID, CursorXid: cur, CursorSeq: c.Cursor.Seq,
+		n, err := queries().StreamReceivedBacklog(ctx, tx, &dbsqlc.StreamReceivedBacklogParams{TenantID: c.TenantID,
+			Lo: p.Lo, Hi: p.hiArg(), CursorXid: p.After.xid8(), CursorSeq: p.After.Seq,
 			ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
 		return n, translate(err)
 	}
-	n, err := queries().StreamReadyBacklog(ctx, tx, &dbsqlc.StreamReadyBacklogParams{TenantID: c.TenantID, CursorXid: cur, CursorSeq: c.Cursor.Seq,
+	n, err := queries().StreamReadyBacklog(ctx, tx, &dbsqlc.StreamReadyBacklogParams{TenantID: c.TenantID,
+		Lo: p.Lo, Hi: p.hiArg(), CursorXid: p.After.xid8(), CursorSeq: p.After.Seq,
 		ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
 	return n, translate(err)
 }
@@ -346,5 +348,5 @@ type PullState struct {
 	Due           bool   // per-message deliveries due again (nak delay over, lease expired)
 	Ranges        bool   // lease ranges outstanding
 	RangesExpired bool   // lease ranges expired
-	Horizon       uint64 // pg_snapshot_xmin of this statement
+	Hi            string // the window's end: the open window's, else a snapshot taken under the row lock
 }

@@ -1,33 +1,38 @@
 -- name: ArchiveCursorGet :one
-SELECT ready_xid::text AS ready_xid, ready_seq FROM mio.archive_cursors WHERE tenant_id = @tenant_id;
+SELECT log_lo::text AS log_lo, coalesce(log_hi::text, ''::text)::text AS log_hi, ready_xid::text AS ready_xid, ready_seq
+FROM mio.archive_cursors WHERE tenant_id = @tenant_id;
+
+-- name: ArchiveWindowPin :execrows
+-- Pins the window a batch was read from (@hi) before its objects are
+-- written, creating the position on the first run, so a retried batch
+-- reads the same rows and writes the same object names. 0 rows when
+-- another archiver moved the position first.
+INSERT INTO mio.archive_cursors AS c (tenant_id, log_lo, log_hi, ready_xid, ready_seq, updated_at)
+VALUES (@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, '0', 0, now())
+ON CONFLICT (tenant_id) DO UPDATE
+SET log_hi = excluded.log_hi, updated_at = now()
+WHERE c.log_hi IS NULL AND c.log_lo::text = excluded.log_lo::text;
 
 -- name: ArchiveBatch :many
--- The next ready messages after the cursor, in ready-stream order, only
--- below the snapshot horizon: a transaction that made a message ready
--- and has not committed yet holds the horizon back, so no message is ever
--- skipped, whatever the commit order (the consumers' technique).
+-- The next ready messages of the archive's window (@lo, @hi] after
+-- (@after_xid, @after_seq), in window order (mio.log_ready: the
+-- consumers' reader, so a message whose transaction commits late is never
+-- skipped and an open transaction elsewhere holds nothing back).
 SELECT i.id, i.channel_type, i.ready_xid::text AS ready_xid, i.ready_seq, i.envelope, i.raw,
        i.received_at, i.ready_at
-FROM mio.inbox AS i
-WHERE i.tenant_id = @tenant_id
-  AND i.ready_xid IS NOT NULL
-  AND i.ready_xid < pg_snapshot_xmin(pg_current_snapshot())
-  AND (i.ready_xid, i.ready_seq) > ((@after_xid::text)::xid8, @after_seq::bigint)
-ORDER BY i.ready_xid, i.ready_seq
-LIMIT @max_rows::int;
+FROM mio.log_ready(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, (@after_xid::text)::xid8,
+    @after_seq::bigint, '{}', '{}', '{}', NULL, @max_rows::int) AS i
+ORDER BY i.ready_xid, i.ready_seq;
 
 -- name: ArchiveCursorAdvance :execrows
--- Moves the cursor from (@old_xid, @old_seq) to (@new_xid, @new_seq);
--- 0 rows when another archiver moved it first (compare-and-set).
-INSERT INTO mio.archive_cursors AS c (tenant_id, ready_xid, ready_seq, updated_at)
-VALUES (@tenant_id, (@new_xid::text)::xid8, @new_seq::bigint, now())
-ON CONFLICT (tenant_id) DO UPDATE
-SET ready_xid = excluded.ready_xid, ready_seq = excluded.ready_seq, updated_at = now()
-WHERE c.ready_xid = (@old_xid::text)::xid8 AND c.ready_seq = @old_seq::bigint;
-
--- name: ArchiveMarkArchived :execrows
-UPDATE mio.inbox SET archived_at = now()
-WHERE tenant_id = @tenant_id AND id = ANY (@ids::uuid[]) AND archived_at IS NULL;
+-- Moves the position from the old one to the new one; 0 rows when another
+-- archiver moved it first (compare-and-set).
+UPDATE mio.archive_cursors AS c
+SET log_lo = (@new_lo::text)::pg_snapshot, log_hi = (sqlc.narg('new_hi')::text)::pg_snapshot,
+    ready_xid = (@new_xid::text)::xid8, ready_seq = @new_seq::bigint, updated_at = now()
+WHERE c.tenant_id = @tenant_id AND c.log_lo::text = @old_lo::text
+  AND c.log_hi::text IS NOT DISTINCT FROM sqlc.narg('old_hi')::text
+  AND c.ready_xid = (@old_xid::text)::xid8 AND c.ready_seq = @old_seq::bigint;
 
 -- name: ArchivePartUpsert :exec
 INSERT INTO mio.archive_parts (

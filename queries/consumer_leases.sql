@@ -2,25 +2,18 @@
 -- taken from the stream; per-message rows only off the happy path.
 
 -- name: LeaseTakeReady :many
--- Ordering none, ready stage, in one statement: read the next stream rows
--- after the cursor below @horizon (taken by an earlier statement), lease
--- them all as one range, and move the consumer's cursor (stamping its last
--- delivery when rows were read or @delivered). The rows read are returned
--- with the range id; member i is the i-th row in stream order. The caller
--- holds the consumer's row lock and passes the cursor it read under it.
+-- Ordering none, ready stage, in one statement: read the next rows of the
+-- consumer's window (@lo, @hi] after its position (mio.log_ready; @hi was
+-- taken by an earlier statement of this transaction), lease them all as
+-- one range, and move the consumer's position (stamping its last delivery
+-- when rows were read or @delivered). The rows read are returned with the
+-- range id; member i is the i-th row in window order. The caller holds the
+-- consumer's row lock and passes the position it read under it.
 WITH s AS (
     SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = @tenant_id
-      AND i.ready_xid IS NOT NULL
-      AND i.ready_xid < @horizon::xid8
-      AND (i.ready_xid, i.ready_seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-    ORDER BY i.ready_xid, i.ready_seq
-    LIMIT @max_rows
+    FROM mio.log_ready(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, @cursor_xid::xid8, @cursor_seq::bigint,
+        @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz,
+        @max_rows::int) AS i
 ),
 l AS (
     INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
@@ -35,25 +28,25 @@ k AS (
            (array_agg(s.seq ORDER BY s.xid DESC, s.seq DESC))[1] AS last_seq
     FROM s
 ),
--- The new cursor: after the last row read; when fewer rows than asked
--- came back, every row below the horizon has been read and the cursor
--- moves to (horizon, 0) (rows of transactions still running, xid >=
--- horizon, stay ahead of it).
+-- The new position: when fewer rows than asked came back, the window
+-- (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
+-- otherwise the window stays open at @hi, read up to the last row.
 nc AS (
     SELECT k.n,
-           CASE WHEN k.n < @max_rows AND @horizon::xid8 > coalesce(k.last_xid, @cursor_xid::xid8)
-                THEN @horizon::xid8 ELSE coalesce(k.last_xid, @cursor_xid::xid8) END AS xid,
-           CASE WHEN k.n < @max_rows AND @horizon::xid8 > coalesce(k.last_xid, @cursor_xid::xid8)
-                THEN 0::bigint ELSE coalesce(k.last_seq, @cursor_seq::bigint) END AS seq
+           CASE WHEN k.n < @max_rows THEN @hi::text ELSE @lo::text END AS lo,
+           CASE WHEN k.n < @max_rows THEN NULL ELSE @hi::text END AS hi,
+           CASE WHEN k.n < @max_rows THEN '0'::xid8 ELSE k.last_xid END AS xid,
+           CASE WHEN k.n < @max_rows THEN 0::bigint ELSE k.last_seq END AS seq
     FROM k
 ),
 adv AS (
     UPDATE mio.consumers AS c
-    SET cursor_xid = nc.xid, cursor_seq = nc.seq,
+    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
         last_delivered_at = CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE c.last_delivered_at END
     FROM nc
     WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name
-      AND ((c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
+      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
+           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
 )
 SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
 FROM s CROSS JOIN l
@@ -62,17 +55,10 @@ ORDER BY s.xid, s.seq;
 -- name: LeaseTakeReceived :many
 -- As LeaseTakeReady, for the received stage (ordered by insert position).
 WITH s AS (
-    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = @tenant_id
-      AND i.xid < @horizon::xid8
-      AND (i.xid, i.seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-      AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-    ORDER BY i.xid, i.seq
-    LIMIT @max_rows
+    SELECT i.id, i.xid AS xid, i.seq AS seq, i.seq AS message_seq, i.envelope, i.raw
+    FROM mio.log_received(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, @cursor_xid::xid8, @cursor_seq::bigint,
+        @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz,
+        @max_rows::int) AS i
 ),
 l AS (
     INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
@@ -87,25 +73,25 @@ k AS (
            (array_agg(s.seq ORDER BY s.xid DESC, s.seq DESC))[1] AS last_seq
     FROM s
 ),
--- The new cursor: after the last row read; when fewer rows than asked
--- came back, every row below the horizon has been read and the cursor
--- moves to (horizon, 0) (rows of transactions still running, xid >=
--- horizon, stay ahead of it).
+-- The new position: when fewer rows than asked came back, the window
+-- (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
+-- otherwise the window stays open at @hi, read up to the last row.
 nc AS (
     SELECT k.n,
-           CASE WHEN k.n < @max_rows AND @horizon::xid8 > coalesce(k.last_xid, @cursor_xid::xid8)
-                THEN @horizon::xid8 ELSE coalesce(k.last_xid, @cursor_xid::xid8) END AS xid,
-           CASE WHEN k.n < @max_rows AND @horizon::xid8 > coalesce(k.last_xid, @cursor_xid::xid8)
-                THEN 0::bigint ELSE coalesce(k.last_seq, @cursor_seq::bigint) END AS seq
+           CASE WHEN k.n < @max_rows THEN @hi::text ELSE @lo::text END AS lo,
+           CASE WHEN k.n < @max_rows THEN NULL ELSE @hi::text END AS hi,
+           CASE WHEN k.n < @max_rows THEN '0'::xid8 ELSE k.last_xid END AS xid,
+           CASE WHEN k.n < @max_rows THEN 0::bigint ELSE k.last_seq END AS seq
     FROM k
 ),
 adv AS (
     UPDATE mio.consumers AS c
-    SET cursor_xid = nc.xid, cursor_seq = nc.seq,
+    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
         last_delivered_at = CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE c.last_delivered_at END
     FROM nc
     WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name
-      AND ((c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
+      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
+           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
 )
 SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
 FROM s CROSS JOIN l
@@ -129,13 +115,11 @@ m AS (
     WHERE NOT (g.idx = ANY (x.settled))
 )
 INSERT INTO mio.consumer_deliveries (
-    tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+    tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at
 )
 SELECT @tenant_id::uuid, @consumer_name::text, i.id,
-       CASE WHEN @ready::bool THEN i.ready_xid ELSE i.xid END,
-       CASE WHEN @ready::bool THEN i.ready_seq ELSE i.seq END,
-       i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
+       m.lease_id * 4096 + m.idx, i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
        mio.lease_delivery_id(m.lease_id, m.idx), 1, m.expires_at
 FROM m JOIN mio.inbox AS i ON i.tenant_id = @tenant_id AND i.id = m.message_id
 ON CONFLICT DO NOTHING;
@@ -165,13 +149,11 @@ u AS (
 ),
 ins AS (
     INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
         delivery_id, delivery_count, lease_expires_at
     )
     SELECT @tenant_id::uuid, @consumer_name::text, i.id,
-           CASE WHEN @ready::bool THEN i.ready_xid ELSE i.xid END,
-           CASE WHEN @ready::bool THEN i.ready_seq ELSE i.seq END,
-           i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
+           m.lease_id * 4096 + m.idx, i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
            mio.lease_delivery_id(m.lease_id, m.idx), 1, m.expires_at
     FROM m JOIN mio.inbox AS i ON i.tenant_id = @tenant_id AND i.id = m.message_id
     ON CONFLICT DO NOTHING

@@ -4,11 +4,11 @@
 INSERT INTO mio.consumers (
     tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids,
     deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage,
-    cursor_xid, cursor_seq
+    cursor_xid, cursor_seq, log_lo
 ) VALUES (
     @tenant_id, @name, @filter_channel_types, @filter_account_ids, @filter_conversation_ids,
     @deliver_policy, sqlc.narg('start_time'), @ack_wait_ms, @max_deliver, @max_ack_pending, @ordering, @stage,
-    CASE WHEN @deliver_policy::text = 'new' THEN pg_snapshot_xmin(pg_current_snapshot()) ELSE '0'::xid8 END, 0
+    '0', 0, CASE WHEN @deliver_policy::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -19,80 +19,81 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
     max_ack_pending = EXCLUDED.max_ack_pending,
     ordering = EXCLUDED.ordering,
     updated_at = now()
-RETURNING *, (xmax = 0) AS created;
+RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at, (xmax = 0) AS created;
 
 -- name: ConsumerGet :one
-SELECT * FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: ConsumerLock :one
 -- Serializes pulls of one consumer (cursor advance and claims).
-SELECT * FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
 
 -- name: ConsumerDelete :execrows
 DELETE FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: ConsumerList :many
-SELECT * FROM mio.consumers WHERE tenant_id = @tenant_id ORDER BY name;
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = @tenant_id ORDER BY name;
 
 -- name: ConsumerAdvance :exec
 UPDATE mio.consumers
-SET cursor_xid = @cursor_xid, cursor_seq = @cursor_seq,
+SET log_lo = (@log_lo::text)::pg_snapshot, log_hi = (sqlc.narg('log_hi')::text)::pg_snapshot,
+    cursor_xid = @cursor_xid, cursor_seq = @cursor_seq,
     last_delivered_at = CASE WHEN @delivered::bool THEN now() ELSE last_delivered_at END
 WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: StreamReady :many
--- The next rows of the ready stage after the cursor and below @horizon (a
--- snapshot xmin taken by an EARLIER statement: every transaction below it
--- had ended before this statement's snapshot, so all its rows are
--- visible), matching the consumer's filter.
+-- The next rows of the ready stage in the consumer's window (@lo, @hi]
+-- after (@cursor_xid, @cursor_seq) matching its filter (mio.log_ready;
+-- docs/architecture.md, "Reading the log"). @hi is a snapshot taken by
+-- this transaction no later than this statement, so every row of a
+-- transaction it sees as committed is visible here.
 SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id
-FROM mio.inbox AS i
-WHERE i.tenant_id = @tenant_id
-  AND i.ready_xid IS NOT NULL
-  AND i.ready_xid < @horizon::xid8
-  AND (i.ready_xid, i.ready_seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-  AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-  AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-  AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-  AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-ORDER BY i.ready_xid, i.ready_seq
-LIMIT @max_rows;
+FROM mio.log_ready(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, @cursor_xid::xid8, @cursor_seq::bigint,
+    @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz, @max_rows::int) AS i
+ORDER BY i.ready_xid, i.ready_seq;
 
 -- name: StreamReceived :many
 -- As StreamReady, for the received stage (ordered by insert position).
 SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id
-FROM mio.inbox AS i
-WHERE i.tenant_id = @tenant_id
-  AND i.xid < @horizon::xid8
-  AND (i.xid, i.seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
-  AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-  AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-  AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-  AND (sqlc.narg('start_time')::timestamptz IS NULL OR i.received_at >= sqlc.narg('start_time')::timestamptz)
-ORDER BY i.xid, i.seq
-LIMIT @max_rows;
+FROM mio.log_received(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, @cursor_xid::xid8, @cursor_seq::bigint,
+    @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz, @max_rows::int) AS i
+ORDER BY i.xid, i.seq;
 
--- name: SnapshotHorizon :one
-SELECT pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon;
+-- name: SnapshotNow :one
+SELECT pg_current_snapshot()::text AS snapshot;
 
 -- name: DeliveryInsertBatch :many
 -- Takes stream rows into the consumer: leased at once (ordering none) or
--- pending (ordering conversation, claimed afterwards in order).
+-- pending (ordering conversation, claimed afterwards in order). Their take
+-- positions are batch * 4096 + index, the batch drawn from the lease-range
+-- id sequence, so they follow every position taken before (migration
+-- 00007). At most 4096 rows.
+WITH b AS (SELECT nextval('mio.consumer_leases_id_seq') * 4096 AS base)
 INSERT INTO mio.consumer_deliveries (
-    tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+    tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at
 )
-SELECT @tenant_id::uuid, @consumer_name::text, t.message_id, t.xid, t.seq, t.message_seq, t.conversation_key,
+SELECT @tenant_id::uuid, @consumer_name::text, t.message_id, b.base + t.idx, t.message_seq, t.conversation_key,
        CASE WHEN @lease::bool THEN 'leased' ELSE 'pending' END,
        CASE WHEN @lease::bool THEN gen_random_uuid() END,
        CASE WHEN @lease::bool THEN 1 ELSE 0 END,
        CASE WHEN @lease::bool THEN now() + @ack_wait::interval END
-FROM (
+FROM b CROSS JOIN (
     SELECT unnest(@message_ids::uuid[]) AS message_id,
-           unnest(@xids::xid8[]) AS xid,
-           unnest(@seqs::bigint[]) AS seq,
            unnest(@message_seqs::bigint[]) AS message_seq,
-           unnest(@conversation_keys::text[]) AS conversation_key
+           unnest(@conversation_keys::text[]) AS conversation_key,
+           generate_series(0, cardinality(@message_ids::uuid[]) - 1) AS idx
 ) AS t
 ON CONFLICT DO NOTHING
 RETURNING message_id, delivery_id, delivery_count, message_seq;
@@ -127,13 +128,13 @@ SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delive
 WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name
   AND d.message_id = ANY (ARRAY(
       SELECT u.message_id FROM (
-          SELECT p.message_id, p.xid, p.seq FROM mio.consumer_deliveries AS p
+          SELECT p.message_id, p.pos FROM mio.consumer_deliveries AS p
           WHERE p.tenant_id = @tenant_id AND p.consumer_name = @consumer_name AND p.state = 'pending' AND p.available_at <= now()
           UNION ALL
-          SELECT l.message_id, l.xid, l.seq FROM mio.consumer_deliveries AS l
+          SELECT l.message_id, l.pos FROM mio.consumer_deliveries AS l
           WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at <= now()
       ) AS u
-      ORDER BY u.xid, u.seq
+      ORDER BY u.pos
       LIMIT @max_rows
   ))
   AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()))
@@ -148,13 +149,13 @@ SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delive
     lease_expires_at = now() + @ack_wait::interval, updated_at = now()
 FROM (
     SELECT h.message_id FROM (
-        SELECT DISTINCT ON (c.conversation_key) c.message_id, c.state, c.available_at, c.lease_expires_at, c.xid, c.seq
+        SELECT DISTINCT ON (c.conversation_key) c.message_id, c.state, c.available_at, c.lease_expires_at, c.pos
         FROM mio.consumer_deliveries AS c
         WHERE c.tenant_id = @tenant_id AND c.consumer_name = @consumer_name AND c.state <> 'dead'
-        ORDER BY c.conversation_key, c.xid, c.seq
+        ORDER BY c.conversation_key, c.pos
     ) AS h
     WHERE (h.state = 'pending' AND h.available_at <= now()) OR (h.state = 'leased' AND h.lease_expires_at <= now())
-    ORDER BY h.xid, h.seq
+    ORDER BY h.pos
     LIMIT @max_rows
 ) AS due
 WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name AND d.message_id = due.message_id
@@ -220,12 +221,16 @@ WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name;
 SELECT id, envelope, raw FROM mio.inbox WHERE tenant_id = @tenant_id AND id = ANY (@ids::uuid[]);
 
 -- name: StreamReadyBacklog :one
--- Rows of the ready stage after the cursor matching the filter (not yet
--- taken by the consumer), counted up to @max_rows.
+-- Rows of the ready stage the consumer has not read (not visible in its
+-- lo, and not already read in its window) matching the filter, counted up
+-- to @max_rows. Rows of transactions still running are not visible here.
 SELECT count(*) FROM (
     SELECT 1 FROM mio.inbox AS i
-    WHERE i.tenant_id = @tenant_id AND i.ready_xid IS NOT NULL
-      AND (i.ready_xid, i.ready_seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
+    WHERE i.tenant_id = @tenant_id
+      AND (i.ready_xid >= pg_snapshot_xmax((@lo::text)::pg_snapshot)
+           OR i.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip((@lo::text)::pg_snapshot))))
+      AND NOT mio.log_read(i.ready_xid, i.ready_seq, (@lo::text)::pg_snapshot, (sqlc.narg('hi')::text)::pg_snapshot,
+                           @cursor_xid::xid8, @cursor_seq::bigint)
       AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
       AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
       AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
@@ -236,7 +241,10 @@ SELECT count(*) FROM (
 SELECT count(*) FROM (
     SELECT 1 FROM mio.inbox AS i
     WHERE i.tenant_id = @tenant_id
-      AND (i.xid, i.seq) > (@cursor_xid::xid8, @cursor_seq::bigint)
+      AND (i.xid >= pg_snapshot_xmax((@lo::text)::pg_snapshot)
+           OR i.xid = ANY (ARRAY(SELECT pg_snapshot_xip((@lo::text)::pg_snapshot))))
+      AND NOT mio.log_read(i.xid, i.seq, (@lo::text)::pg_snapshot, (sqlc.narg('hi')::text)::pg_snapshot,
+                           @cursor_xid::xid8, @cursor_seq::bigint)
       AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
       AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
       AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
@@ -247,7 +255,8 @@ SELECT count(*) FROM (
 -- Everything a pull needs before claiming, in one round trip: live leases
 -- (per-message and lease ranges, for max_ack_pending), whether anything is
 -- due again (nak delays and expiries: the claim statements are skipped
--- when not), and the snapshot horizon.
+-- when not), and the window's hi: the consumer's open window, else this
+-- statement's snapshot (taken once the consumer's row lock is granted).
 SELECT
     ((SELECT count(*) FROM mio.consumer_deliveries AS l
      WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at > now())
@@ -261,4 +270,6 @@ SELECT
             WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name) AS ranges,
     EXISTS (SELECT 1 FROM mio.consumer_leases AS x
             WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name AND x.expires_at <= now()) AS ranges_expired,
-    pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon;
+    coalesce(c.log_hi, pg_current_snapshot())::text AS hi
+FROM mio.consumers AS c
+WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name;

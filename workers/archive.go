@@ -44,13 +44,14 @@ const (
 // is JSON) to mio/channel_type=<slug>/date=<YYYY-MM-DD of received_at>/
 // <tenant>-<first ready_xid>-<first ready_seq>.ndjson.
 //
-// A batch is the next BatchRows messages after the tenant's cursor (fewer
-// when BatchBytes is reached first), read only below the snapshot horizon
-// like a consumer, so a message whose transaction commits late is never
-// skipped. A batch is written when it is full or its oldest message has
+// A batch is the next BatchRows messages of the tenant's log window (fewer
+// when BatchBytes is reached first), read like a consumer reads
+// (db.LogPos), so a message whose transaction commits late is never
+// skipped and an open transaction elsewhere holds nothing back. A batch is written when it is full or its oldest message has
 // been ready for MaxAge; otherwise it waits for the next run. The batch's
-// objects are written first (overwriting), then one transaction advances
-// the cursor (compare-and-set), sets archived_at and records the parts.
+// objects are written first (overwriting; the window is pinned before), then
+// one transaction advances the position (compare-and-set) and records the
+// parts. Rows are not marked: retention reads the position.
 // A crash between the two leaves the cursor where it was: the retry reads
 // the same first message, so it writes the same object names with the
 // same rows (plus, possibly, later ones) and overwrites rather than
@@ -147,12 +148,15 @@ type archiveGroup struct {
 	rows        int
 }
 
-// batch archives one batch; more reports whether a full batch was
-// written (so another may be due).
+// batch archives one batch; more reports whether another may be due (a
+// full batch was written, or a window left open by an earlier run).
 func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, more bool, err error) {
 	var (
-		cursor      db.ArchivePos
-		first, last db.ArchivePos
+		pos         db.LogPos
+		wasOpen     bool
+		hi          string
+		stopped     bool
+		first, last db.StreamPos
 		firstReady  time.Time
 		ids         []uuid.UUID
 		size        int64
@@ -161,10 +165,16 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 	)
 	err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
 		var err error
-		if cursor, err = db.ArchiveCursorGet(ctx, tx, tenantID); err != nil {
+		if pos, err = db.ArchiveCursorGet(ctx, tx, tenantID); err != nil {
 			return err
 		}
-		return db.ArchiveScan(ctx, tx, tenantID, cursor, w.BatchRows, func(r *db.ArchiveRow) bool {
+		wasOpen = pos.Hi != ""
+		if hi = pos.Hi; hi == "" {
+			if hi, err = db.SnapshotNow(ctx, tx); err != nil {
+				return err
+			}
+		}
+		return db.ArchiveScan(ctx, tx, tenantID, pos, hi, w.BatchRows, func(r *db.ArchiveRow) bool {
 			line, err := archiveLine(r)
 			if err != nil {
 				lineErr = fmt.Errorf("message %s: %w", r.ID, err)
@@ -186,7 +196,8 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 			g.buf.WriteByte('\n')
 			g.rows++
 			size += int64(len(line) + 1)
-			return size < w.BatchBytes
+			stopped = size >= w.BatchBytes
+			return !stopped
 		})
 	})
 	if err == nil {
@@ -201,6 +212,29 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 	full := len(ids) >= w.BatchRows || size >= w.BatchBytes
 	if !full && w.Now().Sub(firstReady) < w.MaxAge {
 		return 0, false, nil // too small and too young: wait for more
+	}
+
+	// The window read from is pinned before any object is written, so a
+	// retry after a crash reads the same rows (same object names).
+	if pos.Hi == "" {
+		pinned := false
+		err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
+			var err error
+			pinned, err = db.ArchiveWindowPin(ctx, tx, tenantID, pos, hi)
+			return err
+		})
+		if err != nil {
+			return 0, false, fmt.Errorf("pin window: %w", err)
+		}
+		if !pinned {
+			w.Logger.Warn("archive position moved by another archiver; batch left to it", "tenant_id", tenantID, "from", pos.String())
+			return 0, false, nil
+		}
+		pos.Hi = hi
+	}
+	next := pos.Next(hi, last, len(ids), w.BatchRows)
+	if stopped {
+		next = db.LogPos{Lo: pos.Lo, Hi: hi, After: last}
 	}
 
 	keys := make([]string, 0, len(groups))
@@ -229,10 +263,7 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 	advanced := false
 	err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
 		var err error
-		if advanced, err = db.ArchiveCursorAdvance(ctx, tx, tenantID, cursor, last); err != nil || !advanced {
-			return err
-		}
-		if _, err := db.ArchiveMarkArchived(ctx, tx, tenantID, ids); err != nil {
+		if advanced, err = db.ArchiveCursorAdvance(ctx, tx, tenantID, pos, next); err != nil || !advanced {
 			return err
 		}
 		return db.ArchivePartUpsert(ctx, tx, tenantID, first, last, parts)
@@ -241,7 +272,7 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 		return 0, false, fmt.Errorf("commit batch: %w", err)
 	}
 	if !advanced {
-		w.Logger.Warn("archive cursor moved by another archiver; batch left to it", "tenant_id", tenantID, "from", cursor.String())
+		w.Logger.Warn("archive position moved by another archiver; batch left to it", "tenant_id", tenantID, "from", pos.String())
 		return 0, false, nil
 	}
 	if w.Metrics != nil {
@@ -250,13 +281,15 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 		}
 	}
 	w.Logger.Debug("archived batch", "tenant_id", tenantID, "messages", len(ids), "bytes", size, "objects", len(parts))
-	return len(ids), full, nil
+	// A window pinned by an earlier run (a crashed batch) ends before rows
+	// that came since: look at the next window too.
+	return len(ids), full || wasOpen, nil
 }
 
 // ArchiveObjectKey is the object of one (channel type, day) group of the
 // batch that starts at first: deterministic, so a retried batch rewrites
 // it.
-func ArchiveObjectKey(channelType string, day time.Time, tenantID uuid.UUID, first db.ArchivePos) string {
+func ArchiveObjectKey(channelType string, day time.Time, tenantID uuid.UUID, first db.StreamPos) string {
 	return fmt.Sprintf("mio/channel_type=%s/date=%s/%s-%020d-%020d.ndjson",
 		channelType, day.UTC().Format(time.DateOnly), tenantID, first.Xid, first.Seq)
 }

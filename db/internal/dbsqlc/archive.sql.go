@@ -16,17 +16,15 @@ import (
 const ArchiveBatch = `-- name: ArchiveBatch :many
 SELECT i.id, i.channel_type, i.ready_xid::text AS ready_xid, i.ready_seq, i.envelope, i.raw,
        i.received_at, i.ready_at
-FROM mio.inbox AS i
-WHERE i.tenant_id = $1
-  AND i.ready_xid IS NOT NULL
-  AND i.ready_xid < pg_snapshot_xmin(pg_current_snapshot())
-  AND (i.ready_xid, i.ready_seq) > (($2::text)::xid8, $3::bigint)
+FROM mio.log_ready($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, ($4::text)::xid8,
+    $5::bigint, '{}', '{}', '{}', NULL, $6::int) AS i
 ORDER BY i.ready_xid, i.ready_seq
-LIMIT $4::int
 `
 
 type ArchiveBatchParams struct {
 	TenantID uuid.UUID
+	Lo       string
+	Hi       string
 	AfterXid string
 	AfterSeq int64
 	MaxRows  int32
@@ -43,13 +41,15 @@ type ArchiveBatchRow struct {
 	ReadyAt     *time.Time
 }
 
-// The next ready messages after the cursor, in ready-stream order, only
-// below the snapshot horizon: a transaction that made a message ready
-// and has not committed yet holds the horizon back, so no message is ever
-// skipped, whatever the commit order (the consumers' technique).
+// The next ready messages of the archive's window (@lo, @hi] after
+// (@after_xid, @after_seq), in window order (mio.log_ready: the
+// consumers' reader, so a message whose transaction commits late is never
+// skipped and an open transaction elsewhere holds nothing back).
 func (q *Queries) ArchiveBatch(ctx context.Context, db DBTX, arg *ArchiveBatchParams) ([]ArchiveBatchRow, error) {
 	rows, err := db.Query(ctx, ArchiveBatch,
 		arg.TenantID,
+		arg.Lo,
+		arg.Hi,
 		arg.AfterXid,
 		arg.AfterSeq,
 		arg.MaxRows,
@@ -82,28 +82,37 @@ func (q *Queries) ArchiveBatch(ctx context.Context, db DBTX, arg *ArchiveBatchPa
 }
 
 const ArchiveCursorAdvance = `-- name: ArchiveCursorAdvance :execrows
-INSERT INTO mio.archive_cursors AS c (tenant_id, ready_xid, ready_seq, updated_at)
-VALUES ($1, ($2::text)::xid8, $3::bigint, now())
-ON CONFLICT (tenant_id) DO UPDATE
-SET ready_xid = excluded.ready_xid, ready_seq = excluded.ready_seq, updated_at = now()
-WHERE c.ready_xid = ($4::text)::xid8 AND c.ready_seq = $5::bigint
+UPDATE mio.archive_cursors AS c
+SET log_lo = ($1::text)::pg_snapshot, log_hi = ($2::text)::pg_snapshot,
+    ready_xid = ($3::text)::xid8, ready_seq = $4::bigint, updated_at = now()
+WHERE c.tenant_id = $5 AND c.log_lo::text = $6::text
+  AND c.log_hi::text IS NOT DISTINCT FROM $7::text
+  AND c.ready_xid = ($8::text)::xid8 AND c.ready_seq = $9::bigint
 `
 
 type ArchiveCursorAdvanceParams struct {
-	TenantID uuid.UUID
+	NewLo    string
+	NewHi    *string
 	NewXid   string
 	NewSeq   int64
+	TenantID uuid.UUID
+	OldLo    string
+	OldHi    *string
 	OldXid   string
 	OldSeq   int64
 }
 
-// Moves the cursor from (@old_xid, @old_seq) to (@new_xid, @new_seq);
-// 0 rows when another archiver moved it first (compare-and-set).
+// Moves the position from the old one to the new one; 0 rows when another
+// archiver moved it first (compare-and-set).
 func (q *Queries) ArchiveCursorAdvance(ctx context.Context, db DBTX, arg *ArchiveCursorAdvanceParams) (int64, error) {
 	result, err := db.Exec(ctx, ArchiveCursorAdvance,
-		arg.TenantID,
+		arg.NewLo,
+		arg.NewHi,
 		arg.NewXid,
 		arg.NewSeq,
+		arg.TenantID,
+		arg.OldLo,
+		arg.OldHi,
 		arg.OldXid,
 		arg.OldSeq,
 	)
@@ -114,7 +123,8 @@ func (q *Queries) ArchiveCursorAdvance(ctx context.Context, db DBTX, arg *Archiv
 }
 
 const ArchiveCursorGet = `-- name: ArchiveCursorGet :one
-SELECT ready_xid::text AS ready_xid, ready_seq FROM mio.archive_cursors WHERE tenant_id = $1
+SELECT log_lo::text AS log_lo, coalesce(log_hi::text, ''::text)::text AS log_hi, ready_xid::text AS ready_xid, ready_seq
+FROM mio.archive_cursors WHERE tenant_id = $1
 `
 
 type ArchiveCursorGetParams struct {
@@ -122,6 +132,8 @@ type ArchiveCursorGetParams struct {
 }
 
 type ArchiveCursorGetRow struct {
+	LogLo    string
+	LogHi    string
 	ReadyXid string
 	ReadySeq int64
 }
@@ -129,26 +141,13 @@ type ArchiveCursorGetRow struct {
 func (q *Queries) ArchiveCursorGet(ctx context.Context, db DBTX, arg *ArchiveCursorGetParams) (ArchiveCursorGetRow, error) {
 	row := db.QueryRow(ctx, ArchiveCursorGet, arg.TenantID)
 	var i ArchiveCursorGetRow
-	err := row.Scan(&i.ReadyXid, &i.ReadySeq)
+	err := row.Scan(
+		&i.LogLo,
+		&i.LogHi,
+		&i.ReadyXid,
+		&i.ReadySeq,
+	)
 	return i, err
-}
-
-const ArchiveMarkArchived = `-- name: ArchiveMarkArchived :execrows
-UPDATE mio.inbox SET archived_at = now()
-WHERE tenant_id = $1 AND id = ANY ($2::uuid[]) AND archived_at IS NULL
-`
-
-type ArchiveMarkArchivedParams struct {
-	TenantID uuid.UUID
-	Ids      []uuid.UUID
-}
-
-func (q *Queries) ArchiveMarkArchived(ctx context.Context, db DBTX, arg *ArchiveMarkArchivedParams) (int64, error) {
-	result, err := db.Exec(ctx, ArchiveMarkArchived, arg.TenantID, arg.Ids)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const ArchivePartUpsert = `-- name: ArchivePartUpsert :exec
@@ -227,4 +226,30 @@ type ArchiveUnlockParams struct {
 func (q *Queries) ArchiveUnlock(ctx context.Context, db DBTX, arg *ArchiveUnlockParams) error {
 	_, err := db.Exec(ctx, ArchiveUnlock, arg.TenantID)
 	return err
+}
+
+const ArchiveWindowPin = `-- name: ArchiveWindowPin :execrows
+INSERT INTO mio.archive_cursors AS c (tenant_id, log_lo, log_hi, ready_xid, ready_seq, updated_at)
+VALUES ($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, '0', 0, now())
+ON CONFLICT (tenant_id) DO UPDATE
+SET log_hi = excluded.log_hi, updated_at = now()
+WHERE c.log_hi IS NULL AND c.log_lo::text = excluded.log_lo::text
+`
+
+type ArchiveWindowPinParams struct {
+	TenantID uuid.UUID
+	Lo       string
+	Hi       string
+}
+
+// Pins the window a batch was read from (@hi) before its objects are
+// written, creating the position on the first run, so a retried batch
+// reads the same rows and writes the same object names. 0 rows when
+// another archiver moved the position first.
+func (q *Queries) ArchiveWindowPin(ctx context.Context, db DBTX, arg *ArchiveWindowPinParams) (int64, error) {
+	result, err := db.Exec(ctx, ArchiveWindowPin, arg.TenantID, arg.Lo, arg.Hi)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -17,8 +17,9 @@ WITH doomed AS (
     DELETE FROM mio.inbox
     WHERE ctid = ANY (ARRAY(
         SELECT i.ctid FROM mio.inbox AS i
-        WHERE i.tenant_id = $1::uuid AND i.archived_at IS NOT NULL AND i.received_at < $2::timestamptz
-        ORDER BY i.received_at
+        JOIN mio.archive_cursors AS c ON c.tenant_id = $1::uuid
+        WHERE i.tenant_id = $1::uuid AND i.received_at < $2::timestamptz AND i.ready_xid IS NOT NULL
+          AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
         LIMIT $3::int
     ))
     RETURNING id
@@ -54,7 +55,9 @@ type InboxArchivedPruneRow struct {
 }
 
 // Deletes at most @max_rows of the tenant's inbox messages received before
-// @before AND already archived (an unarchived message is never deleted),
+// @before AND already read by the archive (an unarchived message is never
+// deleted; the archive position says which, migration 00007), found by the
+// BRIN index on received_at,
 // with their attachment rows, and releases the blob references those
 // attachments held. Returns how many messages it deleted.
 func (q *Queries) InboxArchivedPrune(ctx context.Context, db DBTX, arg *InboxArchivedPruneParams) (InboxArchivedPruneRow, error) {

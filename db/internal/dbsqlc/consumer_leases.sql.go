@@ -88,7 +88,7 @@ const LeaseMaterialize = `-- name: LeaseMaterialize :execrows
 WITH x AS (
     DELETE FROM mio.consumer_leases AS l
     WHERE l.tenant_id = $1 AND l.consumer_name = $2
-      AND ($4::bool OR l.expires_at <= now())
+      AND ($3::bool OR l.expires_at <= now())
     RETURNING l.id, l.message_ids, l.settled, l.expires_at
 ),
 m AS (
@@ -97,13 +97,11 @@ m AS (
     WHERE NOT (g.idx = ANY (x.settled))
 )
 INSERT INTO mio.consumer_deliveries (
-    tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+    tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at
 )
 SELECT $1::uuid, $2::text, i.id,
-       CASE WHEN $3::bool THEN i.ready_xid ELSE i.xid END,
-       CASE WHEN $3::bool THEN i.ready_seq ELSE i.seq END,
-       i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
+       m.lease_id * 4096 + m.idx, i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
        mio.lease_delivery_id(m.lease_id, m.idx), 1, m.expires_at
 FROM m JOIN mio.inbox AS i ON i.tenant_id = $1 AND i.id = m.message_id
 ON CONFLICT DO NOTHING
@@ -112,7 +110,6 @@ ON CONFLICT DO NOTHING
 type LeaseMaterializeParams struct {
 	TenantID     uuid.UUID
 	ConsumerName string
-	Ready        bool
 	Every        bool
 }
 
@@ -122,12 +119,7 @@ type LeaseMaterializeParams struct {
 // are then redelivered or dead-lettered like any expired lease. A member
 // whose message is gone (retention) has nothing left to deliver.
 func (q *Queries) LeaseMaterialize(ctx context.Context, db DBTX, arg *LeaseMaterializeParams) (int64, error) {
-	result, err := db.Exec(ctx, LeaseMaterialize,
-		arg.TenantID,
-		arg.ConsumerName,
-		arg.Ready,
-		arg.Every,
-	)
+	result, err := db.Exec(ctx, LeaseMaterialize, arg.TenantID, arg.ConsumerName, arg.Every)
 	if err != nil {
 		return 0, err
 	}
@@ -155,13 +147,11 @@ u AS (
 ),
 ins AS (
     INSERT INTO mio.consumer_deliveries (
-        tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+        tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
         delivery_id, delivery_count, lease_expires_at
     )
     SELECT $3::uuid, $4::text, i.id,
-           CASE WHEN $5::bool THEN i.ready_xid ELSE i.xid END,
-           CASE WHEN $5::bool THEN i.ready_seq ELSE i.seq END,
-           i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
+           m.lease_id * 4096 + m.idx, i.seq, i.account_id::text || ':' || i.conversation_id, 'leased',
            mio.lease_delivery_id(m.lease_id, m.idx), 1, m.expires_at
     FROM m JOIN mio.inbox AS i ON i.tenant_id = $3 AND i.id = m.message_id
     ON CONFLICT DO NOTHING
@@ -174,7 +164,6 @@ type LeaseMaterializeMembersParams struct {
 	Idxs         []int32
 	TenantID     uuid.UUID
 	ConsumerName string
-	Ready        bool
 }
 
 type LeaseMaterializeMembersRow struct {
@@ -192,7 +181,6 @@ func (q *Queries) LeaseMaterializeMembers(ctx context.Context, db DBTX, arg *Lea
 		arg.Idxs,
 		arg.TenantID,
 		arg.ConsumerName,
-		arg.Ready,
 	)
 	if err != nil {
 		return nil, err
@@ -216,21 +204,13 @@ const LeaseTakeReady = `-- name: LeaseTakeReady :many
 
 WITH s AS (
     SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = $1
-      AND i.ready_xid IS NOT NULL
-      AND i.ready_xid < $2::xid8
-      AND (i.ready_xid, i.ready_seq) > ($3::xid8, $4::bigint)
-      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
-    ORDER BY i.ready_xid, i.ready_seq
-    LIMIT $9
+    FROM mio.log_ready($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
+        $6::text[], $7::uuid[], $8::text[], $9::timestamptz,
+        $10::int) AS i
 ),
 l AS (
     INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT $1::uuid, $10::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $11::interval
+    SELECT $1::uuid, $11::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -243,19 +223,20 @@ k AS (
 ),
 nc AS (
     SELECT k.n,
-           CASE WHEN k.n < $9 AND $2::xid8 > coalesce(k.last_xid, $3::xid8)
-                THEN $2::xid8 ELSE coalesce(k.last_xid, $3::xid8) END AS xid,
-           CASE WHEN k.n < $9 AND $2::xid8 > coalesce(k.last_xid, $3::xid8)
-                THEN 0::bigint ELSE coalesce(k.last_seq, $4::bigint) END AS seq
+           CASE WHEN k.n < $10 THEN $3::text ELSE $2::text END AS lo,
+           CASE WHEN k.n < $10 THEN NULL ELSE $3::text END AS hi,
+           CASE WHEN k.n < $10 THEN '0'::xid8 ELSE k.last_xid END AS xid,
+           CASE WHEN k.n < $10 THEN 0::bigint ELSE k.last_seq END AS seq
     FROM k
 ),
 adv AS (
     UPDATE mio.consumers AS c
-    SET cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR $12::bool THEN now() ELSE c.last_delivered_at END
+    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
+        last_delivered_at = CASE WHEN nc.n > 0 OR $13::bool THEN now() ELSE c.last_delivered_at END
     FROM nc
-    WHERE c.tenant_id = $1 AND c.name = $10
-      AND ((c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $12::bool)
+    WHERE c.tenant_id = $1 AND c.name = $11
+      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
+           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $13::bool)
 )
 SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
 FROM s CROSS JOIN l
@@ -264,7 +245,8 @@ ORDER BY s.xid, s.seq
 
 type LeaseTakeReadyParams struct {
 	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
+	Lo              string
+	Hi              string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -289,20 +271,21 @@ type LeaseTakeReadyRow struct {
 
 // Lease ranges of unordered consumers (migration 00006): one row per batch
 // taken from the stream; per-message rows only off the happy path.
-// Ordering none, ready stage, in one statement: read the next stream rows
-// after the cursor below @horizon (taken by an earlier statement), lease
-// them all as one range, and move the consumer's cursor (stamping its last
-// delivery when rows were read or @delivered). The rows read are returned
-// with the range id; member i is the i-th row in stream order. The caller
-// holds the consumer's row lock and passes the cursor it read under it.
-// The new cursor: after the last row read; when fewer rows than asked
-// came back, every row below the horizon has been read and the cursor
-// moves to (horizon, 0) (rows of transactions still running, xid >=
-// horizon, stay ahead of it).
+// Ordering none, ready stage, in one statement: read the next rows of the
+// consumer's window (@lo, @hi] after its position (mio.log_ready; @hi was
+// taken by an earlier statement of this transaction), lease them all as
+// one range, and move the consumer's position (stamping its last delivery
+// when rows were read or @delivered). The rows read are returned with the
+// range id; member i is the i-th row in window order. The caller holds the
+// consumer's row lock and passes the position it read under it.
+// The new position: when fewer rows than asked came back, the window
+// (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
+// otherwise the window stays open at @hi, read up to the last row.
 func (q *Queries) LeaseTakeReady(ctx context.Context, db DBTX, arg *LeaseTakeReadyParams) ([]LeaseTakeReadyRow, error) {
 	rows, err := db.Query(ctx, LeaseTakeReady,
 		arg.TenantID,
-		arg.Horizon,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,
@@ -342,21 +325,14 @@ func (q *Queries) LeaseTakeReady(ctx context.Context, db DBTX, arg *LeaseTakeRea
 
 const LeaseTakeReceived = `-- name: LeaseTakeReceived :many
 WITH s AS (
-    SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.envelope, i.raw
-    FROM mio.inbox AS i
-    WHERE i.tenant_id = $1
-      AND i.xid < $2::xid8
-      AND (i.xid, i.seq) > ($3::xid8, $4::bigint)
-      AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-      AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-      AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-      AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
-    ORDER BY i.xid, i.seq
-    LIMIT $9
+    SELECT i.id, i.xid AS xid, i.seq AS seq, i.seq AS message_seq, i.envelope, i.raw
+    FROM mio.log_received($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
+        $6::text[], $7::uuid[], $8::text[], $9::timestamptz,
+        $10::int) AS i
 ),
 l AS (
     INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT $1::uuid, $10::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $11::interval
+    SELECT $1::uuid, $11::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -369,19 +345,20 @@ k AS (
 ),
 nc AS (
     SELECT k.n,
-           CASE WHEN k.n < $9 AND $2::xid8 > coalesce(k.last_xid, $3::xid8)
-                THEN $2::xid8 ELSE coalesce(k.last_xid, $3::xid8) END AS xid,
-           CASE WHEN k.n < $9 AND $2::xid8 > coalesce(k.last_xid, $3::xid8)
-                THEN 0::bigint ELSE coalesce(k.last_seq, $4::bigint) END AS seq
+           CASE WHEN k.n < $10 THEN $3::text ELSE $2::text END AS lo,
+           CASE WHEN k.n < $10 THEN NULL ELSE $3::text END AS hi,
+           CASE WHEN k.n < $10 THEN '0'::xid8 ELSE k.last_xid END AS xid,
+           CASE WHEN k.n < $10 THEN 0::bigint ELSE k.last_seq END AS seq
     FROM k
 ),
 adv AS (
     UPDATE mio.consumers AS c
-    SET cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR $12::bool THEN now() ELSE c.last_delivered_at END
+    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
+        last_delivered_at = CASE WHEN nc.n > 0 OR $13::bool THEN now() ELSE c.last_delivered_at END
     FROM nc
-    WHERE c.tenant_id = $1 AND c.name = $10
-      AND ((c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $12::bool)
+    WHERE c.tenant_id = $1 AND c.name = $11
+      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
+           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $13::bool)
 )
 SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
 FROM s CROSS JOIN l
@@ -390,7 +367,8 @@ ORDER BY s.xid, s.seq
 
 type LeaseTakeReceivedParams struct {
 	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
+	Lo              string
+	Hi              string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -414,14 +392,14 @@ type LeaseTakeReceivedRow struct {
 }
 
 // As LeaseTakeReady, for the received stage (ordered by insert position).
-// The new cursor: after the last row read; when fewer rows than asked
-// came back, every row below the horizon has been read and the cursor
-// moves to (horizon, 0) (rows of transactions still running, xid >=
-// horizon, stay ahead of it).
+// The new position: when fewer rows than asked came back, the window
+// (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
+// otherwise the window stays open at @hi, read up to the last row.
 func (q *Queries) LeaseTakeReceived(ctx context.Context, db DBTX, arg *LeaseTakeReceivedParams) ([]LeaseTakeReceivedRow, error) {
 	rows, err := db.Query(ctx, LeaseTakeReceived,
 		arg.TenantID,
-		arg.Horizon,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,

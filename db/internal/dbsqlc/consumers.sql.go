@@ -15,12 +15,15 @@ import (
 
 const ConsumerAdvance = `-- name: ConsumerAdvance :exec
 UPDATE mio.consumers
-SET cursor_xid = $1, cursor_seq = $2,
-    last_delivered_at = CASE WHEN $3::bool THEN now() ELSE last_delivered_at END
-WHERE tenant_id = $4 AND name = $5
+SET log_lo = ($1::text)::pg_snapshot, log_hi = ($2::text)::pg_snapshot,
+    cursor_xid = $3, cursor_seq = $4,
+    last_delivered_at = CASE WHEN $5::bool THEN now() ELSE last_delivered_at END
+WHERE tenant_id = $6 AND name = $7
 `
 
 type ConsumerAdvanceParams struct {
+	LogLo     string
+	LogHi     *string
 	CursorXid pgtype.Uint64
 	CursorSeq int64
 	Delivered bool
@@ -30,6 +33,8 @@ type ConsumerAdvanceParams struct {
 
 func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdvanceParams) error {
 	_, err := db.Exec(ctx, ConsumerAdvance,
+		arg.LogLo,
+		arg.LogHi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.Delivered,
@@ -57,7 +62,10 @@ func (q *Queries) ConsumerDelete(ctx context.Context, db DBTX, arg *ConsumerDele
 }
 
 const ConsumerGet = `-- name: ConsumerGet :one
-SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at FROM mio.consumers WHERE tenant_id = $1 AND name = $2
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = $1 AND name = $2
 `
 
 type ConsumerGetParams struct {
@@ -65,9 +73,31 @@ type ConsumerGetParams struct {
 	Name     string
 }
 
-func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetParams) (MioConsumer, error) {
+type ConsumerGetRow struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LogLo                 string
+	LogHi                 string
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetParams) (ConsumerGetRow, error) {
 	row := db.QueryRow(ctx, ConsumerGet, arg.TenantID, arg.Name)
-	var i MioConsumer
+	var i ConsumerGetRow
 	err := row.Scan(
 		&i.TenantID,
 		&i.Name,
@@ -83,6 +113,8 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 		&i.Stage,
 		&i.CursorXid,
 		&i.CursorSeq,
+		&i.LogLo,
+		&i.LogHi,
 		&i.LastDeliveredAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -91,22 +123,47 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 }
 
 const ConsumerList = `-- name: ConsumerList :many
-SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at FROM mio.consumers WHERE tenant_id = $1 ORDER BY name
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = $1 ORDER BY name
 `
 
 type ConsumerListParams struct {
 	TenantID uuid.UUID
 }
 
-func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListParams) ([]MioConsumer, error) {
+type ConsumerListRow struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LogLo                 string
+	LogHi                 string
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListParams) ([]ConsumerListRow, error) {
 	rows, err := db.Query(ctx, ConsumerList, arg.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []MioConsumer
+	var items []ConsumerListRow
 	for rows.Next() {
-		var i MioConsumer
+		var i ConsumerListRow
 		if err := rows.Scan(
 			&i.TenantID,
 			&i.Name,
@@ -122,6 +179,8 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 			&i.Stage,
 			&i.CursorXid,
 			&i.CursorSeq,
+			&i.LogLo,
+			&i.LogHi,
 			&i.LastDeliveredAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
@@ -137,7 +196,10 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 }
 
 const ConsumerLock = `-- name: ConsumerLock :one
-SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR UPDATE
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
+FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR UPDATE
 `
 
 type ConsumerLockParams struct {
@@ -145,10 +207,32 @@ type ConsumerLockParams struct {
 	Name     string
 }
 
+type ConsumerLockRow struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LogLo                 string
+	LogHi                 string
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
 // Serializes pulls of one consumer (cursor advance and claims).
-func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockParams) (MioConsumer, error) {
+func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockParams) (ConsumerLockRow, error) {
 	row := db.QueryRow(ctx, ConsumerLock, arg.TenantID, arg.Name)
-	var i MioConsumer
+	var i ConsumerLockRow
 	err := row.Scan(
 		&i.TenantID,
 		&i.Name,
@@ -164,6 +248,8 @@ func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockPa
 		&i.Stage,
 		&i.CursorXid,
 		&i.CursorSeq,
+		&i.LogLo,
+		&i.LogHi,
 		&i.LastDeliveredAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -185,7 +271,9 @@ SELECT
             WHERE x.tenant_id = $1 AND x.consumer_name = $2) AS ranges,
     EXISTS (SELECT 1 FROM mio.consumer_leases AS x
             WHERE x.tenant_id = $1 AND x.consumer_name = $2 AND x.expires_at <= now()) AS ranges_expired,
-    pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon
+    coalesce(c.log_hi, pg_current_snapshot())::text AS hi
+FROM mio.consumers AS c
+WHERE c.tenant_id = $1 AND c.name = $2
 `
 
 type ConsumerPullStateParams struct {
@@ -198,13 +286,14 @@ type ConsumerPullStateRow struct {
 	Due           bool
 	Ranges        bool
 	RangesExpired bool
-	Horizon       pgtype.Uint64
+	Hi            string
 }
 
 // Everything a pull needs before claiming, in one round trip: live leases
 // (per-message and lease ranges, for max_ack_pending), whether anything is
 // due again (nak delays and expiries: the claim statements are skipped
-// when not), and the snapshot horizon.
+// when not), and the window's hi: the consumer's open window, else this
+// statement's snapshot (taken once the consumer's row lock is granted).
 func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerPullStateParams) (ConsumerPullStateRow, error) {
 	row := db.QueryRow(ctx, ConsumerPullState, arg.TenantID, arg.ConsumerName)
 	var i ConsumerPullStateRow
@@ -213,7 +302,7 @@ func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerP
 		&i.Due,
 		&i.Ranges,
 		&i.RangesExpired,
-		&i.Horizon,
+		&i.Hi,
 	)
 	return i, err
 }
@@ -261,11 +350,11 @@ const ConsumerUpsert = `-- name: ConsumerUpsert :one
 INSERT INTO mio.consumers (
     tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids,
     deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage,
-    cursor_xid, cursor_seq
+    cursor_xid, cursor_seq, log_lo
 ) VALUES (
     $1, $2, $3, $4, $5,
     $6, $7, $8, $9, $10, $11, $12,
-    CASE WHEN $6::text = 'new' THEN pg_snapshot_xmin(pg_current_snapshot()) ELSE '0'::xid8 END, 0
+    '0', 0, CASE WHEN $6::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -276,7 +365,9 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
     max_ack_pending = EXCLUDED.max_ack_pending,
     ordering = EXCLUDED.ordering,
     updated_at = now()
-RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at, (xmax = 0) AS created
+RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at, (xmax = 0) AS created
 `
 
 type ConsumerUpsertParams struct {
@@ -309,6 +400,8 @@ type ConsumerUpsertRow struct {
 	Stage                 string
 	CursorXid             pgtype.Uint64
 	CursorSeq             int64
+	LogLo                 string
+	LogHi                 string
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
@@ -348,6 +441,8 @@ func (q *Queries) ConsumerUpsert(ctx context.Context, db DBTX, arg *ConsumerUpse
 		&i.Stage,
 		&i.CursorXid,
 		&i.CursorSeq,
+		&i.LogLo,
+		&i.LogHi,
 		&i.LastDeliveredAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
@@ -396,13 +491,13 @@ SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delive
 WHERE d.tenant_id = $2 AND d.consumer_name = $3
   AND d.message_id = ANY (ARRAY(
       SELECT u.message_id FROM (
-          SELECT p.message_id, p.xid, p.seq FROM mio.consumer_deliveries AS p
+          SELECT p.message_id, p.pos FROM mio.consumer_deliveries AS p
           WHERE p.tenant_id = $2 AND p.consumer_name = $3 AND p.state = 'pending' AND p.available_at <= now()
           UNION ALL
-          SELECT l.message_id, l.xid, l.seq FROM mio.consumer_deliveries AS l
+          SELECT l.message_id, l.pos FROM mio.consumer_deliveries AS l
           WHERE l.tenant_id = $2 AND l.consumer_name = $3 AND l.state = 'leased' AND l.lease_expires_at <= now()
       ) AS u
-      ORDER BY u.xid, u.seq
+      ORDER BY u.pos
       LIMIT $4
   ))
   AND ((d.state = 'pending' AND d.available_at <= now()) OR (d.state = 'leased' AND d.lease_expires_at <= now()))
@@ -463,13 +558,13 @@ SET state = 'leased', delivery_id = gen_random_uuid(), delivery_count = d.delive
     lease_expires_at = now() + $1::interval, updated_at = now()
 FROM (
     SELECT h.message_id FROM (
-        SELECT DISTINCT ON (c.conversation_key) c.message_id, c.state, c.available_at, c.lease_expires_at, c.xid, c.seq
+        SELECT DISTINCT ON (c.conversation_key) c.message_id, c.state, c.available_at, c.lease_expires_at, c.pos
         FROM mio.consumer_deliveries AS c
         WHERE c.tenant_id = $2 AND c.consumer_name = $3 AND c.state <> 'dead'
-        ORDER BY c.conversation_key, c.xid, c.seq
+        ORDER BY c.conversation_key, c.pos
     ) AS h
     WHERE (h.state = 'pending' AND h.available_at <= now()) OR (h.state = 'leased' AND h.lease_expires_at <= now())
-    ORDER BY h.xid, h.seq
+    ORDER BY h.pos
     LIMIT $4
 ) AS due
 WHERE d.tenant_id = $2 AND d.consumer_name = $3 AND d.message_id = due.message_id
@@ -599,21 +694,21 @@ func (q *Queries) DeliveryExtend(ctx context.Context, db DBTX, arg *DeliveryExte
 }
 
 const DeliveryInsertBatch = `-- name: DeliveryInsertBatch :many
+WITH b AS (SELECT nextval('mio.consumer_leases_id_seq') * 4096 AS base)
 INSERT INTO mio.consumer_deliveries (
-    tenant_id, consumer_name, message_id, xid, seq, message_seq, conversation_key, state,
+    tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at
 )
-SELECT $1::uuid, $2::text, t.message_id, t.xid, t.seq, t.message_seq, t.conversation_key,
+SELECT $1::uuid, $2::text, t.message_id, b.base + t.idx, t.message_seq, t.conversation_key,
        CASE WHEN $3::bool THEN 'leased' ELSE 'pending' END,
        CASE WHEN $3::bool THEN gen_random_uuid() END,
        CASE WHEN $3::bool THEN 1 ELSE 0 END,
        CASE WHEN $3::bool THEN now() + $4::interval END
-FROM (
+FROM b CROSS JOIN (
     SELECT unnest($5::uuid[]) AS message_id,
-           unnest($6::xid8[]) AS xid,
-           unnest($7::bigint[]) AS seq,
-           unnest($8::bigint[]) AS message_seq,
-           unnest($9::text[]) AS conversation_key
+           unnest($6::bigint[]) AS message_seq,
+           unnest($7::text[]) AS conversation_key,
+           generate_series(0, cardinality($5::uuid[]) - 1) AS idx
 ) AS t
 ON CONFLICT DO NOTHING
 RETURNING message_id, delivery_id, delivery_count, message_seq
@@ -625,8 +720,6 @@ type DeliveryInsertBatchParams struct {
 	Lease            bool
 	AckWait          pgtype.Interval
 	MessageIds       []uuid.UUID
-	Xids             []pgtype.Uint64
-	Seqs             []int64
 	MessageSeqs      []int64
 	ConversationKeys []string
 }
@@ -639,7 +732,10 @@ type DeliveryInsertBatchRow struct {
 }
 
 // Takes stream rows into the consumer: leased at once (ordering none) or
-// pending (ordering conversation, claimed afterwards in order).
+// pending (ordering conversation, claimed afterwards in order). Their take
+// positions are batch * 4096 + index, the batch drawn from the lease-range
+// id sequence, so they follow every position taken before (migration
+// 00007). At most 4096 rows.
 func (q *Queries) DeliveryInsertBatch(ctx context.Context, db DBTX, arg *DeliveryInsertBatchParams) ([]DeliveryInsertBatchRow, error) {
 	rows, err := db.Query(ctx, DeliveryInsertBatch,
 		arg.TenantID,
@@ -647,8 +743,6 @@ func (q *Queries) DeliveryInsertBatch(ctx context.Context, db DBTX, arg *Deliver
 		arg.Lease,
 		arg.AckWait,
 		arg.MessageIds,
-		arg.Xids,
-		arg.Seqs,
 		arg.MessageSeqs,
 		arg.ConversationKeys,
 	)
@@ -819,35 +913,28 @@ func (q *Queries) InboxGetMany(ctx context.Context, db DBTX, arg *InboxGetManyPa
 	return items, nil
 }
 
-const SnapshotHorizon = `-- name: SnapshotHorizon :one
-SELECT pg_snapshot_xmin(pg_current_snapshot())::xid8 AS horizon
+const SnapshotNow = `-- name: SnapshotNow :one
+SELECT pg_current_snapshot()::text AS snapshot
 `
 
-func (q *Queries) SnapshotHorizon(ctx context.Context, db DBTX) (pgtype.Uint64, error) {
-	row := db.QueryRow(ctx, SnapshotHorizon)
-	var horizon pgtype.Uint64
-	err := row.Scan(&horizon)
-	return horizon, err
+func (q *Queries) SnapshotNow(ctx context.Context, db DBTX) (string, error) {
+	row := db.QueryRow(ctx, SnapshotNow)
+	var snapshot string
+	err := row.Scan(&snapshot)
+	return snapshot, err
 }
 
 const StreamReady = `-- name: StreamReady :many
 SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id
-FROM mio.inbox AS i
-WHERE i.tenant_id = $1
-  AND i.ready_xid IS NOT NULL
-  AND i.ready_xid < $2::xid8
-  AND (i.ready_xid, i.ready_seq) > ($3::xid8, $4::bigint)
-  AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-  AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-  AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-  AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
+FROM mio.log_ready($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
+    $6::text[], $7::uuid[], $8::text[], $9::timestamptz, $10::int) AS i
 ORDER BY i.ready_xid, i.ready_seq
-LIMIT $9
 `
 
 type StreamReadyParams struct {
 	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
+	Lo              string
+	Hi              string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -866,14 +953,16 @@ type StreamReadyRow struct {
 	ConversationID string
 }
 
-// The next rows of the ready stage after the cursor and below @horizon (a
-// snapshot xmin taken by an EARLIER statement: every transaction below it
-// had ended before this statement's snapshot, so all its rows are
-// visible), matching the consumer's filter.
+// The next rows of the ready stage in the consumer's window (@lo, @hi]
+// after (@cursor_xid, @cursor_seq) matching its filter (mio.log_ready;
+// docs/architecture.md, "Reading the log"). @hi is a snapshot taken by
+// this transaction no later than this statement, so every row of a
+// transaction it sees as committed is visible here.
 func (q *Queries) StreamReady(ctx context.Context, db DBTX, arg *StreamReadyParams) ([]StreamReadyRow, error) {
 	rows, err := db.Query(ctx, StreamReady,
 		arg.TenantID,
-		arg.Horizon,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,
@@ -910,17 +999,22 @@ func (q *Queries) StreamReady(ctx context.Context, db DBTX, arg *StreamReadyPara
 const StreamReadyBacklog = `-- name: StreamReadyBacklog :one
 SELECT count(*) FROM (
     SELECT 1 FROM mio.inbox AS i
-    WHERE i.tenant_id = $1 AND i.ready_xid IS NOT NULL
-      AND (i.ready_xid, i.ready_seq) > ($2::xid8, $3::bigint)
-      AND (cardinality($4::text[]) = 0 OR i.channel_type = ANY ($4::text[]))
-      AND (cardinality($5::uuid[]) = 0 OR i.account_id = ANY ($5::uuid[]))
-      AND (cardinality($6::text[]) = 0 OR i.conversation_id = ANY ($6::text[]))
-    LIMIT $7
+    WHERE i.tenant_id = $1
+      AND (i.ready_xid >= pg_snapshot_xmax(($2::text)::pg_snapshot)
+           OR i.ready_xid = ANY (ARRAY(SELECT pg_snapshot_xip(($2::text)::pg_snapshot))))
+      AND NOT mio.log_read(i.ready_xid, i.ready_seq, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot,
+                           $4::xid8, $5::bigint)
+      AND (cardinality($6::text[]) = 0 OR i.channel_type = ANY ($6::text[]))
+      AND (cardinality($7::uuid[]) = 0 OR i.account_id = ANY ($7::uuid[]))
+      AND (cardinality($8::text[]) = 0 OR i.conversation_id = ANY ($8::text[]))
+    LIMIT $9
 ) AS t
 `
 
 type StreamReadyBacklogParams struct {
 	TenantID        uuid.UUID
+	Lo              string
+	Hi              *string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -929,11 +1023,14 @@ type StreamReadyBacklogParams struct {
 	MaxRows         int32
 }
 
-// Rows of the ready stage after the cursor matching the filter (not yet
-// taken by the consumer), counted up to @max_rows.
+// Rows of the ready stage the consumer has not read (not visible in its
+// lo, and not already read in its window) matching the filter, counted up
+// to @max_rows. Rows of transactions still running are not visible here.
 func (q *Queries) StreamReadyBacklog(ctx context.Context, db DBTX, arg *StreamReadyBacklogParams) (int64, error) {
 	row := db.QueryRow(ctx, StreamReadyBacklog,
 		arg.TenantID,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,
@@ -948,21 +1045,15 @@ func (q *Queries) StreamReadyBacklog(ctx context.Context, db DBTX, arg *StreamRe
 
 const StreamReceived = `-- name: StreamReceived :many
 SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id
-FROM mio.inbox AS i
-WHERE i.tenant_id = $1
-  AND i.xid < $2::xid8
-  AND (i.xid, i.seq) > ($3::xid8, $4::bigint)
-  AND (cardinality($5::text[]) = 0 OR i.channel_type = ANY ($5::text[]))
-  AND (cardinality($6::uuid[]) = 0 OR i.account_id = ANY ($6::uuid[]))
-  AND (cardinality($7::text[]) = 0 OR i.conversation_id = ANY ($7::text[]))
-  AND ($8::timestamptz IS NULL OR i.received_at >= $8::timestamptz)
+FROM mio.log_received($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
+    $6::text[], $7::uuid[], $8::text[], $9::timestamptz, $10::int) AS i
 ORDER BY i.xid, i.seq
-LIMIT $9
 `
 
 type StreamReceivedParams struct {
 	TenantID        uuid.UUID
-	Horizon         pgtype.Uint64
+	Lo              string
+	Hi              string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -985,7 +1076,8 @@ type StreamReceivedRow struct {
 func (q *Queries) StreamReceived(ctx context.Context, db DBTX, arg *StreamReceivedParams) ([]StreamReceivedRow, error) {
 	rows, err := db.Query(ctx, StreamReceived,
 		arg.TenantID,
-		arg.Horizon,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,
@@ -1023,16 +1115,21 @@ const StreamReceivedBacklog = `-- name: StreamReceivedBacklog :one
 SELECT count(*) FROM (
     SELECT 1 FROM mio.inbox AS i
     WHERE i.tenant_id = $1
-      AND (i.xid, i.seq) > ($2::xid8, $3::bigint)
-      AND (cardinality($4::text[]) = 0 OR i.channel_type = ANY ($4::text[]))
-      AND (cardinality($5::uuid[]) = 0 OR i.account_id = ANY ($5::uuid[]))
-      AND (cardinality($6::text[]) = 0 OR i.conversation_id = ANY ($6::text[]))
-    LIMIT $7
+      AND (i.xid >= pg_snapshot_xmax(($2::text)::pg_snapshot)
+           OR i.xid = ANY (ARRAY(SELECT pg_snapshot_xip(($2::text)::pg_snapshot))))
+      AND NOT mio.log_read(i.xid, i.seq, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot,
+                           $4::xid8, $5::bigint)
+      AND (cardinality($6::text[]) = 0 OR i.channel_type = ANY ($6::text[]))
+      AND (cardinality($7::uuid[]) = 0 OR i.account_id = ANY ($7::uuid[]))
+      AND (cardinality($8::text[]) = 0 OR i.conversation_id = ANY ($8::text[]))
+    LIMIT $9
 ) AS t
 `
 
 type StreamReceivedBacklogParams struct {
 	TenantID        uuid.UUID
+	Lo              string
+	Hi              *string
 	CursorXid       pgtype.Uint64
 	CursorSeq       int64
 	ChannelTypes    []string
@@ -1044,6 +1141,8 @@ type StreamReceivedBacklogParams struct {
 func (q *Queries) StreamReceivedBacklog(ctx context.Context, db DBTX, arg *StreamReceivedBacklogParams) (int64, error) {
 	row := db.QueryRow(ctx, StreamReceivedBacklog,
 		arg.TenantID,
+		arg.Lo,
+		arg.Hi,
 		arg.CursorXid,
 		arg.CursorSeq,
 		arg.ChannelTypes,

@@ -60,6 +60,8 @@ type MioArchiveCursor struct {
 	ReadyXid  pgtype.Uint64
 	ReadySeq  int64
 	UpdatedAt time.Time
+	LogLo     interface{}
+	LogHi     interface{}
 }
 
 type MioArchivePart struct {
@@ -112,14 +114,14 @@ type MioConsumer struct {
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	LogLo                 interface{}
+	LogHi                 interface{}
 }
 
 type MioConsumerDelivery struct {
 	TenantID        uuid.UUID
 	ConsumerName    string
 	MessageID       uuid.UUID
-	Xid             pgtype.Uint64
-	Seq             int64
 	MessageSeq      int64
 	ConversationKey string
 	State           string
@@ -130,6 +132,7 @@ type MioConsumerDelivery struct {
 	LastError       string
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
+	Pos             int64
 }
 
 type MioConsumerLease struct {
