@@ -43,9 +43,9 @@ type Consumer struct {
 	Stage                 string
 	// Pos is the consumer's position in the log.
 	Pos             LogPos
-	LastDeliveredAt       *time.Time
-	CreatedAt             time.Time
-	UpdatedAt             time.Time
+	LastDeliveredAt *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 func consumerFrom(r dbsqlc.ConsumerGetRow) *Consumer {
