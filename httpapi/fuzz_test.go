@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/miohq/mio/channels/whatsapp"
@@ -25,7 +26,8 @@ func FuzzWebhook(f *testing.F) {
 	idx := map[string]uint8{"slack": 0, "telegram": 1, "whatsapp": 2, "discord": 3, "zoho_cliq": 4, "webhook": 5}
 	for ch, files := range seeds {
 		for _, name := range files {
-			b, err := os.ReadFile(filepath.Join("..", "channels", ch, "testdata", name))
+			// An adapter's directory is its slug without underscores.
+			b, err := os.ReadFile(filepath.Join("..", "channels", strings.ReplaceAll(ch, "_", ""), "testdata", name))
 			if err != nil {
 				f.Fatal(err)
 			}

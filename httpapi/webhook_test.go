@@ -183,7 +183,7 @@ func TestWebhookEveryChannel(t *testing.T) {
 	tgBody := fixture(t, "telegram", "photo.json")
 	waBody := fixture(t, "whatsapp", "batch.json")
 	discordBody := fixture(t, "discord", "command_guild.json")
-	cliqBody := fixture(t, "zoho_cliq", "message_handler_dm.json")
+	cliqBody := fixture(t, "zohocliq", "message_handler_dm.json")
 
 	for _, tc := range []struct {
 		name  string

@@ -12,7 +12,7 @@ import (
 	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/channels/whatsapp"
-	zohocliq "github.com/miohq/mio/channels/zoho_cliq"
+	"github.com/miohq/mio/channels/zohocliq"
 )
 
 // Options are shared by the adapters. Zero values give production
@@ -29,7 +29,7 @@ type Options struct {
 func Registry(opts Options) *channels.Registry {
 	base := func(slug string) string { return opts.APIBase[slug] }
 	return channels.NewRegistry(
-		slack.New(slack.Options{APIBase: base("slack"), HTTPClient: opts.HTTPClient, Logger: opts.Logger}),
+		slack.New(slack.Options{APIBaseURL: base("slack"), HTTPClient: opts.HTTPClient, Logger: opts.Logger}),
 		telegram.New(telegram.Options{APIBaseURL: base("telegram"), HTTPClient: opts.HTTPClient}),
 		discord.New(discord.Options{APIBaseURL: base("discord"), HTTPClient: opts.HTTPClient}),
 		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), HTTPClient: opts.HTTPClient}),

@@ -11,10 +11,8 @@
 package discord
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -116,12 +114,12 @@ type credentialsJSON struct {
 func ParseConfig(acct channels.Account) (Config, error) {
 	var cfg Config
 	var s settingsJSON
-	if err := decodeObject(acct.Settings, &s); err != nil {
-		return cfg, fmt.Errorf("%w: discord settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("discord settings", acct.Settings, &s); err != nil {
+		return cfg, err
 	}
 	var cr credentialsJSON
-	if err := decodeObject(acct.Credentials, &cr); err != nil {
-		return cfg, fmt.Errorf("%w: discord credentials: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("discord credentials", acct.Credentials, &cr); err != nil {
+		return cfg, err
 	}
 	if s.ApplicationID != "" {
 		if _, ok := parseSnowflake(s.ApplicationID); !ok {
@@ -167,31 +165,18 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 // Errors wrap channels.ErrInvalidConfig.
 func ParseOutboundConfig(acct channels.Account) (Config, error) {
 	var s settingsJSON
-	if err := decodeObject(acct.Settings, &s); err != nil {
-		return Config{}, fmt.Errorf("%w: discord settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("discord settings", acct.Settings, &s); err != nil {
+		return Config{}, err
 	}
 	var cr credentialsJSON
-	if err := decodeObject(acct.Credentials, &cr); err != nil {
-		return Config{}, fmt.Errorf("%w: discord credentials: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("discord credentials", acct.Credentials, &cr); err != nil {
+		return Config{}, err
 	}
 	switch {
 	case cr.BotToken == "":
 		return Config{}, fmt.Errorf("%w: discord: credentials bot_token is required to send", channels.ErrInvalidConfig)
-	case strings.ContainsFunc(cr.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case channels.HasSpaceOrControl(cr.BotToken):
 		return Config{}, fmt.Errorf("%w: discord: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
 	return Config{ApplicationID: s.ApplicationID, BotToken: cr.BotToken}, nil
-}
-
-// decodeObject decodes an optional JSON object; empty input and null are
-// allowed.
-func decodeObject(raw json.RawMessage, v any) error {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return nil
-	}
-	if trimmed[0] != '{' {
-		return fmt.Errorf("want a JSON object")
-	}
-	return json.Unmarshal(trimmed, v)
 }

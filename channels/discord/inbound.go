@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -185,8 +184,8 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if req == nil {
 		return nil, channels.BadRequestf("discord: no request")
 	}
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("discord: %w", err)
 	}
 	var it interaction
 	if err := json.Unmarshal(req.Body, &it); err != nil {
@@ -395,7 +394,7 @@ func resolveAttachments(res *resolved, ids []string) []envelope.Attachment {
 			size = 0
 		}
 		out = append(out, envelope.Attachment{
-			Kind:     kindOf(a.ContentType),
+			Kind:     channels.AttachmentKind(a.ContentType),
 			Name:     a.Filename,
 			MimeType: a.ContentType,
 			Size:     size,
@@ -404,23 +403,6 @@ func resolveAttachments(res *resolved, ids []string) []envelope.Attachment {
 		})
 	}
 	return out
-}
-
-func kindOf(contentType string) string {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		mt = strings.ToLower(contentType)
-	}
-	switch {
-	case strings.HasPrefix(mt, "image/"):
-		return envelope.KindImage
-	case strings.HasPrefix(mt, "video/"):
-		return envelope.KindVideo
-	case strings.HasPrefix(mt, "audio/"):
-		return envelope.KindAudio
-	default:
-		return envelope.KindFile
-	}
 }
 
 // parseSnowflake parses a Discord snowflake id.
@@ -441,18 +423,4 @@ func snowflakeTime(id string) (time.Time, bool) {
 
 func jsonReply(body []byte) *channels.Reply {
 	return &channels.Reply{Status: http.StatusOK, ContentType: "application/json", Body: bytes.Clone(body)}
-}
-
-// checkContentType accepts application/json (with parameters) and a missing
-// Content-Type.
-func checkContentType(h http.Header) error {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return fmt.Errorf("%w: discord: content type %q, want application/json", channels.ErrUnsupportedMediaType, ct)
-	}
-	return nil
 }

@@ -1,15 +1,12 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,10 +18,6 @@ import (
 const (
 	// defaultRetryAfter is the wait when a 429 names none.
 	defaultRetryAfter = time.Second
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
-	// maxOutboundBody bounds how much of an API answer is read.
-	maxOutboundBody = 1 << 20
 	// nonceLength is Discord's maximum message nonce length.
 	nonceLength = 25
 )
@@ -86,11 +79,11 @@ var defaultAllowedMentions = allowedMentions{Parse: []string{"users"}, RepliedUs
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	const op = "create message"
 	if err := checkMessage(msg); err != nil {
-		return nil, permanent(op, err)
+		return nil, channels.Permanent("discord: "+op, err)
 	}
 	content, embeds, components, err := render(msg)
 	if err != nil {
-		return nil, permanent(op, err)
+		return nil, channels.Permanent("discord: "+op, err)
 	}
 	body := createMessage{
 		Content:         content,
@@ -104,7 +97,7 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	}
 	if msg.ReplyToProviderID != "" {
 		if _, ok := parseSnowflake(msg.ReplyToProviderID); !ok {
-			return nil, permanent(op, fmt.Errorf("reply-to id %q is not a snowflake", msg.ReplyToProviderID))
+			return nil, channels.Permanent("discord: "+op, fmt.Errorf("reply-to id %q is not a snowflake", msg.ReplyToProviderID))
 		}
 		body.MessageReference = &messageReference{MessageID: msg.ReplyToProviderID}
 	}
@@ -116,14 +109,14 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	const op = "edit message"
 	if err := checkMessage(msg); err != nil {
-		return nil, permanent(op, err)
+		return nil, channels.Permanent("discord: "+op, err)
 	}
 	if _, ok := parseSnowflake(msg.EditProviderMessageID); !ok {
-		return nil, permanent(op, fmt.Errorf("provider message id %q is not a snowflake", msg.EditProviderMessageID))
+		return nil, channels.Permanent("discord: "+op, fmt.Errorf("provider message id %q is not a snowflake", msg.EditProviderMessageID))
 	}
 	content, embeds, components, err := render(msg)
 	if err != nil {
-		return nil, permanent(op, err)
+		return nil, channels.Permanent("discord: "+op, err)
 	}
 	body := editMessage{Content: content, Embeds: embeds, Components: components, AllowedMentions: defaultAllowedMentions}
 	if body.Embeds == nil {
@@ -160,28 +153,22 @@ func nonce(key string) string {
 // message id is the answer's id), 429 rate limited (body retry_after,
 // else Retry-After), 5xx transient, any other status permanent.
 func (o *outbound) call(ctx context.Context, op, method, path string, payload any) (*channels.SendResult, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return nil, permanent(op, fmt.Errorf("encode: %w", err))
+		return nil, channels.Permanent("discord: "+op, fmt.Errorf("encode: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, method, o.apiBase+path, bytes.NewReader(b))
+	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:     "discord: " + op,
+		Method: method,
+		URL:    o.apiBase + path,
+		Header: http.Header{"Authorization": {"Bot " + o.token}},
+		Body:   b,
+	})
 	if err != nil {
-		return nil, permanent(op, errors.New("cannot build request"))
+		return nil, err
 	}
-	req.Header.Set("Authorization", "Bot "+o.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, transportError(ctx, op, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return nil, transportError(ctx, op, err)
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	body := resp.Body
+	if resp.Status >= 200 && resp.Status < 300 {
 		var m struct {
 			ID string `json:"id"`
 		}
@@ -197,21 +184,18 @@ func (o *outbound) call(ctx context.Context, op, method, path string, payload an
 		Global     bool     `json:"global"`
 	}
 	_ = json.Unmarshal(body, &answer) // 5xx bodies may be HTML
-	apiErr := &apiError{op: op, status: resp.StatusCode, code: answer.Code, message: answer.Message}
+	apiErr := &apiError{op: op, status: resp.Status, code: answer.Code, message: answer.Message}
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
+	case resp.Status == http.StatusTooManyRequests:
 		wait, ok := time.Duration(0), false
 		if answer.RetryAfter != nil {
-			wait, ok = seconds(*answer.RetryAfter)
+			wait, ok = channels.RetryAfterSeconds(*answer.RetryAfter)
 		}
 		if !ok {
-			wait, ok = channels.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		}
-		if !ok {
-			wait = defaultRetryAfter
+			wait = channels.RetryAfter(resp.Header, time.Now(), defaultRetryAfter)
 		}
 		return nil, &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
-	case resp.StatusCode >= 500:
+	case resp.Status >= 500:
 		return nil, &channels.TransientError{Err: apiErr}
 	}
 	return nil, &channels.PermanentError{Err: apiErr}
@@ -236,36 +220,4 @@ func (e *apiError) Error() string {
 		s += ": " + e.message
 	}
 	return s
-}
-
-// transportError wraps a failed round trip as transient. A cancelled or
-// expired ctx is reported as such; the request URL is dropped from the
-// cause.
-func transportError(ctx context.Context, op string, err error) error {
-	return channels.TransportError(ctx, "discord: "+op, err)
-}
-
-func permanent(op string, err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("discord: %s: %w", op, err)}
-}
-
-// seconds converts a non-negative number of seconds, capped at
-// channels.MaxRetryAfter.
-func seconds(secs float64) (time.Duration, bool) {
-	if math.IsNaN(secs) || secs < 0 {
-		return 0, false
-	}
-	if secs >= channels.MaxRetryAfter.Seconds() {
-		return channels.MaxRetryAfter, true
-	}
-	return time.Duration(secs * float64(time.Second)), true
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
 }

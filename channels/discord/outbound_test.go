@@ -1,16 +1,13 @@
 package discord
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -22,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -85,18 +83,8 @@ func (f *fakeREST) recorded() []restCall {
 	return append([]restCall(nil), f.calls...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func created(id string) func(http.ResponseWriter, *http.Request) {
-	return answer(200, fmt.Sprintf(`{"id":%q,"channel_id":%q,"content":"hello","author":{"id":"1","bot":true}}`, id, testChannelID),
+	return channelstest.Answer(200, fmt.Sprintf(`{"id":%q,"channel_id":%q,"content":"hello","author":{"id":"1","bot":true}}`, id, testChannelID),
 		"X-RateLimit-Limit", "5", "X-RateLimit-Remaining", "0", "X-RateLimit-Reset-After", "1.5")
 }
 
@@ -118,23 +106,6 @@ func textMessage(text string) *channels.OutboundMessage {
 		ConversationID: testChannelID,
 		Text:           text,
 	}
-}
-
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
 }
 
 func TestSend(t *testing.T) {
@@ -162,16 +133,16 @@ func TestSend(t *testing.T) {
 			wantKind: "none", wantID: "1200000000000000002",
 			wantBody: `{"content":"hello","message_reference":{"message_id":"1190000000000000000","fail_if_not_exists":false},"allowed_mentions":{"parse":["users"],"replied_user":true}}`,
 		},
-		{name: "429 body retry_after float", respond: answer(429, `{"message":"You are being rate limited.","retry_after":0.657,"global":false}`, "Retry-After", "1"), wantKind: "rate_limited", wantRetry: 657 * time.Millisecond},
-		{name: "429 global", respond: answer(429, `{"message":"You are being rate limited.","retry_after":12.5,"global":true}`), wantKind: "rate_limited", wantRetry: 12500 * time.Millisecond},
-		{name: "429 Retry-After header only", respond: answer(429, `<html>cloudflare</html>`, "Retry-After", "4"), wantKind: "rate_limited", wantRetry: 4 * time.Second},
-		{name: "429 without a wait", respond: answer(429, `{}`), wantKind: "rate_limited", wantRetry: time.Second},
-		{name: "502", respond: answer(502, `<html>502 Bad Gateway</html>`), wantKind: "transient"},
-		{name: "500", respond: answer(500, `{"message":"Internal Server Error","code":0}`), wantKind: "transient"},
-		{name: "403 missing permissions", respond: answer(403, `{"message":"Missing Permissions","code":50013}`), wantKind: "permanent", wantInErr: "50013"},
-		{name: "404 unknown channel", respond: answer(404, `{"message":"Unknown Channel","code":10003}`), wantKind: "permanent", wantInErr: "Unknown Channel"},
-		{name: "400 invalid form body", respond: answer(400, `{"message":"Invalid Form Body","code":50035,"errors":{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"}]}}}`), wantKind: "permanent"},
-		{name: "200 not JSON", respond: answer(200, `ok`), wantKind: "transient"},
+		{name: "429 body retry_after float", respond: channelstest.Answer(429, `{"message":"You are being rate limited.","retry_after":0.657,"global":false}`, "Retry-After", "1"), wantKind: "rate_limited", wantRetry: 657 * time.Millisecond},
+		{name: "429 global", respond: channelstest.Answer(429, `{"message":"You are being rate limited.","retry_after":12.5,"global":true}`), wantKind: "rate_limited", wantRetry: 12500 * time.Millisecond},
+		{name: "429 Retry-After header only", respond: channelstest.Answer(429, `<html>cloudflare</html>`, "Retry-After", "4"), wantKind: "rate_limited", wantRetry: 4 * time.Second},
+		{name: "429 without a wait", respond: channelstest.Answer(429, `{}`), wantKind: "rate_limited", wantRetry: time.Second},
+		{name: "502", respond: channelstest.Answer(502, `<html>502 Bad Gateway</html>`), wantKind: "transient"},
+		{name: "500", respond: channelstest.Answer(500, `{"message":"Internal Server Error","code":0}`), wantKind: "transient"},
+		{name: "403 missing permissions", respond: channelstest.Answer(403, `{"message":"Missing Permissions","code":50013}`), wantKind: "permanent", wantInErr: "50013"},
+		{name: "404 unknown channel", respond: channelstest.Answer(404, `{"message":"Unknown Channel","code":10003}`), wantKind: "permanent", wantInErr: "Unknown Channel"},
+		{name: "400 invalid form body", respond: channelstest.Answer(400, `{"message":"Invalid Form Body","code":50035,"errors":{"content":{"_errors":[{"code":"BASE_TYPE_MAX_LENGTH"}]}}}`), wantKind: "permanent"},
+		{name: "200 not JSON", respond: channelstest.Answer(200, `ok`), wantKind: "transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,7 +153,7 @@ func TestSend(t *testing.T) {
 				tt.msg(msg)
 			}
 			res, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, http.MethodPost, calls[0].Method)
@@ -240,7 +211,7 @@ func TestSendInvalidMessages(t *testing.T) {
 			t.Parallel()
 			fake := newFakeREST(t, created("1"))
 			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded(), "nothing is sent")
 		})
 	}
@@ -255,9 +226,9 @@ func TestEdit(t *testing.T) {
 		wantKind string
 	}{
 		{name: "success", respond: created(editID), wantKind: "none"},
-		{name: "unknown message", respond: answer(404, `{"message":"Unknown Message","code":10008}`), wantKind: "permanent"},
-		{name: "rate limited", respond: answer(429, `{"message":"You are being rate limited.","retry_after":2.0,"global":false}`), wantKind: "rate_limited"},
-		{name: "bad gateway", respond: answer(502, ``), wantKind: "transient"},
+		{name: "unknown message", respond: channelstest.Answer(404, `{"message":"Unknown Message","code":10008}`), wantKind: "permanent"},
+		{name: "rate limited", respond: channelstest.Answer(429, `{"message":"You are being rate limited.","retry_after":2.0,"global":false}`), wantKind: "rate_limited"},
+		{name: "bad gateway", respond: channelstest.Answer(502, ``), wantKind: "transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,7 +239,7 @@ func TestEdit(t *testing.T) {
 			msg := textMessage("fixed")
 			msg.EditProviderMessageID = editID
 			res, err := editor.Edit(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, http.MethodPatch, calls[0].Method)
@@ -286,7 +257,7 @@ func TestEdit(t *testing.T) {
 		msg := textMessage("fixed")
 		msg.EditProviderMessageID = "abc"
 		_, err := newTestOutbound(t, fake.srv.URL, nil).(channels.Editor).Edit(context.Background(), msg)
-		require.Equal(t, "permanent", errorKind(err))
+		require.Equal(t, "permanent", channelstest.ErrorKind(err))
 		require.Empty(t, fake.recorded())
 	})
 }
@@ -299,7 +270,7 @@ func TestSendTransportFailures(t *testing.T) {
 		fake := newFakeREST(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond})
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 	})
 
 	t.Run("cancelled by the caller", func(t *testing.T) {
@@ -308,7 +279,7 @@ func TestSendTransportFailures(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -318,7 +289,7 @@ func TestSendTransportFailures(t *testing.T) {
 		base := srv.URL
 		srv.Close()
 		_, err := newTestOutbound(t, base, nil).Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), testBotToken)
 	})
 }
@@ -352,28 +323,7 @@ func TestRenderGolden(t *testing.T) {
 	require.NoError(t, err)
 	calls := fake.recorded()
 	require.Len(t, calls, 1)
-	requireGolden(t, "rich_create_message.json", calls[0].Raw)
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	if *updateGolden {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
+	channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", "rich_create_message.json"), calls[0].Raw, *updateGolden)
 }
 
 func TestNewOutboundConfig(t *testing.T) {
@@ -419,30 +369,4 @@ func TestNonce(t *testing.T) {
 	require.Len(t, a, nonceLength)
 	require.Equal(t, a, nonce("msg:1:1"), "stable across retries of one attempt")
 	require.NotEqual(t, a, nonce("msg:1:2"))
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "3", want: 3 * time.Second, wantOK: true},
-		{name: "float seconds", in: "0.25", want: 250 * time.Millisecond, wantOK: true},
-		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
-		{name: "negative", in: "-3"},
-		{name: "garbage", in: "later"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
-		})
-	}
 }

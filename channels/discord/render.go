@@ -87,7 +87,7 @@ func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error)
 
 // cardEmbeds renders a card's title and blocks as embeds.
 func cardEmbeds(rc *envelope.RichContent) ([]embed, error) {
-	main := embed{Title: truncate(strings.TrimSpace(rc.Title), maxEmbedTitle)}
+	main := embed{Title: channels.Truncate(strings.TrimSpace(rc.Title), maxEmbedTitle)}
 	var parts []string
 	var images []string
 	for _, b := range rc.Blocks {
@@ -106,7 +106,7 @@ func cardEmbeds(rc *envelope.RichContent) ([]embed, error) {
 			s = strings.Join(lines, "\n")
 		case envelope.BlockTable:
 			if len(b.Rows) > 0 {
-				s = "```\n" + alignedTable(b.Rows) + "\n```"
+				s = "```\n" + channels.AlignedTable(b.Rows) + "\n```"
 			}
 		case envelope.BlockLabel:
 			if b.Text != "" {
@@ -151,7 +151,7 @@ func buttonRows(in []envelope.RichButton) ([]actionRow, error) {
 		if b.Label == "" {
 			return nil, fmt.Errorf("button %d has no label", i)
 		}
-		btn := buttonObject{Type: componentButton, Label: truncate(b.Label, maxButtonLabel)}
+		btn := buttonObject{Type: componentButton, Label: channels.Truncate(b.Label, maxButtonLabel)}
 		if b.URL != "" {
 			if len(b.URL) > maxButtonURL {
 				return nil, fmt.Errorf("button %d: url longer than %d characters", i, maxButtonURL)
@@ -177,50 +177,4 @@ func buttonRows(in []envelope.RichButton) ([]actionRow, error) {
 		rows[len(rows)-1].Components = append(rows[len(rows)-1].Components, btn)
 	}
 	return rows, nil
-}
-
-// alignedTable lays rows out in padded columns, with a rule under the
-// header row.
-func alignedTable(rows [][]string) string {
-	var widths []int
-	for _, r := range rows {
-		for i, cell := range r {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	line := func(r []string) string {
-		cells := make([]string, len(widths))
-		for i := range widths {
-			cell := ""
-			if i < len(r) {
-				cell = r[i]
-			}
-			cells[i] = cell + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-		}
-		return strings.TrimRight(strings.Join(cells, " | "), " ")
-	}
-	lines := []string{line(rows[0])}
-	if len(rows) > 1 {
-		rules := make([]string, len(widths))
-		for i, w := range widths {
-			rules[i] = strings.Repeat("-", w)
-		}
-		lines = append(lines, strings.Join(rules, "-+-"))
-		for _, r := range rows[1:] {
-			lines = append(lines, line(r))
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// truncate shortens s to at most n runes, ending with an ellipsis when cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -54,7 +54,7 @@ func TestFetch(t *testing.T) {
 	t.Parallel()
 	const token = "xoxb-fetch-test"
 	srv := fakeSlackFiles(t, token)
-	ch := New(Options{APIBase: srv.URL + "/api"})
+	ch := New(Options{APIBaseURL: srv.URL + "/api"})
 	client := fetch.NewClient(fetch.Policy{AllowHTTP: true, AllowPrivate: true})
 	acct := channels.Account{WebhookSecret: "s", Credentials: []byte(`{"bot_token":"` + token + `"}`)}
 	fileURL := srv.URL + "/files-pri/T1-F1/download/a.png"

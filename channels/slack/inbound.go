@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -152,8 +151,8 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	if req == nil {
 		return nil, channels.BadRequestf("slack: no request")
 	}
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
 	}
 	if !utf8.Valid(req.Body) {
 		return nil, channels.BadRequestf("slack: body is not valid UTF-8")
@@ -327,7 +326,7 @@ func attachments(files []file) []envelope.Attachment {
 			size = 0
 		}
 		out = append(out, envelope.Attachment{
-			Kind:     kindOf(f.Mimetype),
+			Kind:     channels.AttachmentKind(f.Mimetype),
 			Name:     name,
 			MimeType: f.Mimetype,
 			Size:     size,
@@ -336,20 +335,6 @@ func attachments(files []file) []envelope.Attachment {
 		})
 	}
 	return out
-}
-
-// kindOf maps a MIME type to an attachment kind.
-func kindOf(mimeType string) string {
-	switch {
-	case strings.HasPrefix(mimeType, "image/"):
-		return envelope.KindImage
-	case strings.HasPrefix(mimeType, "audio/"):
-		return envelope.KindAudio
-	case strings.HasPrefix(mimeType, "video/"):
-		return envelope.KindVideo
-	default:
-		return envelope.KindFile
-	}
 }
 
 // parseTS parses a Slack ts ("1531420618.000200": unix seconds, a dot and
@@ -380,26 +365,6 @@ func allDigits(s string) bool {
 		}
 	}
 	return true
-}
-
-// checkContentType accepts application/json (charset utf-8 if given) and a
-// missing Content-Type.
-func checkContentType(h http.Header) error {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil && err != mime.ErrInvalidMediaParameter {
-		return fmt.Errorf("%w: slack: malformed Content-Type %q", channels.ErrUnsupportedMediaType, ct)
-	}
-	if mt != "application/json" {
-		return fmt.Errorf("%w: slack: Content-Type %q, want application/json", channels.ErrUnsupportedMediaType, mt)
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return fmt.Errorf("%w: slack: charset %q, want utf-8", channels.ErrUnsupportedMediaType, cs)
-	}
-	return nil
 }
 
 // plainText turns Slack mrkdwn into plain text: control sequences become

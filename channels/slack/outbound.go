@@ -1,28 +1,19 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/miohq/mio/channels"
 )
 
-// Outbound defaults.
-const (
-	// defaultRetryAfter is the wait when Slack rate-limits without a
-	// Retry-After header.
-	defaultRetryAfter = time.Second
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
-	// maxOutboundBody bounds how much of a Web API answer is read.
-	maxOutboundBody = 1 << 20
-)
+// defaultRetryAfter is the wait when Slack rate-limits without a
+// Retry-After header.
+const defaultRetryAfter = time.Second
 
 // Slack ok:false error codes worth retrying; every other code is permanent
 // (invalid_auth, channel_not_found, not_in_channel, is_archived,
@@ -72,11 +63,11 @@ type updateMessage struct {
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	const method = "chat.postMessage"
 	if err := checkMessage(msg); err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("slack: "+method, err)
 	}
 	text, blocks, err := render(msg)
 	if err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("slack: "+method, err)
 	}
 	threadTS := msg.ThreadID
 	if threadTS == "" {
@@ -90,14 +81,14 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	const method = "chat.update"
 	if err := checkMessage(msg); err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("slack: "+method, err)
 	}
 	if msg.EditProviderMessageID == "" {
-		return nil, permanent(method, errors.New("no provider message id to edit"))
+		return nil, channels.Permanent("slack: "+method, errors.New("no provider message id to edit"))
 	}
 	text, blocks, err := render(msg)
 	if err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("slack: "+method, err)
 	}
 	if blocks == nil {
 		blocks = []any{}
@@ -119,12 +110,27 @@ func checkMessage(msg *channels.OutboundMessage) error {
 	return nil
 }
 
-// call POSTs payload to a Web API method and classifies the answer.
+// call POSTs payload as JSON with the bot token to a Web API method and
+// classifies the answer. Round-trip failures (network, timeout, cancelled
+// ctx) are *channels.TransientError.
 func (o *outbound) call(ctx context.Context, method string, payload any) (*channels.SendResult, error) {
-	status, header, body, err := o.post(ctx, method, payload)
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, channels.Permanent("slack: "+method, fmt.Errorf("encode: %w", err))
+	}
+	ans, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:  "slack: " + method,
+		URL: o.apiBase + "/" + method,
+		Header: http.Header{
+			"Authorization": {"Bearer " + o.token},
+			"Content-Type":  {"application/json; charset=utf-8"},
+		},
+		Body: b,
+	})
 	if err != nil {
 		return nil, err
 	}
+	status, header, body := ans.Status, ans.Header, ans.Body
 	switch {
 	case status == http.StatusTooManyRequests:
 		return nil, rateLimited(header, fmt.Errorf("slack: %s: HTTP %d", method, status))
@@ -138,7 +144,7 @@ func (o *outbound) call(ctx context.Context, method string, payload any) (*chann
 	}
 	if err := json.Unmarshal(body, &answer); err != nil {
 		if status != http.StatusOK {
-			return nil, permanent(method, fmt.Errorf("HTTP %d", status))
+			return nil, channels.Permanent("slack: "+method, fmt.Errorf("HTTP %d", status))
 		}
 		// A 200 that is not Slack JSON (a proxy page, a cut answer) does not
 		// say whether the message was posted: retry.
@@ -173,60 +179,8 @@ type apiError struct {
 
 func (e *apiError) Error() string { return "slack: " + e.method + ": " + e.code }
 
-// post sends payload as JSON with the bot token and returns the answer's
-// status, headers and bounded body. Round-trip failures (network, timeout,
-// cancelled ctx) are *channels.TransientError.
-func (o *outbound) post(ctx context.Context, method string, payload any) (int, http.Header, []byte, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return 0, nil, nil, permanent(method, fmt.Errorf("encode: %w", err))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.apiBase+"/"+method, bytes.NewReader(b))
-	if err != nil {
-		return 0, nil, nil, permanent(method, errors.New("cannot build request"))
-	}
-	req.Header.Set("Authorization", "Bearer "+o.token)
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, method, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, method, err)
-	}
-	return resp.StatusCode, resp.Header, body, nil
-}
-
-// transportError wraps a failed round trip as transient. A cancelled or
-// expired ctx is reported as such; the request URL is dropped from the
-// cause.
-func transportError(ctx context.Context, method string, err error) error {
-	return channels.TransportError(ctx, "slack: "+method, err)
-}
-
-func permanent(method string, err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("slack: %s: %w", method, err)}
-}
-
 // rateLimited wraps err, honouring Retry-After (default
 // defaultRetryAfter).
 func rateLimited(header http.Header, err error) error {
-	wait, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now())
-	if !ok {
-		wait = defaultRetryAfter
-	}
-	return &channels.RateLimitedError{RetryAfter: wait, Err: err}
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
+	return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, time.Now(), defaultRetryAfter), Err: err}
 }

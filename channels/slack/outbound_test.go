@@ -1,15 +1,12 @@
 package slack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -76,19 +74,9 @@ func (f *fakeWebAPI) recorded() []webAPICall {
 	return append([]webAPICall(nil), f.calls...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func newTestOutbound(t *testing.T, apiBase string, client *http.Client) channels.Outbound {
 	t.Helper()
-	out, err := New(Options{APIBase: apiBase, HTTPClient: client}).NewOutbound(channels.Account{
+	out, err := New(Options{APIBaseURL: apiBase, HTTPClient: client}).NewOutbound(channels.Account{
 		ID:          uuid.New(),
 		TenantID:    uuid.New(),
 		Credentials: json.RawMessage(`{"bot_token":"` + testBotToken + `"}`),
@@ -107,24 +95,6 @@ func textMessage(text string) *channels.OutboundMessage {
 	}
 }
 
-// errorKind names the typed error err is, for table assertions.
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
-}
-
 func TestSend(t *testing.T) {
 	t.Parallel()
 	future := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
@@ -140,14 +110,14 @@ func TestSend(t *testing.T) {
 	}{
 		{
 			name:     "success",
-			respond:  answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","message":{"text":"hello"}}`),
+			respond:  channelstest.Answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","message":{"text":"hello"}}`),
 			wantKind: "none",
 			wantID:   "1700000000.000100",
 			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello"},
 		},
 		{
 			name:    "thread reply",
-			respond: answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000200"}`),
+			respond: channelstest.Answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000200"}`),
 			msg: func(m *channels.OutboundMessage) {
 				m.ThreadID = "1690000000.000001"
 				m.ReplyToProviderID = "1690000000.000999"
@@ -158,7 +128,7 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name:     "reply without thread starts the quoted message's thread",
-			respond:  answer(200, `{"ok":true,"ts":"1700000000.000300"}`),
+			respond:  channelstest.Answer(200, `{"ok":true,"ts":"1700000000.000300"}`),
 			msg:      func(m *channels.OutboundMessage) { m.ReplyToProviderID = "1690000000.000999" },
 			wantKind: "none",
 			wantID:   "1700000000.000300",
@@ -166,7 +136,7 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name:    "attachments become links",
-			respond: answer(200, `{"ok":true,"ts":"1.2"}`),
+			respond: channelstest.Answer(200, `{"ok":true,"ts":"1.2"}`),
 			msg: func(m *channels.OutboundMessage) {
 				m.Attachments = []envelope.SendAttachment{{URL: "https://x.test/a.pdf", Name: "a<b>.pdf"}}
 			},
@@ -174,25 +144,25 @@ func TestSend(t *testing.T) {
 			wantID:   "1.2",
 			wantBody: map[string]any{"channel": "C0123ABCD", "text": "hello\n<https://x.test/a.pdf|a&lt;b&gt;.pdf>"},
 		},
-		{name: "HTTP 429 with Retry-After seconds", respond: answer(429, ``, "Retry-After", "7"), wantKind: "rate_limited", wantRetry: 7 * time.Second},
-		{name: "HTTP 429 without Retry-After", respond: answer(429, ``), wantKind: "rate_limited", wantRetry: time.Second},
-		{name: "ok:false rate_limited with Retry-After", respond: answer(200, `{"ok":false,"error":"rate_limited"}`, "Retry-After", "3"), wantKind: "rate_limited", wantRetry: 3 * time.Second, wantInErr: "rate_limited"},
-		{name: "ok:false ratelimited", respond: answer(200, `{"ok":false,"error":"ratelimited"}`), wantKind: "rate_limited", wantRetry: time.Second},
-		{name: "ok:false internal_error", respond: answer(200, `{"ok":false,"error":"internal_error"}`), wantKind: "transient", wantInErr: "internal_error"},
-		{name: "ok:false fatal_error", respond: answer(200, `{"ok":false,"error":"fatal_error"}`), wantKind: "transient"},
-		{name: "ok:false service_unavailable", respond: answer(200, `{"ok":false,"error":"service_unavailable"}`), wantKind: "transient"},
-		{name: "ok:false request_timeout", respond: answer(200, `{"ok":false,"error":"request_timeout"}`), wantKind: "transient"},
-		{name: "ok:false channel_not_found", respond: answer(200, `{"ok":false,"error":"channel_not_found"}`), wantKind: "permanent", wantInErr: "channel_not_found"},
-		{name: "ok:false not_in_channel", respond: answer(200, `{"ok":false,"error":"not_in_channel"}`), wantKind: "permanent"},
-		{name: "ok:false is_archived", respond: answer(200, `{"ok":false,"error":"is_archived"}`), wantKind: "permanent"},
-		{name: "ok:false msg_too_long", respond: answer(200, `{"ok":false,"error":"msg_too_long"}`), wantKind: "permanent"},
-		{name: "ok:false no_text", respond: answer(200, `{"ok":false,"error":"no_text"}`), wantKind: "permanent"},
-		{name: "ok:false invalid_blocks", respond: answer(200, `{"ok":false,"error":"invalid_blocks"}`), wantKind: "permanent"},
-		{name: "ok:false without code", respond: answer(200, `{"ok":false}`), wantKind: "permanent"},
-		{name: "HTTP 500 HTML", respond: answer(500, `<html><body>Internal Server Error</body></html>`, "Content-Type", "text/html"), wantKind: "transient"},
-		{name: "HTTP 503", respond: answer(503, `<html>down</html>`), wantKind: "transient"},
-		{name: "HTTP 200 not JSON", respond: answer(200, `<html>proxy</html>`), wantKind: "transient"},
-		{name: "HTTP 400 not JSON", respond: answer(400, `bad`), wantKind: "permanent"},
+		{name: "HTTP 429 with Retry-After seconds", respond: channelstest.Answer(429, ``, "Retry-After", "7"), wantKind: "rate_limited", wantRetry: 7 * time.Second},
+		{name: "HTTP 429 without Retry-After", respond: channelstest.Answer(429, ``), wantKind: "rate_limited", wantRetry: time.Second},
+		{name: "ok:false rate_limited with Retry-After", respond: channelstest.Answer(200, `{"ok":false,"error":"rate_limited"}`, "Retry-After", "3"), wantKind: "rate_limited", wantRetry: 3 * time.Second, wantInErr: "rate_limited"},
+		{name: "ok:false ratelimited", respond: channelstest.Answer(200, `{"ok":false,"error":"ratelimited"}`), wantKind: "rate_limited", wantRetry: time.Second},
+		{name: "ok:false internal_error", respond: channelstest.Answer(200, `{"ok":false,"error":"internal_error"}`), wantKind: "transient", wantInErr: "internal_error"},
+		{name: "ok:false fatal_error", respond: channelstest.Answer(200, `{"ok":false,"error":"fatal_error"}`), wantKind: "transient"},
+		{name: "ok:false service_unavailable", respond: channelstest.Answer(200, `{"ok":false,"error":"service_unavailable"}`), wantKind: "transient"},
+		{name: "ok:false request_timeout", respond: channelstest.Answer(200, `{"ok":false,"error":"request_timeout"}`), wantKind: "transient"},
+		{name: "ok:false channel_not_found", respond: channelstest.Answer(200, `{"ok":false,"error":"channel_not_found"}`), wantKind: "permanent", wantInErr: "channel_not_found"},
+		{name: "ok:false not_in_channel", respond: channelstest.Answer(200, `{"ok":false,"error":"not_in_channel"}`), wantKind: "permanent"},
+		{name: "ok:false is_archived", respond: channelstest.Answer(200, `{"ok":false,"error":"is_archived"}`), wantKind: "permanent"},
+		{name: "ok:false msg_too_long", respond: channelstest.Answer(200, `{"ok":false,"error":"msg_too_long"}`), wantKind: "permanent"},
+		{name: "ok:false no_text", respond: channelstest.Answer(200, `{"ok":false,"error":"no_text"}`), wantKind: "permanent"},
+		{name: "ok:false invalid_blocks", respond: channelstest.Answer(200, `{"ok":false,"error":"invalid_blocks"}`), wantKind: "permanent"},
+		{name: "ok:false without code", respond: channelstest.Answer(200, `{"ok":false}`), wantKind: "permanent"},
+		{name: "HTTP 500 HTML", respond: channelstest.Answer(500, `<html><body>Internal Server Error</body></html>`, "Content-Type", "text/html"), wantKind: "transient"},
+		{name: "HTTP 503", respond: channelstest.Answer(503, `<html>down</html>`), wantKind: "transient"},
+		{name: "HTTP 200 not JSON", respond: channelstest.Answer(200, `<html>proxy</html>`), wantKind: "transient"},
+		{name: "HTTP 400 not JSON", respond: channelstest.Answer(400, `bad`), wantKind: "permanent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,7 +174,7 @@ func TestSend(t *testing.T) {
 				tt.msg(msg)
 			}
 			res, err := out.Send(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, "/chat.postMessage", calls[0].Path)
@@ -231,7 +201,7 @@ func TestSend(t *testing.T) {
 
 	t.Run("HTTP 429 with an HTTP-date", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeWebAPI(t, answer(429, ``, "Retry-After", future))
+		fake := newFakeWebAPI(t, channelstest.Answer(429, ``, "Retry-After", future))
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), textMessage("hello"))
 		var rl *channels.RateLimitedError
 		require.ErrorAs(t, err, &rl)
@@ -270,9 +240,9 @@ func TestSendInvalidMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+			fake := newFakeWebAPI(t, channelstest.Answer(200, `{"ok":true,"ts":"1.1"}`))
 			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded(), "nothing is sent")
 		})
 	}
@@ -287,12 +257,12 @@ func TestEdit(t *testing.T) {
 		wantKind string
 		wantID   string
 	}{
-		{name: "success", respond: answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","text":"fixed"}`), editID: "1700000000.000100", wantKind: "none", wantID: "1700000000.000100"},
-		{name: "cant_update_message", respond: answer(200, `{"ok":false,"error":"cant_update_message"}`), editID: "1.1", wantKind: "permanent"},
-		{name: "edit_window_closed", respond: answer(200, `{"ok":false,"error":"edit_window_closed"}`), editID: "1.1", wantKind: "permanent"},
-		{name: "message_not_found", respond: answer(200, `{"ok":false,"error":"message_not_found"}`), editID: "1.1", wantKind: "permanent"},
-		{name: "rate limited", respond: answer(429, ``, "Retry-After", "2"), editID: "1.1", wantKind: "rate_limited"},
-		{name: "server error", respond: answer(502, `<html>bad gateway</html>`), editID: "1.1", wantKind: "transient"},
+		{name: "success", respond: channelstest.Answer(200, `{"ok":true,"channel":"C0123ABCD","ts":"1700000000.000100","text":"fixed"}`), editID: "1700000000.000100", wantKind: "none", wantID: "1700000000.000100"},
+		{name: "cant_update_message", respond: channelstest.Answer(200, `{"ok":false,"error":"cant_update_message"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "edit_window_closed", respond: channelstest.Answer(200, `{"ok":false,"error":"edit_window_closed"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "message_not_found", respond: channelstest.Answer(200, `{"ok":false,"error":"message_not_found"}`), editID: "1.1", wantKind: "permanent"},
+		{name: "rate limited", respond: channelstest.Answer(429, ``, "Retry-After", "2"), editID: "1.1", wantKind: "rate_limited"},
+		{name: "server error", respond: channelstest.Answer(502, `<html>bad gateway</html>`), editID: "1.1", wantKind: "transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,7 +274,7 @@ func TestEdit(t *testing.T) {
 			msg := textMessage("fixed")
 			msg.EditProviderMessageID = tt.editID
 			res, err := editor.Edit(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, "/chat.update", calls[0].Path)
@@ -317,9 +287,9 @@ func TestEdit(t *testing.T) {
 
 	t.Run("no message to edit", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeWebAPI(t, answer(200, `{"ok":true}`))
+		fake := newFakeWebAPI(t, channelstest.Answer(200, `{"ok":true}`))
 		_, err := newTestOutbound(t, fake.srv.URL, nil).(channels.Editor).Edit(context.Background(), textMessage("x"))
-		require.Equal(t, "permanent", errorKind(err))
+		require.Equal(t, "permanent", channelstest.ErrorKind(err))
 		require.Empty(t, fake.recorded())
 	})
 }
@@ -334,7 +304,7 @@ func TestSendTransportFailures(t *testing.T) {
 		})
 		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond})
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 		require.NotContains(t, err.Error(), testBotToken)
 	})
 
@@ -344,17 +314,17 @@ func TestSendTransportFailures(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
 
 	t.Run("cancelled by the caller", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+		fake := newFakeWebAPI(t, channelstest.Answer(200, `{"ok":true,"ts":"1.1"}`))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -364,7 +334,7 @@ func TestSendTransportFailures(t *testing.T) {
 		base := srv.URL
 		srv.Close()
 		_, err := newTestOutbound(t, base, nil).Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), base, "the URL is not repeated in errors")
 	})
 }
@@ -397,37 +367,16 @@ func TestRenderGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := newFakeWebAPI(t, answer(200, `{"ok":true,"ts":"1.1"}`))
+			fake := newFakeWebAPI(t, channelstest.Answer(200, `{"ok":true,"ts":"1.1"}`))
 			msg := textMessage("Deployment report for <@U123>")
 			tt.msg(msg)
 			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
 			require.NoError(t, err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
-			requireGolden(t, tt.golden, calls[0].Raw)
+			channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", tt.golden), calls[0].Raw, *updateGolden)
 		})
 	}
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	var v any
-	require.NoError(t, json.Unmarshal(got, &v))
-	if *updateGolden {
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
 }
 
 func TestNewOutboundConfig(t *testing.T) {
@@ -466,49 +415,4 @@ func TestNewOutboundConfig(t *testing.T) {
 			require.NotNil(t, out)
 		})
 	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "30", want: 30 * time.Second, wantOK: true},
-		{name: "zero", in: "0", want: 0, wantOK: true},
-		{name: "fractional", in: "1.5", want: 1500 * time.Millisecond, wantOK: true},
-		{name: "negative", in: "-1"},
-		{name: "NaN", in: "NaN"},
-		{name: "huge is capped", in: "99999999999", want: channels.MaxRetryAfter, wantOK: true},
-		{name: "HTTP-date", in: now.Add(2 * time.Minute).Format(http.TimeFormat), want: 2 * time.Minute, wantOK: true},
-		{name: "HTTP-date in the past", in: now.Add(-time.Minute).Format(http.TimeFormat), want: 0, wantOK: true},
-		{name: "garbage", in: "soon"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func TestBoundContext(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := boundContext(context.Background())
-	defer cancel()
-	deadline, ok := ctx.Deadline()
-	require.True(t, ok, "a send without a deadline gets one")
-	require.WithinDuration(t, time.Now().Add(defaultSendTimeout), deadline, 5*time.Second)
-
-	parent, cancelParent := context.WithTimeout(context.Background(), time.Minute)
-	defer cancelParent()
-	ctx, cancel = boundContext(parent)
-	defer cancel()
-	require.Equal(t, parent, ctx, "an existing deadline is kept")
 }

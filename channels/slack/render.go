@@ -94,7 +94,7 @@ func render(msg *channels.OutboundMessage) (string, []any, error) {
 	}
 	text := body
 	if strings.TrimSpace(text) == "" {
-		text = mrkdwnEscaper.Replace(richText(rc))
+		text = mrkdwnEscaper.Replace(fallbackText(rc))
 	}
 	return text, blocks, nil
 }
@@ -106,13 +106,13 @@ func render(msg *channels.OutboundMessage) (string, []any, error) {
 func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 	var out []any
 	if t := strings.TrimSpace(rc.Title); t != "" {
-		out = append(out, headerBlock{Type: "header", Text: textObject{Type: "plain_text", Text: truncate(t, maxHeaderText)}})
+		out = append(out, headerBlock{Type: "header", Text: textObject{Type: "plain_text", Text: channels.Truncate(t, maxHeaderText)}})
 	}
 	for _, b := range rc.Blocks {
 		switch b.Type {
 		case envelope.BlockLabel:
 			if b.Text != "" {
-				out = append(out, contextBlock{Type: "context", Elements: []textObject{{Type: "mrkdwn", Text: truncate(mrkdwnEscaper.Replace(b.Text), maxSectionText)}}})
+				out = append(out, contextBlock{Type: "context", Elements: []textObject{{Type: "mrkdwn", Text: channels.Truncate(mrkdwnEscaper.Replace(b.Text), maxSectionText)}}})
 			}
 		case envelope.BlockImage:
 			if b.URL != "" {
@@ -120,7 +120,7 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 				if alt == "" {
 					alt = "image"
 				}
-				out = append(out, imageBlock{Type: "image", ImageURL: b.URL, AltText: truncate(alt, maxAltText)})
+				out = append(out, imageBlock{Type: "image", ImageURL: b.URL, AltText: channels.Truncate(alt, maxAltText)})
 			}
 		default:
 			s := blockMrkdwn(b)
@@ -136,7 +136,7 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 		}
 		b := buttonObject{
 			Type:     "button",
-			Text:     textObject{Type: "plain_text", Text: truncate(btn.Label, maxButtonText)},
+			Text:     textObject{Type: "plain_text", Text: channels.Truncate(btn.Label, maxButtonText)},
 			ActionID: fmt.Sprintf("mio_button_%d", i),
 		}
 		if btn.URL != "" {
@@ -176,46 +176,9 @@ func blockMrkdwn(b envelope.RichBlock) string {
 		if len(b.Rows) == 0 {
 			return ""
 		}
-		return "```\n" + mrkdwnEscaper.Replace(alignedTable(b.Rows)) + "\n```"
+		return "```\n" + mrkdwnEscaper.Replace(channels.AlignedTable(b.Rows)) + "\n```"
 	}
 	return mrkdwnEscaper.Replace(b.Text)
-}
-
-// alignedTable lays rows out in padded columns, with a rule under the
-// header row.
-func alignedTable(rows [][]string) string {
-	var widths []int
-	for _, r := range rows {
-		for i, cell := range r {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
-	line := func(r []string) string {
-		cells := make([]string, len(widths))
-		for i := range widths {
-			cell := ""
-			if i < len(r) {
-				cell = r[i]
-			}
-			cells[i] = cell + strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-		}
-		return strings.TrimRight(strings.Join(cells, " | "), " ")
-	}
-	lines := []string{line(rows[0])}
-	if len(rows) > 1 {
-		rules := make([]string, len(widths))
-		for i, w := range widths {
-			rules[i] = strings.Repeat("-", w)
-		}
-		lines = append(lines, strings.Join(rules, "-+-"))
-		for _, r := range rows[1:] {
-			lines = append(lines, line(r))
-		}
-	}
-	return strings.Join(lines, "\n")
 }
 
 func section(text string) sectionBlock {
@@ -253,52 +216,18 @@ func isEmptyRich(rc *envelope.RichContent) bool {
 	return rc == nil || (strings.TrimSpace(rc.Title) == "" && len(rc.Blocks) == 0 && len(rc.Buttons) == 0)
 }
 
-// richText renders a card as plain text (Slack's notification fallback):
-// the title, then each block, separated by blank lines.
-func richText(rc *envelope.RichContent) string {
-	var parts []string
-	if t := strings.TrimSpace(rc.Title); t != "" {
-		parts = append(parts, t)
-	}
-	for _, b := range rc.Blocks {
-		var s string
-		switch b.Type {
-		case envelope.BlockList:
-			lines := make([]string, 0, len(b.Items))
-			for _, item := range b.Items {
-				lines = append(lines, "• "+item)
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockTable:
-			lines := make([]string, 0, len(b.Rows))
-			for _, r := range b.Rows {
-				lines = append(lines, strings.Join(r, " | "))
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockImage:
-			s = strings.TrimSpace(b.Alt + " " + b.URL)
-		default:
-			s = b.Text
-		}
-		if strings.TrimSpace(s) != "" {
-			parts = append(parts, s)
-		}
-	}
-	if len(parts) == 0 {
-		for _, b := range rc.Buttons {
-			parts = append(parts, b.Label)
-		}
-	}
-	return strings.Join(parts, "\n\n")
-}
-
-// truncate shortens s to at most n runes, ending with an ellipsis when cut.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
+// fallbackText renders a card as plain text (Slack's notification
+// fallback): the title and blocks (channels.CardText), else the button
+// labels.
+func fallbackText(rc *envelope.RichContent) string {
+	if s := channels.CardText(rc); s != "" {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	labels := make([]string, 0, len(rc.Buttons))
+	for _, b := range rc.Buttons {
+		labels = append(labels, b.Label)
+	}
+	return strings.Join(labels, "\n\n")
 }
 
 // splitRunes cuts s into chunks of at most n runes.

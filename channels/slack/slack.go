@@ -6,8 +6,6 @@
 package slack
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,7 +18,7 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultAPIBase       = "https://slack.com/api"
+	DefaultAPIBaseURL    = "https://slack.com/api"
 	DefaultLookupTimeout = 300 * time.Millisecond
 	DefaultNameCacheSize = 10000
 	DefaultNameCacheTTL  = time.Hour
@@ -28,9 +26,9 @@ const (
 
 // Options configures the Slack channel. The zero value is ready to use.
 type Options struct {
-	// APIBase is the Slack Web API base URL, without a trailing slash.
-	// Default DefaultAPIBase; tests point it at an httptest server.
-	APIBase string
+	// APIBaseURL is the Slack Web API base URL. Default
+	// DefaultAPIBaseURL; tests point it at an httptest server.
+	APIBaseURL string
 	// HTTPClient calls the Web API. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Logger receives debug records about failed display name lookups.
@@ -64,8 +62,8 @@ type Channel struct {
 
 // New returns a Slack channel with opts' defaults applied.
 func New(opts Options) *Channel {
-	if opts.APIBase == "" {
-		opts.APIBase = DefaultAPIBase
+	if opts.APIBaseURL == "" {
+		opts.APIBaseURL = DefaultAPIBaseURL
 	}
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 10 * time.Second}
@@ -86,7 +84,7 @@ func New(opts Options) *Channel {
 		opts.Now = time.Now
 	}
 	return &Channel{
-		apiBase:       strings.TrimSuffix(opts.APIBase, "/"),
+		apiBase:       strings.TrimRight(opts.APIBaseURL, "/"),
 		client:        opts.HTTPClient,
 		logger:        opts.Logger,
 		lookupTimeout: opts.LookupTimeout,
@@ -134,11 +132,11 @@ type Config struct {
 // newConfig decodes and validates acct into a Config.
 func newConfig(acct channels.Account) (Config, error) {
 	var cfg Config
-	if err := decodeObject(acct.Settings, &struct{}{}); err != nil {
-		return Config{}, fmt.Errorf("%w: slack settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
+		return Config{}, err
 	}
-	if err := decodeObject(acct.Credentials, &cfg); err != nil {
-		return Config{}, fmt.Errorf("%w: slack credentials: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("slack credentials", acct.Credentials, &cfg); err != nil {
+		return Config{}, err
 	}
 	cfg.SigningSecret = acct.WebhookSecret
 	switch {
@@ -146,7 +144,7 @@ func newConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: slack: the signing secret (webhook secret) is required", channels.ErrInvalidConfig)
 	case strings.TrimSpace(cfg.SigningSecret) != cfg.SigningSecret:
 		return Config{}, fmt.Errorf("%w: slack: the signing secret has leading or trailing whitespace", channels.ErrInvalidConfig)
-	case strings.ContainsFunc(cfg.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
 	return cfg, nil
@@ -167,30 +165,17 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 // bot token and ignores the signing secret.
 func newOutboundConfig(acct channels.Account) (Config, error) {
 	var cfg Config
-	if err := decodeObject(acct.Settings, &struct{}{}); err != nil {
-		return Config{}, fmt.Errorf("%w: slack settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
+		return Config{}, err
 	}
-	if err := decodeObject(acct.Credentials, &cfg); err != nil {
-		return Config{}, fmt.Errorf("%w: slack credentials: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("slack credentials", acct.Credentials, &cfg); err != nil {
+		return Config{}, err
 	}
 	switch {
 	case cfg.BotToken == "":
 		return Config{}, fmt.Errorf("%w: slack: credentials bot_token is required to send", channels.ErrInvalidConfig)
-	case strings.ContainsFunc(cfg.BotToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
 	return cfg, nil
-}
-
-// decodeObject decodes raw into v when raw holds a JSON object. Empty input
-// and JSON null leave v untouched; anything else is an error.
-func decodeObject(raw json.RawMessage, v any) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil
-	}
-	if raw[0] != '{' {
-		return fmt.Errorf("must be a JSON object")
-	}
-	return json.Unmarshal(raw, v)
 }

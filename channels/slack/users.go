@@ -75,7 +75,7 @@ type usersInfoRefusedError struct{ code string }
 
 func (e *usersInfoRefusedError) Error() string { return "users.info: " + e.code }
 
-// usersInfo calls GET {APIBase}/users.info?user=... with the bot token.
+// usersInfo calls GET {APIBaseURL}/users.info?user=... with the bot token.
 func (c *Channel) usersInfo(ctx context.Context, token, user string) (userInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
 		c.apiBase+"/users.info?user="+url.QueryEscape(user), nil)

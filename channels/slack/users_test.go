@@ -105,7 +105,7 @@ func TestDisplayNameLookup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fake := newFakeSlack(t, map[string]string{"U1": tt.answer})
-			ch := New(Options{APIBase: fake.srv.URL})
+			ch := New(Options{APIBaseURL: fake.srv.URL})
 			in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 			require.Equal(t, tt.want, parseSender(t, in, messageBody("T1", "U1", "Ev1")))
 			require.EqualValues(t, 1, fake.calls.Load())
@@ -116,7 +116,7 @@ func TestDisplayNameLookup(t *testing.T) {
 func TestDisplayNameCache(t *testing.T) {
 	t.Parallel()
 	fake := newFakeSlack(t, map[string]string{"U1": userAnswer("T1", "U1", "bobby", "Robert")})
-	ch := New(Options{APIBase: fake.srv.URL})
+	ch := New(Options{APIBaseURL: fake.srv.URL})
 	in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 
 	require.Equal(t, "bobby", parseSender(t, in, messageBody("T1", "U1", "Ev1")))
@@ -140,7 +140,7 @@ func TestDisplayNameCacheExpires(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Unix(1700000000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	ch := New(Options{APIBase: fake.srv.URL, NameCacheTTL: time.Minute, Now: clock})
+	ch := New(Options{APIBaseURL: fake.srv.URL, NameCacheTTL: time.Minute, Now: clock})
 	in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 
 	require.Equal(t, "bobby", parseSender(t, in, messageBody("T1", "U1", "Ev1")))
@@ -161,7 +161,7 @@ func TestDisplayNameNotPoisonedAcrossTenants(t *testing.T) {
 		attackerToken: {"U1": userAnswer("T2", "U1", "ceo", "")},
 		testToken:     {"U1": userAnswer("T1", "U1", "intern", "")},
 	})
-	ch := New(Options{APIBase: fake.srv.URL})
+	ch := New(Options{APIBaseURL: fake.srv.URL})
 	attacker := newTestInbound(t, ch, `{"bot_token":"`+attackerToken+`"}`)
 	require.Equal(t, "ceo", parseSender(t, attacker, messageBody("T1", "U1", "Ev1")))
 
@@ -174,7 +174,7 @@ func TestDisplayNameSlowLookup(t *testing.T) {
 	t.Parallel()
 	fake := newFakeSlack(t, nil)
 	fake.block = true
-	ch := New(Options{APIBase: fake.srv.URL, LookupTimeout: 50 * time.Millisecond})
+	ch := New(Options{APIBaseURL: fake.srv.URL, LookupTimeout: 50 * time.Millisecond})
 	in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 
 	start := time.Now()
@@ -187,7 +187,7 @@ func TestDisplayNameUnreachableAPI(t *testing.T) {
 	t.Parallel()
 	fake := newFakeSlack(t, nil)
 	fake.srv.Close()
-	ch := New(Options{APIBase: fake.srv.URL})
+	ch := New(Options{APIBaseURL: fake.srv.URL})
 	in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 	require.Empty(t, parseSender(t, in, messageBody("T1", "U1", "Ev1")))
 }
@@ -200,7 +200,7 @@ func TestDisplayNameHTTPError(t *testing.T) {
 		http.Error(w, "<html>oops</html>", http.StatusInternalServerError)
 	}))
 	t.Cleanup(srv.Close)
-	ch := New(Options{APIBase: srv.URL})
+	ch := New(Options{APIBaseURL: srv.URL})
 	in := newTestInbound(t, ch, `{"bot_token":"`+testToken+`"}`)
 	require.Empty(t, parseSender(t, in, messageBody("T1", "U1", "Ev1")))
 	require.Empty(t, parseSender(t, in, messageBody("T1", "U1", "Ev2")))
@@ -210,7 +210,7 @@ func TestDisplayNameHTTPError(t *testing.T) {
 func TestDisplayNameWithoutToken(t *testing.T) {
 	t.Parallel()
 	fake := newFakeSlack(t, map[string]string{"U1": userAnswer("T1", "U1", "bobby", "")})
-	ch := New(Options{APIBase: fake.srv.URL})
+	ch := New(Options{APIBaseURL: fake.srv.URL})
 	in := newTestInbound(t, ch, "")
 	require.Empty(t, parseSender(t, in, messageBody("T1", "U1", "Ev1")))
 	require.Zero(t, fake.calls.Load())
@@ -240,7 +240,7 @@ func TestNameCacheBounded(t *testing.T) {
 func TestDisplayNameConcurrent(t *testing.T) {
 	t.Parallel()
 	fake := newFakeSlack(t, map[string]string{"U1": userAnswer("T1", "U1", "bobby", "")})
-	ch := New(Options{APIBase: fake.srv.URL, NameCacheSize: 4})
+	ch := New(Options{APIBaseURL: fake.srv.URL, NameCacheSize: 4})
 	acctID := uuid.NewString()
 	var wg sync.WaitGroup
 	for i := range 32 {

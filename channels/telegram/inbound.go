@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,8 +50,8 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if req.Method != "" && req.Method != http.MethodPost {
 		return nil, channels.BadRequestf("telegram: method %s not supported, updates are POSTed", req.Method)
 	}
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("telegram: %w", err)
 	}
 	if len(strings.TrimSpace(string(req.Body))) == 0 {
 		return nil, channels.BadRequestf("telegram: empty body")
@@ -93,22 +91,6 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	msg.SourceMessageID = sourceID
 	msg.Raw = raw
 	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
-}
-
-// checkContentType accepts application/json (with parameters) and a missing
-// Content-Type.
-func checkContentType(h http.Header) error {
-	ct := strings.TrimSpace(h.Get("Content-Type"))
-	if ct == "" {
-		return nil
-	}
-	// A malformed parameter (ErrInvalidMediaParameter) still yields the
-	// media type; only the type matters here.
-	mt, _, err := mime.ParseMediaType(ct)
-	if (err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter)) || mt != "application/json" {
-		return fmt.Errorf("%w: telegram: content type %q, want application/json", channels.ErrUnsupportedMediaType, ct)
-	}
-	return nil
 }
 
 // update is a Bot API Update; only the kinds MIO stores are decoded.

@@ -1,13 +1,10 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,15 +13,8 @@ import (
 	"github.com/miohq/mio/channels"
 )
 
-// Outbound defaults.
-const (
-	// defaultRetryAfter is the wait when a 429 names none.
-	defaultRetryAfter = time.Second
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
-	// maxOutboundBody bounds how much of a Bot API answer is read.
-	maxOutboundBody = 1 << 20
-)
+// defaultRetryAfter is the wait when a 429 names none.
+const defaultRetryAfter = time.Second
 
 // outbound sends and edits messages of one bot (sendMessage,
 // editMessageText). The Bot API honours no idempotency key. Text is sent
@@ -81,7 +71,7 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	const method = "sendMessage"
 	req, err := newSendMessage(msg)
 	if err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("telegram: "+method, err)
 	}
 	status, header, ans, err := o.call(ctx, method, req)
 	if err != nil {
@@ -115,11 +105,11 @@ func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	const method = "editMessageText"
 	send, err := newSendMessage(msg)
 	if err != nil {
-		return nil, permanent(method, err)
+		return nil, channels.Permanent("telegram: "+method, err)
 	}
 	editID, err := strconv.ParseInt(msg.EditProviderMessageID, 10, 64)
 	if err != nil {
-		return nil, permanent(method, fmt.Errorf("provider message id %q is not a Telegram message id", msg.EditProviderMessageID))
+		return nil, channels.Permanent("telegram: "+method, fmt.Errorf("provider message id %q is not a Telegram message id", msg.EditProviderMessageID))
 	}
 	req := editMessageTextRequest{ChatID: send.ChatID, MessageID: editID, Text: send.Text, ReplyMarkup: send.ReplyMarkup}
 	status, header, ans, err := o.call(ctx, method, req)
@@ -186,32 +176,27 @@ func parseChatID(s string) (any, error) {
 // call POSTs payload to a Bot API method. It returns the HTTP status and
 // headers and the decoded answer; an answer that is not Bot API JSON is
 // classified here.
+//
+// The request URL holds the bot token: channels.CallAPI keeps it out of
+// errors.
 func (o *outbound) call(ctx context.Context, method string, payload any) (int, http.Header, *apiAnswer, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return 0, nil, nil, permanent(method, fmt.Errorf("encode: %w", err))
+		return 0, nil, nil, channels.Permanent("telegram: "+method, fmt.Errorf("encode: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.apiBase+"/bot"+o.token+"/"+method, bytes.NewReader(b))
+	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:   "telegram: " + method,
+		URL:  o.apiBase + "/bot" + o.token + "/" + method,
+		Body: b,
+	})
 	if err != nil {
-		return 0, nil, nil, permanent(method, errors.New("cannot build request"))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, method, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return 0, nil, nil, transportError(ctx, method, err)
+		return 0, nil, nil, err
 	}
 	var ans apiAnswer
-	if err := json.Unmarshal(body, &ans); err != nil || (!ans.OK && ans.ErrorCode == 0 && ans.Description == "") {
-		return 0, nil, nil, classifyStatus(method, resp.StatusCode, resp.Header)
+	if err := json.Unmarshal(resp.Body, &ans); err != nil || (!ans.OK && ans.ErrorCode == 0 && ans.Description == "") {
+		return 0, nil, nil, classifyStatus(method, resp.Status, resp.Header)
 	}
-	return resp.StatusCode, resp.Header, &ans, nil
+	return resp.Status, resp.Header, &ans, nil
 }
 
 // classify turns an ok:false answer into a typed error: 429 is rate
@@ -229,9 +214,9 @@ func classify(method string, status int, header http.Header, ans *apiAnswer) err
 	err := &apiError{method: method, code: code, description: ans.Description}
 	switch {
 	case code == http.StatusTooManyRequests || status == http.StatusTooManyRequests:
-		wait, ok := seconds(ans.Parameters.RetryAfter)
+		wait, ok := channels.RetryAfterSeconds(ans.Parameters.RetryAfter)
 		if !ok || ans.Parameters.RetryAfter == 0 {
-			wait = retryAfter(header)
+			wait = channels.RetryAfter(header, time.Now(), defaultRetryAfter)
 		}
 		return &channels.RateLimitedError{RetryAfter: wait, Err: err}
 	case code >= 500 || status >= 500:
@@ -247,7 +232,7 @@ func classifyStatus(method string, status int, header http.Header) error {
 	err := fmt.Errorf("telegram: %s: HTTP %d with an unreadable answer", method, status)
 	switch {
 	case status == http.StatusTooManyRequests:
-		return &channels.RateLimitedError{RetryAfter: retryAfter(header), Err: err}
+		return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, time.Now(), defaultRetryAfter), Err: err}
 	case status >= 500 || (status >= 200 && status < 300):
 		return &channels.TransientError{Err: err}
 	}
@@ -277,45 +262,4 @@ type apiError struct {
 
 func (e *apiError) Error() string {
 	return fmt.Sprintf("telegram: %s: %d %s", e.method, e.code, e.description)
-}
-
-// transportError wraps a failed round trip as transient. A cancelled or
-// expired ctx is reported as such; the request URL, which holds the bot
-// token, is dropped from the cause.
-func transportError(ctx context.Context, method string, err error) error {
-	return channels.TransportError(ctx, "telegram: "+method, err)
-}
-
-func permanent(method string, err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("telegram: %s: %w", method, err)}
-}
-
-// retryAfter reads the Retry-After header, defaulting to
-// defaultRetryAfter.
-func retryAfter(header http.Header) time.Duration {
-	if d, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
-		return d
-	}
-	return defaultRetryAfter
-}
-
-// seconds converts a non-negative number of seconds, capped at
-// channels.MaxRetryAfter.
-func seconds(secs float64) (time.Duration, bool) {
-	if math.IsNaN(secs) || secs < 0 {
-		return 0, false
-	}
-	if secs >= channels.MaxRetryAfter.Seconds() {
-		return channels.MaxRetryAfter, true
-	}
-	return time.Duration(secs * float64(time.Second)), true
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
 }

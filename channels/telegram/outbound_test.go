@@ -1,15 +1,12 @@
 package telegram
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -79,18 +77,8 @@ func (f *fakeBotAPI) recorded() []botAPICall {
 	return append([]botAPICall(nil), f.calls...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func sent(id int64) func(http.ResponseWriter, *http.Request) {
-	return answer(200, `{"ok":true,"result":{"message_id":`+jsonInt(id)+`,"date":1717180000,"chat":{"id":-1001234567890,"type":"supergroup"},"text":"hello"}}`)
+	return channelstest.Answer(200, `{"ok":true,"result":{"message_id":`+jsonInt(id)+`,"date":1717180000,"chat":{"id":-1001234567890,"type":"supergroup"},"text":"hello"}}`)
 }
 
 func jsonInt(n int64) string {
@@ -116,23 +104,6 @@ func textMessage(text string) *channels.OutboundMessage {
 		ConversationID: "-1001234567890",
 		Text:           text,
 	}
-}
-
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
 }
 
 func TestSend(t *testing.T) {
@@ -172,7 +143,7 @@ func TestSend(t *testing.T) {
 		{
 			name: "migrate_to_chat_id resends once to the supergroup",
 			answers: []func(http.ResponseWriter, *http.Request){
-				answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009876543210}}`),
+				channelstest.Answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009876543210}}`),
 				sent(7),
 			},
 			msg:      func(m *channels.OutboundMessage) { m.ConversationID = "-4567" },
@@ -182,48 +153,48 @@ func TestSend(t *testing.T) {
 		{
 			name: "migrate_to_chat_id twice is permanent",
 			answers: []func(http.ResponseWriter, *http.Request){
-				answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009876543210}}`),
+				channelstest.Answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: group chat was upgraded to a supergroup chat","parameters":{"migrate_to_chat_id":-1009876543210}}`),
 			},
 			wantKind: "permanent", wantCalls: 2, wantInErr: "upgraded",
 		},
 		{
 			name:     "429 with parameters.retry_after",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 17","parameters":{"retry_after":17}}`, "Retry-After", "17")},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 17","parameters":{"retry_after":17}}`, "Retry-After", "17")},
 			wantKind: "rate_limited", wantRetry: 17 * time.Second, wantCalls: 1,
 		},
 		{
 			name:     "429 with Retry-After only",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests"}`, "Retry-After", "5")},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests"}`, "Retry-After", "5")},
 			wantKind: "rate_limited", wantRetry: 5 * time.Second, wantCalls: 1,
 		},
 		{
 			name:     "429 without a wait",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests"}`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests"}`)},
 			wantKind: "rate_limited", wantRetry: time.Second, wantCalls: 1,
 		},
 		{
 			name:     "500",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(500, `{"ok":false,"error_code":500,"description":"Internal Server Error"}`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(500, `{"ok":false,"error_code":500,"description":"Internal Server Error"}`)},
 			wantKind: "transient", wantCalls: 1,
 		},
 		{
 			name:     "502 HTML",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(502, `<html>Bad Gateway</html>`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(502, `<html>Bad Gateway</html>`)},
 			wantKind: "transient", wantCalls: 1,
 		},
 		{
 			name:     "400 chat not found",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: chat not found"}`)},
 			wantKind: "permanent", wantCalls: 1, wantInErr: "chat not found",
 		},
 		{
 			name:     "403 bot blocked",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(403, `{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(403, `{"ok":false,"error_code":403,"description":"Forbidden: bot was blocked by the user"}`)},
 			wantKind: "permanent", wantCalls: 1, wantInErr: "blocked",
 		},
 		{
 			name:     "200 not JSON",
-			answers:  []func(http.ResponseWriter, *http.Request){answer(200, `<html>portal</html>`)},
+			answers:  []func(http.ResponseWriter, *http.Request){channelstest.Answer(200, `<html>portal</html>`)},
 			wantKind: "transient", wantCalls: 1,
 		},
 	}
@@ -236,7 +207,7 @@ func TestSend(t *testing.T) {
 				tt.msg(msg)
 			}
 			res, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, tt.wantCalls)
 			for _, c := range calls {
@@ -297,7 +268,7 @@ func TestSendInvalidMessages(t *testing.T) {
 			t.Parallel()
 			fake := newFakeBotAPI(t, sent(1))
 			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded(), "nothing is sent")
 		})
 	}
@@ -321,11 +292,11 @@ func TestEdit(t *testing.T) {
 		wantCall bool
 	}{
 		{name: "success", answer: sent(42), editID: "42", wantKind: "none", wantID: "42", wantCall: true},
-		{name: "inline message answers true", answer: answer(200, `{"ok":true,"result":true}`), editID: "42", wantKind: "none", wantID: "42", wantCall: true},
-		{name: "not modified counts as done", answer: answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"}`), editID: "42", wantKind: "none", wantID: "42", wantCall: true},
-		{name: "message to edit not found", answer: answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: message to edit not found"}`), editID: "42", wantKind: "permanent", wantCall: true},
-		{name: "rate limited", answer: answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`), editID: "42", wantKind: "rate_limited", wantCall: true},
-		{name: "server error", answer: answer(503, ``), editID: "42", wantKind: "transient", wantCall: true},
+		{name: "inline message answers true", answer: channelstest.Answer(200, `{"ok":true,"result":true}`), editID: "42", wantKind: "none", wantID: "42", wantCall: true},
+		{name: "not modified counts as done", answer: channelstest.Answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"}`), editID: "42", wantKind: "none", wantID: "42", wantCall: true},
+		{name: "message to edit not found", answer: channelstest.Answer(400, `{"ok":false,"error_code":400,"description":"Bad Request: message to edit not found"}`), editID: "42", wantKind: "permanent", wantCall: true},
+		{name: "rate limited", answer: channelstest.Answer(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 3","parameters":{"retry_after":3}}`), editID: "42", wantKind: "rate_limited", wantCall: true},
+		{name: "server error", answer: channelstest.Answer(503, ``), editID: "42", wantKind: "transient", wantCall: true},
 		{name: "edit id not numeric", answer: sent(1), editID: "abc", wantKind: "permanent"},
 		{name: "no edit id", answer: sent(1), editID: "", wantKind: "permanent"},
 	}
@@ -338,7 +309,7 @@ func TestEdit(t *testing.T) {
 			msg := textMessage("fixed")
 			msg.EditProviderMessageID = tt.editID
 			res, err := editor.Edit(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			if !tt.wantCall {
 				require.Empty(t, calls)
@@ -362,7 +333,7 @@ func TestSendTransportFailures(t *testing.T) {
 		fake := newFakeBotAPI(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond})
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 		require.NotContains(t, err.Error(), testBotToken, "the token in the URL never reaches an error")
 	})
 
@@ -372,7 +343,7 @@ func TestSendTransportFailures(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -382,7 +353,7 @@ func TestSendTransportFailures(t *testing.T) {
 		base := srv.URL
 		srv.Close()
 		_, err := newTestOutbound(t, base, nil).Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), testBotToken)
 	})
 }
@@ -411,28 +382,7 @@ func TestRenderGolden(t *testing.T) {
 	require.NoError(t, err)
 	calls := fake.recorded()
 	require.Len(t, calls, 1)
-	requireGolden(t, "rich_send_message.json", calls[0].Raw)
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	if *updateGolden {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
+	channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", "rich_send_message.json"), calls[0].Raw, *updateGolden)
 }
 
 func TestNewOutboundConfig(t *testing.T) {
@@ -468,32 +418,6 @@ func TestNewOutboundConfig(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.NotNil(t, out)
-		})
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "30", want: 30 * time.Second, wantOK: true},
-		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
-		{name: "negative", in: "-3"},
-		{name: "garbage", in: "later"},
-		{name: "capped", in: "1e12", want: channels.MaxRetryAfter, wantOK: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
 		})
 	}
 }

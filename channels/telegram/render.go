@@ -40,12 +40,12 @@ func render(msg *channels.OutboundMessage) (string, *inlineKeyboard, error) {
 	if strings.TrimSpace(msg.Text) != "" {
 		parts = append(parts, msg.Text)
 	}
-	if links := attachmentLines(msg.Attachments); links != "" {
-		parts = append(parts, links)
+	if links := channels.AttachmentLines(msg.Attachments); len(links) > 0 {
+		parts = append(parts, strings.Join(links, "\n"))
 	}
 	var keyboard *inlineKeyboard
 	if rc := msg.RichContent; rc != nil {
-		if s := richText(rc); s != "" {
+		if s := channels.CardText(rc); s != "" {
 			parts = append(parts, s)
 		}
 		var err error
@@ -89,54 +89,4 @@ func buttons(in []envelope.RichButton) (*inlineKeyboard, error) {
 		kb.InlineKeyboard = append(kb.InlineKeyboard, []inlineButton{btn})
 	}
 	return kb, nil
-}
-
-// attachmentLines renders URL attachments as "name: url" lines.
-func attachmentLines(atts []envelope.SendAttachment) string {
-	var lines []string
-	for _, a := range atts {
-		switch {
-		case a.URL == "":
-		case a.Name != "":
-			lines = append(lines, a.Name+": "+a.URL)
-		default:
-			lines = append(lines, a.URL)
-		}
-	}
-	return strings.Join(lines, "\n")
-}
-
-// richText renders a card's title and blocks as plain text, separated by
-// blank lines: lists as bullets, tables as "a | b" rows, labels as text,
-// images as their alt text and URL. Buttons are left to the keyboard.
-func richText(rc *envelope.RichContent) string {
-	var parts []string
-	if t := strings.TrimSpace(rc.Title); t != "" {
-		parts = append(parts, t)
-	}
-	for _, b := range rc.Blocks {
-		var s string
-		switch b.Type {
-		case envelope.BlockList:
-			lines := make([]string, 0, len(b.Items))
-			for _, item := range b.Items {
-				lines = append(lines, "• "+item)
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockTable:
-			lines := make([]string, 0, len(b.Rows))
-			for _, r := range b.Rows {
-				lines = append(lines, strings.Join(r, " | "))
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockImage:
-			s = strings.TrimSpace(b.Alt + " " + b.URL)
-		default:
-			s = b.Text
-		}
-		if strings.TrimSpace(s) != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "\n\n")
 }

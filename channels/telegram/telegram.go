@@ -9,8 +9,6 @@
 package telegram
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -112,13 +110,13 @@ var (
 // ParseConfig decodes and validates an account's Telegram configuration.
 // Errors wrap channels.ErrInvalidConfig.
 func ParseConfig(acct channels.Account) (Config, error) {
-	if err := checkObject("settings", acct.Settings); err != nil {
+	if err := channels.DecodeObject("telegram settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
 	}
 	var creds struct {
 		BotToken string `json:"bot_token"`
 	}
-	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+	if err := channels.DecodeObject("telegram credentials", acct.Credentials, &creds); err != nil {
 		return Config{}, err
 	}
 	cfg := Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}
@@ -138,13 +136,13 @@ func ParseConfig(acct channels.Account) (Config, error) {
 // requires credentials bot_token and ignores the webhook secret. Errors
 // wrap channels.ErrInvalidConfig.
 func ParseOutboundConfig(acct channels.Account) (Config, error) {
-	if err := checkObject("settings", acct.Settings); err != nil {
+	if err := channels.DecodeObject("telegram settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
 	}
 	var creds struct {
 		BotToken string `json:"bot_token"`
 	}
-	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+	if err := channels.DecodeObject("telegram credentials", acct.Credentials, &creds); err != nil {
 		return Config{}, err
 	}
 	if creds.BotToken == "" {
@@ -154,30 +152,4 @@ func ParseOutboundConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: telegram: credentials bot_token is not a Bot API token", channels.ErrInvalidConfig)
 	}
 	return Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}, nil
-}
-
-// isEmptyJSON reports whether raw is absent, blank or JSON null.
-func isEmptyJSON(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
-}
-
-// checkObject requires raw to be empty or a JSON object.
-func checkObject(what string, raw json.RawMessage) error {
-	var m map[string]json.RawMessage
-	return decodeObject(what, raw, &m)
-}
-
-// decodeObject decodes raw, when not empty, as a JSON object into v.
-func decodeObject(what string, raw json.RawMessage, v any) error {
-	if isEmptyJSON(raw) {
-		return nil
-	}
-	if t := bytes.TrimSpace(raw); t[0] != '{' {
-		return fmt.Errorf("%w: telegram: %s must be a JSON object", channels.ErrInvalidConfig, what)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("%w: telegram: %s: %w", channels.ErrInvalidConfig, what, err)
-	}
-	return nil
 }

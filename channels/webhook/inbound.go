@@ -6,9 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"mime"
-	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -139,8 +136,8 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if req == nil {
 		return nil, channels.BadRequestf("webhook: no request")
 	}
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	id := req.Header.Get(HeaderID)
 	if id == "" {
@@ -225,8 +222,7 @@ func attachments(in []attachment) ([]envelope.Attachment, error) {
 		if a.URL == "" {
 			return nil, channels.BadRequestf("webhook: data.attachments[%d].url is required", i)
 		}
-		u, err := url.Parse(a.URL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		if !channels.IsHTTPURL(a.URL) {
 			return nil, channels.BadRequestf("webhook: data.attachments[%d].url must be an absolute http(s) URL", i)
 		}
 		if a.Size < 0 {
@@ -235,7 +231,7 @@ func attachments(in []attachment) ([]envelope.Attachment, error) {
 		kind := a.Kind
 		switch kind {
 		case "":
-			kind = kindOf(a.MimeType)
+			kind = channels.AttachmentKind(a.MimeType)
 		case envelope.KindImage, envelope.KindFile, envelope.KindAudio, envelope.KindVideo, envelope.KindSticker:
 		default:
 			return nil, channels.BadRequestf("webhook: data.attachments[%d].kind %q (want image, file, audio, video or sticker)", i, kind)
@@ -250,38 +246,4 @@ func attachments(in []attachment) ([]envelope.Attachment, error) {
 		})
 	}
 	return out, nil
-}
-
-// kindOf maps a MIME type to an attachment kind.
-func kindOf(mimeType string) string {
-	switch {
-	case strings.HasPrefix(mimeType, "image/"):
-		return envelope.KindImage
-	case strings.HasPrefix(mimeType, "audio/"):
-		return envelope.KindAudio
-	case strings.HasPrefix(mimeType, "video/"):
-		return envelope.KindVideo
-	default:
-		return envelope.KindFile
-	}
-}
-
-// checkContentType accepts application/json (charset utf-8 if given) and a
-// missing Content-Type.
-func checkContentType(h http.Header) error {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil && err != mime.ErrInvalidMediaParameter {
-		return fmt.Errorf("%w: webhook: malformed Content-Type %q", channels.ErrUnsupportedMediaType, ct)
-	}
-	if mt != "application/json" {
-		return fmt.Errorf("%w: webhook: Content-Type %q, want application/json", channels.ErrUnsupportedMediaType, mt)
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return fmt.Errorf("%w: webhook: charset %q, want utf-8", channels.ErrUnsupportedMediaType, cs)
-	}
-	return nil
 }

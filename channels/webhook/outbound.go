@@ -1,12 +1,10 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -23,10 +21,10 @@ const (
 	DefaultRetryAfter = 5 * time.Second
 	// SenderID is data.sender.id of every outbound delivery.
 	SenderID = "mio"
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
 	// maxOutboundBody bounds how much of an endpoint's answer is read.
 	maxOutboundBody = 64 << 10
+	// opDeliver prefixes every delivery error.
+	opDeliver = "webhook: deliver"
 )
 
 // outbound delivers messages to one account's endpoint as signed Standard
@@ -54,60 +52,57 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 // endpoint answers, else the edited message's id.
 func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	if msg != nil && msg.EditProviderMessageID == "" {
-		return nil, permanent(errors.New("no provider message id to edit"))
+		return nil, channels.Permanent(opDeliver, errors.New("no provider message id to edit"))
 	}
 	return o.deliver(ctx, EventMessageUpdated, msg)
 }
 
 func (o *outbound) deliver(ctx context.Context, event string, msg *channels.OutboundMessage) (*channels.SendResult, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
 	if msg == nil {
-		return nil, permanent(errors.New("no message"))
+		return nil, channels.Permanent(opDeliver, errors.New("no message"))
 	}
 	if msg.ConversationID == "" {
-		return nil, permanent(errors.New("no conversation id"))
+		return nil, channels.Permanent(opDeliver, errors.New("no conversation id"))
 	}
 	if strings.TrimSpace(msg.Text) == "" && msg.RichContent == nil && len(msg.Attachments) == 0 {
-		return nil, permanent(errors.New("empty message: no text, rich content or attachments"))
+		return nil, channels.Permanent(opDeliver, errors.New("empty message: no text, rich content or attachments"))
 	}
 	id := msg.IdempotencyKey
 	if id == "" {
 		id = "msg_" + msg.MessageID.String() + "_" + strconv.Itoa(msg.Attempt)
 	}
 	if len(id) > maxIDLength || strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return nil, permanent(errors.New("idempotency key is not a valid webhook-id"))
+		return nil, channels.Permanent(opDeliver, errors.New("idempotency key is not a valid webhook-id"))
 	}
 	now := o.now()
 	body, err := json.Marshal(newPayload(event, now, msg))
 	if err != nil {
-		return nil, permanent(fmt.Errorf("encode: %w", err))
+		return nil, channels.Permanent(opDeliver, fmt.Errorf("encode: %w", err))
 	}
 	sig, err := Sign(o.secret, id, now, body)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, channels.Permanent(opDeliver, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(body))
+	header := http.Header{}
+	header.Set(HeaderID, id)
+	header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	header.Set(HeaderSignature, sig)
+	// The endpoint URL may carry credentials: channels.CallAPI keeps it
+	// out of errors.
+	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:        opDeliver,
+		URL:       o.endpoint,
+		Header:    header,
+		Body:      body,
+		MaxAnswer: maxOutboundBody,
+	})
 	if err != nil {
-		return nil, permanent(errors.New("cannot build request"))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderID, id)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(HeaderSignature, sig)
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if err := classify(resp.StatusCode, resp.Header, o.now()); err != nil {
 		return nil, err
 	}
-	providerID := answerID(answer)
+	if err := classify(resp.Status, resp.Header, o.now()); err != nil {
+		return nil, err
+	}
+	providerID := answerID(resp.Body)
 	if providerID == "" {
 		providerID = id
 		if event == EventMessageUpdated {
@@ -129,11 +124,7 @@ func classify(status int, header http.Header, now time.Time) error {
 	case status == http.StatusGone:
 		return &channels.PermanentError{Err: fmt.Errorf("webhook: endpoint answered HTTP 410: %w", channels.ErrEndpointGone)}
 	case status == http.StatusTooManyRequests || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
-		wait, ok := channels.ParseRetryAfter(header.Get("Retry-After"), now)
-		if !ok {
-			wait = DefaultRetryAfter
-		}
-		return &channels.RateLimitedError{RetryAfter: wait, Err: err}
+		return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, now, DefaultRetryAfter), Err: err}
 	case status >= 500:
 		return &channels.TransientError{Err: err}
 	case status >= 300 && status < 400:
@@ -159,24 +150,4 @@ func answerID(answer []byte) string {
 		}
 	}
 	return ""
-}
-
-// transportError wraps a failed delivery as transient. A cancelled or
-// expired ctx is reported as such; the endpoint URL, which may carry
-// credentials, is dropped from the cause.
-func transportError(ctx context.Context, err error) error {
-	return channels.TransportError(ctx, "webhook: deliver", err)
-}
-
-func permanent(err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("webhook: deliver: %w", err)}
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
 }

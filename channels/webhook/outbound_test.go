@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -83,16 +82,6 @@ func (f *fakeEndpoint) recorded() []delivery {
 	return append([]delivery(nil), f.deliveries...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func newTestOutbound(t *testing.T, opts Options, endpoint string) channels.Outbound {
 	t.Helper()
 	settings, err := json.Marshal(map[string]string{"endpoint_url": endpoint})
@@ -112,23 +101,6 @@ func textMessage(text string) *channels.OutboundMessage {
 	}
 }
 
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
-}
-
 func TestSend(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -139,27 +111,27 @@ func TestSend(t *testing.T) {
 		wantID    string
 		wantGone  bool
 	}{
-		{name: "200 with id", respond: answer(200, `{"id":"ext_991"}`), wantKind: "none", wantID: "ext_991"},
-		{name: "200 with numeric id", respond: answer(200, `{"id":991}`), wantKind: "none", wantID: "991"},
-		{name: "204 without body", respond: answer(204, ``), wantKind: "none", wantID: "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1"},
-		{name: "202 text body", respond: answer(202, `accepted`), wantKind: "none", wantID: "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1"},
-		{name: "410 gone", respond: answer(410, ``), wantKind: "permanent", wantGone: true},
-		{name: "429 with Retry-After", respond: answer(429, ``, "Retry-After", "11"), wantKind: "rate_limited", wantRetry: 11 * time.Second},
-		{name: "429 without Retry-After", respond: answer(429, ``), wantKind: "rate_limited", wantRetry: DefaultRetryAfter},
-		{name: "502 with Retry-After", respond: answer(502, ``, "Retry-After", "2"), wantKind: "rate_limited", wantRetry: 2 * time.Second},
-		{name: "504", respond: answer(504, ``), wantKind: "rate_limited", wantRetry: DefaultRetryAfter},
-		{name: "500", respond: answer(500, `oops`), wantKind: "transient"},
-		{name: "503", respond: answer(503, ``), wantKind: "transient"},
-		{name: "400", respond: answer(400, `bad`), wantKind: "permanent"},
-		{name: "401", respond: answer(401, ``), wantKind: "permanent"},
-		{name: "404", respond: answer(404, ``), wantKind: "permanent"},
+		{name: "200 with id", respond: channelstest.Answer(200, `{"id":"ext_991"}`), wantKind: "none", wantID: "ext_991"},
+		{name: "200 with numeric id", respond: channelstest.Answer(200, `{"id":991}`), wantKind: "none", wantID: "991"},
+		{name: "204 without body", respond: channelstest.Answer(204, ``), wantKind: "none", wantID: "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1"},
+		{name: "202 text body", respond: channelstest.Answer(202, `accepted`), wantKind: "none", wantID: "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1"},
+		{name: "410 gone", respond: channelstest.Answer(410, ``), wantKind: "permanent", wantGone: true},
+		{name: "429 with Retry-After", respond: channelstest.Answer(429, ``, "Retry-After", "11"), wantKind: "rate_limited", wantRetry: 11 * time.Second},
+		{name: "429 without Retry-After", respond: channelstest.Answer(429, ``), wantKind: "rate_limited", wantRetry: DefaultRetryAfter},
+		{name: "502 with Retry-After", respond: channelstest.Answer(502, ``, "Retry-After", "2"), wantKind: "rate_limited", wantRetry: 2 * time.Second},
+		{name: "504", respond: channelstest.Answer(504, ``), wantKind: "rate_limited", wantRetry: DefaultRetryAfter},
+		{name: "500", respond: channelstest.Answer(500, `oops`), wantKind: "transient"},
+		{name: "503", respond: channelstest.Answer(503, ``), wantKind: "transient"},
+		{name: "400", respond: channelstest.Answer(400, `bad`), wantKind: "permanent"},
+		{name: "401", respond: channelstest.Answer(401, ``), wantKind: "permanent"},
+		{name: "404", respond: channelstest.Answer(404, ``), wantKind: "permanent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			fake := newFakeEndpoint(t, tt.respond)
 			res, err := newTestOutbound(t, Options{}, fake.url()).Send(context.Background(), textMessage("hello"))
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			got := fake.recorded()
 			require.Len(t, got, 1, "the signature verified and the body parsed")
 			d := got[0]
@@ -186,12 +158,12 @@ func TestSend(t *testing.T) {
 
 func TestSendWebhookIDStableAcrossRetries(t *testing.T) {
 	t.Parallel()
-	fake := newFakeEndpoint(t, answer(503, ``))
+	fake := newFakeEndpoint(t, channelstest.Answer(503, ``))
 	out := newTestOutbound(t, Options{}, fake.url())
 	msg := textMessage("hello")
 	for range 2 {
 		_, err := out.Send(context.Background(), msg)
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 	}
 	got := fake.recorded()
 	require.Len(t, got, 2)
@@ -210,12 +182,12 @@ func TestSendRedirectNotFollowed(t *testing.T) {
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			t.Parallel()
-			target := newFakeEndpoint(t, answer(200, `{"id":"followed"}`))
-			fake := newFakeEndpoint(t, answer(status, ``, "Location", target.url()))
+			target := newFakeEndpoint(t, channelstest.Answer(200, `{"id":"followed"}`))
+			fake := newFakeEndpoint(t, channelstest.Answer(status, ``, "Location", target.url()))
 			// A caller's client that would follow redirects is tamed too.
 			opts := Options{HTTPClient: &http.Client{Timeout: 5 * time.Second}}
 			_, err := newTestOutbound(t, opts, fake.url()).Send(context.Background(), textMessage("hello"))
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.ErrorContains(t, err, "redirect")
 			require.Len(t, fake.recorded(), 1)
 			require.Empty(t, target.recorded(), "the redirect is not followed")
@@ -231,10 +203,10 @@ func TestEdit(t *testing.T) {
 		wantKind string
 		wantID   string
 	}{
-		{name: "endpoint id", respond: answer(200, `{"id":"ext_992"}`), wantKind: "none", wantID: "ext_992"},
-		{name: "no id keeps the edited id", respond: answer(204, ``), wantKind: "none", wantID: "ext_991"},
-		{name: "gone", respond: answer(410, ``), wantKind: "permanent"},
-		{name: "throttled", respond: answer(429, ``, "Retry-After", "1"), wantKind: "rate_limited"},
+		{name: "endpoint id", respond: channelstest.Answer(200, `{"id":"ext_992"}`), wantKind: "none", wantID: "ext_992"},
+		{name: "no id keeps the edited id", respond: channelstest.Answer(204, ``), wantKind: "none", wantID: "ext_991"},
+		{name: "gone", respond: channelstest.Answer(410, ``), wantKind: "permanent"},
+		{name: "throttled", respond: channelstest.Answer(429, ``, "Retry-After", "1"), wantKind: "rate_limited"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,7 +218,7 @@ func TestEdit(t *testing.T) {
 			msg.IdempotencyKey = "msg_edit_1"
 			msg.EditProviderMessageID = "ext_991"
 			res, err := editor.Edit(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			got := fake.recorded()
 			require.Len(t, got, 1)
 			require.True(t, got[0].Parsed.Edited)
@@ -262,9 +234,9 @@ func TestEdit(t *testing.T) {
 
 	t.Run("no message to edit", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeEndpoint(t, answer(200, ``))
+		fake := newFakeEndpoint(t, channelstest.Answer(200, ``))
 		_, err := newTestOutbound(t, Options{}, fake.url()).(channels.Editor).Edit(context.Background(), textMessage("x"))
-		require.Equal(t, "permanent", errorKind(err))
+		require.Equal(t, "permanent", channelstest.ErrorKind(err))
 		require.Empty(t, fake.recorded())
 	})
 }
@@ -287,9 +259,9 @@ func TestSendInvalidMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := newFakeEndpoint(t, answer(200, ``))
+			fake := newFakeEndpoint(t, channelstest.Answer(200, ``))
 			_, err := newTestOutbound(t, Options{}, fake.url()).Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded())
 		})
 	}
@@ -303,16 +275,16 @@ func TestSendTransportFailures(t *testing.T) {
 		fake := newFakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		out := newTestOutbound(t, Options{HTTPClient: &http.Client{Timeout: 50 * time.Millisecond}}, fake.url())
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 	})
 
 	t.Run("cancelled by the caller", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeEndpoint(t, answer(200, ``))
+		fake := newFakeEndpoint(t, channelstest.Answer(200, ``))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, Options{}, fake.url()).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -323,7 +295,7 @@ func TestSendTransportFailures(t *testing.T) {
 		srv.Close()
 		endpoint := base + "/hook?token=sup3rs3cret"
 		_, err := newTestOutbound(t, Options{}, endpoint).Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), "sup3rs3cret")
 	})
 }
@@ -354,28 +326,7 @@ func TestRenderGolden(t *testing.T) {
 	require.NoError(t, err)
 	mu.Lock()
 	defer mu.Unlock()
-	requireGolden(t, "message_created.json", raw)
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	if *updateGolden {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
+	channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", "message_created.json"), raw, *updateGolden)
 }
 
 func TestNewOutboundConfig(t *testing.T) {
@@ -419,28 +370,4 @@ func TestNewOutboundConfig(t *testing.T) {
 		_, err := New(Options{}).NewInbound(channels.Account{WebhookSecret: testSecret, Settings: json.RawMessage(`{"endpoint_url":"https://x.test"}`)})
 		require.NoError(t, err)
 	})
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "5", want: 5 * time.Second, wantOK: true},
-		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
-		{name: "garbage", in: "later"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
-		})
-	}
 }

@@ -6,15 +6,12 @@
 package webhook
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -107,11 +104,11 @@ type Config struct {
 // newConfig decodes and validates acct into a Config.
 func newConfig(acct channels.Account) (Config, error) {
 	var cfg Config
-	if err := decodeObject(acct.Settings, &struct{}{}); err != nil {
-		return Config{}, fmt.Errorf("%w: webhook settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("webhook settings", acct.Settings, &struct{}{}); err != nil {
+		return Config{}, err
 	}
-	if err := decodeObject(acct.Credentials, &cfg); err != nil {
-		return Config{}, fmt.Errorf("%w: webhook credentials: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("webhook credentials", acct.Credentials, &cfg); err != nil {
+		return Config{}, err
 	}
 	cfg.Secret = acct.WebhookSecret
 	if cfg.Secret == "" {
@@ -153,31 +150,17 @@ func newOutboundConfig(acct channels.Account) (Config, error) {
 	var s struct {
 		EndpointURL string `json:"endpoint_url"`
 	}
-	if err := decodeObject(acct.Settings, &s); err != nil {
-		return Config{}, fmt.Errorf("%w: webhook settings: %v", channels.ErrInvalidConfig, err)
+	if err := channels.DecodeObject("webhook settings", acct.Settings, &s); err != nil {
+		return Config{}, err
 	}
 	if s.EndpointURL == "" {
 		return Config{}, fmt.Errorf("%w: webhook: settings endpoint_url is required to send", channels.ErrInvalidConfig)
 	}
-	u, err := url.Parse(s.EndpointURL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+	if !channels.IsHTTPURL(s.EndpointURL) {
 		return Config{}, fmt.Errorf("%w: webhook: settings endpoint_url is not an absolute http(s) URL", channels.ErrInvalidConfig)
 	}
 	cfg.EndpointURL = s.EndpointURL
 	return cfg, nil
-}
-
-// decodeObject decodes raw into v when raw holds a JSON object. Empty input
-// and JSON null leave v untouched; anything else is an error.
-func decodeObject(raw json.RawMessage, v any) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil
-	}
-	if raw[0] != '{' {
-		return errors.New("must be a JSON object")
-	}
-	return json.Unmarshal(raw, v)
 }
 
 // Secret sizes Standard Webhooks allows, in bytes.

@@ -30,7 +30,7 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	var creds struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+	if err := channels.DecodeObject("whatsapp credentials", acct.Credentials, &creds); err != nil {
 		return nil, &channels.PermanentError{Err: err}
 	}
 	if creds.AccessToken == "" {

@@ -8,9 +8,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -117,22 +115,6 @@ func parseHandshake(req *channels.Request) (*channels.Parsed, error) {
 		ContentType: "text/plain; charset=utf-8",
 		Body:        []byte(challenge),
 	}}, nil
-}
-
-// checkContentType accepts application/json (with parameters) and a missing
-// Content-Type.
-func checkContentType(h http.Header) error {
-	ct := strings.TrimSpace(h.Get("Content-Type"))
-	if ct == "" {
-		return nil
-	}
-	// A malformed parameter (ErrInvalidMediaParameter) still yields the
-	// media type; only the type matters here.
-	mt, _, err := mime.ParseMediaType(ct)
-	if (err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter)) || mt != "application/json" {
-		return fmt.Errorf("%w: whatsapp: content type %q, want application/json", channels.ErrUnsupportedMediaType, ct)
-	}
-	return nil
 }
 
 // notification is a webhook POST body. Change values are decoded only for
@@ -262,8 +244,8 @@ func (u *unixSeconds) UnmarshalJSON(b []byte) error {
 // changes addressed to another phone number (metadata.phone_number_id)
 // are left out and reported in Parsed.Ignored.
 func parseNotification(req *channels.Request, phone string) (*channels.Parsed, error) {
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("whatsapp: %w", err)
 	}
 	if len(bytes.TrimSpace(req.Body)) == 0 {
 		return nil, channels.BadRequestf("whatsapp: empty body")

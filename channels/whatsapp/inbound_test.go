@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -30,13 +29,6 @@ func newTestInbound(t *testing.T) channels.Inbound {
 	})
 	require.NoError(t, err)
 	return in
-}
-
-func fixture(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
-	return b
 }
 
 func postRequest(body []byte) *channels.Request {
@@ -66,7 +58,7 @@ func TestSignKnownAnswer(t *testing.T) {
 	// openssl dgst -sha256 -hmac <secret>.
 	require.Equal(t,
 		"sha256=e5ee0179401514b69fc522026e35ee242a8f073e671dde6fa445fec59f8df846",
-		Sign(testAppSecret, fixture(t, "text.json")))
+		Sign(testAppSecret, channelstest.ReadFixture(t, "text.json")))
 	require.Equal(t,
 		"sha256=687c236a5d344c514fb5ac4de9ddb722509defe7d86360cab7a1bf0bebc1ed5b",
 		Sign(testAppSecret, []byte(`{"object":"whatsapp_business_account","entry":[]}`)))
@@ -149,7 +141,7 @@ func TestNewInbound(t *testing.T) {
 func TestVerifySignature(t *testing.T) {
 	t.Parallel()
 	in := newTestInbound(t)
-	body := fixture(t, "text.json")
+	body := channelstest.ReadFixture(t, "text.json")
 	good := Sign(testAppSecret, body)
 	tests := []struct {
 		name   string
@@ -327,7 +319,7 @@ func TestParseMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
 			t.Parallel()
-			body := fixture(t, tt.fixture)
+			body := channelstest.ReadFixture(t, tt.fixture)
 			req := postRequest(body)
 			require.NoError(t, in.Verify(context.Background(), req))
 			got, err := in.Parse(context.Background(), req)
@@ -382,7 +374,7 @@ func TestParseStatuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {
 			t.Parallel()
-			body := fixture(t, tt.fixture)
+			body := channelstest.ReadFixture(t, tt.fixture)
 			got, err := in.Parse(context.Background(), postRequest(body))
 			require.NoError(t, err)
 			require.Len(t, got.Statuses, len(tt.want))
@@ -515,55 +507,6 @@ func TestParseEdgeCases(t *testing.T) {
 	}
 }
 
-func TestParseRedeliverySameSourceID(t *testing.T) {
-	t.Parallel()
-	in := newTestInbound(t)
-	body := fixture(t, "batch.json")
-	first, err := in.Parse(context.Background(), postRequest(body))
-	require.NoError(t, err)
-	second, err := in.Parse(context.Background(), postRequest(append([]byte(nil), body...)))
-	require.NoError(t, err)
-	require.Len(t, first.Messages, 3)
-	for i := range first.Messages {
-		require.NotEmpty(t, first.Messages[i].SourceMessageID)
-		require.Equal(t, first.Messages[i].SourceMessageID, second.Messages[i].SourceMessageID)
-	}
-	require.Equal(t, first, second)
-}
-
-func TestParseContentTypes(t *testing.T) {
-	t.Parallel()
-	in := newTestInbound(t)
-	body := fixture(t, "text.json")
-	tests := []struct {
-		contentType string
-		unsupported bool
-	}{
-		{contentType: ""},
-		{contentType: "application/json"},
-		{contentType: "application/json; charset=UTF-8"},
-		{contentType: "APPLICATION/JSON"},
-		{contentType: "text/plain", unsupported: true},
-		{contentType: "application/x-www-form-urlencoded", unsupported: true},
-		{contentType: "application/jsonx", unsupported: true},
-		{contentType: "/", unsupported: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.contentType, func(t *testing.T) {
-			t.Parallel()
-			req := postRequest(body)
-			req.Header.Set("Content-Type", tt.contentType)
-			got, err := in.Parse(context.Background(), req)
-			if tt.unsupported {
-				require.ErrorIs(t, err, channels.ErrUnsupportedMediaType)
-				return
-			}
-			require.NoError(t, err)
-			require.Len(t, got.Messages, 1)
-		})
-	}
-}
-
 func TestParseBadRequests(t *testing.T) {
 	t.Parallel()
 	in := newTestInbound(t)
@@ -642,23 +585,23 @@ func TestParseOtherPhoneNumber(t *testing.T) {
 		return p
 	}
 
-	p := parse(inbound(ours), fixture(t, "text.json"))
+	p := parse(inbound(ours), channelstest.ReadFixture(t, "text.json"))
 	require.Len(t, p.Messages, 1)
 	require.Empty(t, p.Ignored)
 
-	p = parse(inbound(theirs), fixture(t, "text.json"))
+	p = parse(inbound(theirs), channelstest.ReadFixture(t, "text.json"))
 	require.Empty(t, p.Messages, "another number's message is not this account's")
 	require.Len(t, p.Ignored, 1)
 	require.Contains(t, p.Ignored[0], ours)
 	require.Contains(t, p.Ignored[0], "1 messages")
-	p = parse(inbound(theirs), fixture(t, "statuses.json"))
+	p = parse(inbound(theirs), channelstest.ReadFixture(t, "statuses.json"))
 	require.Empty(t, p.Statuses)
 	require.Len(t, p.Ignored, 1)
 
 	// One POST with changes for two numbers: only ours is kept.
 	var n map[string]any
-	require.NoError(t, json.Unmarshal(fixture(t, "text.json"), &n))
-	other := strings.ReplaceAll(string(fixture(t, "text.json")), ours, theirs)
+	require.NoError(t, json.Unmarshal(channelstest.ReadFixture(t, "text.json"), &n))
+	other := strings.ReplaceAll(string(channelstest.ReadFixture(t, "text.json")), ours, theirs)
 	other = strings.ReplaceAll(other, "wamid.HBgL", "wamid.OTHER")
 	var o map[string]any
 	require.NoError(t, json.Unmarshal([]byte(other), &o))

@@ -1,12 +1,10 @@
 package whatsapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +12,9 @@ import (
 
 	"github.com/miohq/mio/channels"
 )
+
+// opSend prefixes every send error.
+const opSend = "whatsapp: send"
 
 // Outbound defaults.
 const (
@@ -26,10 +27,6 @@ const (
 	// appThrottleRetryAfter is the wait after Graph API app or account
 	// throttling (codes 4, 80007).
 	appThrottleRetryAfter = time.Minute
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
-	// maxOutboundBody bounds how much of a Graph API answer is read.
-	maxOutboundBody = 1 << 20
 )
 
 // Graph API error codes and how they are classified (codes not listed go
@@ -92,17 +89,15 @@ type replyContext struct {
 // Send sends msg to the WhatsApp user ConversationID (a wa_id); a
 // ReplyToProviderID (a wamid) quotes that message.
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
 	if msg == nil {
-		return nil, permanent(errors.New("no message"))
+		return nil, channels.Permanent(opSend, errors.New("no message"))
 	}
 	if strings.TrimSpace(msg.ConversationID) == "" {
-		return nil, permanent(errors.New("no conversation (wa_id)"))
+		return nil, channels.Permanent(opSend, errors.New("no conversation (wa_id)"))
 	}
 	req, err := render(msg)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, channels.Permanent(opSend, err)
 	}
 	req.To = msg.ConversationID
 	if msg.ReplyToProviderID != "" {
@@ -110,30 +105,24 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	}
 	b, err := json.Marshal(req)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("encode: %w", err))
+		return nil, channels.Permanent(opSend, fmt.Errorf("encode: %w", err))
 	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, o.endpoint, bytes.NewReader(b))
+	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:     opSend,
+		URL:    o.endpoint,
+		Header: http.Header{"Authorization": {"Bearer " + o.token}},
+		Body:   b,
+	})
 	if err != nil {
-		return nil, permanent(errors.New("cannot build request"))
+		return nil, err
 	}
-	httpReq.Header.Set("Authorization", "Bearer "+o.token)
-	httpReq.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(httpReq)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+	if resp.Status >= 200 && resp.Status < 300 {
 		var ok struct {
 			Messages []struct {
 				ID string `json:"id"`
 			} `json:"messages"`
 		}
-		if err := json.Unmarshal(body, &ok); err != nil {
+		if err := json.Unmarshal(resp.Body, &ok); err != nil {
 			return nil, &channels.TransientError{Err: fmt.Errorf("whatsapp: send: malformed answer: %w", err)}
 		}
 		res := &channels.SendResult{}
@@ -142,7 +131,7 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 		}
 		return res, nil
 	}
-	return nil, classify(resp.StatusCode, resp.Header, body)
+	return nil, classify(resp.Status, resp.Header, resp.Body)
 }
 
 // classify turns a Graph API error answer into a typed error.
@@ -163,7 +152,7 @@ func classify(status int, header http.Header, body []byte) error {
 	e := answer.Error
 	err := &graphError{status: status, code: e.Code, subcode: e.ErrorSubcode, message: e.Message, details: e.ErrorData.Details, traceID: e.FBTraceID}
 	if def, ok := rateLimitCodes[e.Code]; ok {
-		return &channels.RateLimitedError{RetryAfter: retryAfter(header, def), Err: err}
+		return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, time.Now(), def), Err: err}
 	}
 	switch {
 	case transientCodes[e.Code]:
@@ -171,7 +160,7 @@ func classify(status int, header http.Header, body []byte) error {
 	case permanentCodes[e.Code]:
 		return &channels.PermanentError{Err: err}
 	case status == http.StatusTooManyRequests:
-		return &channels.RateLimitedError{RetryAfter: retryAfter(header, defaultRetryAfter), Err: err}
+		return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, time.Now(), defaultRetryAfter), Err: err}
 	case status >= 500:
 		return &channels.TransientError{Err: err}
 	}
@@ -206,32 +195,4 @@ func (e *graphError) Error() string {
 		s += " fbtrace_id " + e.traceID
 	}
 	return s
-}
-
-// transportError wraps a failed round trip as transient. A cancelled or
-// expired ctx is reported as such; the request URL is dropped from the
-// cause.
-func transportError(ctx context.Context, err error) error {
-	return channels.TransportError(ctx, "whatsapp: send", err)
-}
-
-func permanent(err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("whatsapp: send: %w", err)}
-}
-
-// retryAfter reads the Retry-After header, else def.
-func retryAfter(header http.Header, def time.Duration) time.Duration {
-	if d, ok := channels.ParseRetryAfter(header.Get("Retry-After"), time.Now()); ok {
-		return d
-	}
-	return def
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
 }

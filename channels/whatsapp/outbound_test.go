@@ -1,16 +1,13 @@
 package whatsapp
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -82,22 +80,12 @@ func (f *fakeGraph) recorded() []graphCall {
 	return append([]graphCall(nil), f.calls...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func accepted(wamid string) func(http.ResponseWriter, *http.Request) {
-	return answer(200, fmt.Sprintf(`{"messaging_product":"whatsapp","contacts":[{"input":%q,"wa_id":%q}],"messages":[{"id":%q}]}`, testWaID, testWaID, wamid))
+	return channelstest.Answer(200, fmt.Sprintf(`{"messaging_product":"whatsapp","contacts":[{"input":%q,"wa_id":%q}],"messages":[{"id":%q}]}`, testWaID, testWaID, wamid))
 }
 
 func graphErr(status, code int, msg string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return answer(status, fmt.Sprintf(`{"error":{"message":%q,"type":"OAuthException","code":%d,"error_data":{"messaging_product":"whatsapp","details":"details here"},"fbtrace_id":"AbCd"}}`, msg, code), header...)
+	return channelstest.Answer(status, fmt.Sprintf(`{"error":{"message":%q,"type":"OAuthException","code":%d,"error_data":{"messaging_product":"whatsapp","details":"details here"},"fbtrace_id":"AbCd"}}`, msg, code), header...)
 }
 
 func newTestOutbound(t *testing.T, apiBase string, client *http.Client) channels.Outbound {
@@ -119,23 +107,6 @@ func textMessage(text string) *channels.OutboundMessage {
 		ConversationID: testWaID,
 		Text:           text,
 	}
-}
-
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
 }
 
 func TestSend(t *testing.T) {
@@ -173,18 +144,18 @@ func TestSend(t *testing.T) {
 		{name: "130429 throughput", respond: graphErr(429, 130429, "Rate limit hit"), wantKind: "rate_limited", wantRetry: time.Second, wantInErr: "130429"},
 		{name: "130429 with Retry-After", respond: graphErr(429, 130429, "Rate limit hit", "Retry-After", "9"), wantKind: "rate_limited", wantRetry: 9 * time.Second},
 		{name: "131056 pair rate limit", respond: graphErr(400, 131056, "(Business Account, Consumer Account) pair rate limit hit"), wantKind: "rate_limited", wantRetry: 6 * time.Second},
-		{name: "HTTP 429 unknown code", respond: answer(429, `{}`, "Retry-After", "2"), wantKind: "rate_limited", wantRetry: 2 * time.Second},
+		{name: "HTTP 429 unknown code", respond: channelstest.Answer(429, `{}`, "Retry-After", "2"), wantKind: "rate_limited", wantRetry: 2 * time.Second},
 		{name: "code 4 app throttling", respond: graphErr(400, 4, "Application request limit reached"), wantKind: "rate_limited", wantRetry: time.Minute},
 		{name: "131000 something went wrong", respond: graphErr(500, 131000, "Something went wrong"), wantKind: "transient"},
 		{name: "code 2 service", respond: graphErr(503, 2, "Service temporarily unavailable"), wantKind: "transient"},
 		{name: "code 1 unknown", respond: graphErr(400, 1, "An unknown error occurred"), wantKind: "transient"},
-		{name: "HTTP 502 HTML", respond: answer(502, `<html>bad gateway</html>`), wantKind: "transient"},
+		{name: "HTTP 502 HTML", respond: channelstest.Answer(502, `<html>bad gateway</html>`), wantKind: "transient"},
 		{name: "100 invalid parameter", respond: graphErr(400, 100, "Invalid parameter"), wantKind: "permanent", wantInErr: "Invalid parameter"},
 		{name: "131008 missing parameter", respond: graphErr(400, 131008, "Required parameter is missing"), wantKind: "permanent"},
 		{name: "131026 undeliverable", respond: graphErr(400, 131026, "Message Undeliverable"), wantKind: "permanent"},
-		{name: "190 token expired", respond: answer(401, graphError401), wantKind: "permanent", wantInErr: "190"},
+		{name: "190 token expired", respond: channelstest.Answer(401, graphError401), wantKind: "permanent", wantInErr: "190"},
 		{name: "131047 outside 24h window", respond: graphErr(400, 131047, "Re-engagement message"), wantKind: "permanent"},
-		{name: "200 not JSON", respond: answer(200, `ok`), wantKind: "transient"},
+		{name: "200 not JSON", respond: channelstest.Answer(200, `ok`), wantKind: "transient"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,7 +166,7 @@ func TestSend(t *testing.T) {
 				tt.msg(msg)
 			}
 			res, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, "/"+testPhoneNumberID+"/messages", calls[0].Path)
@@ -246,7 +217,7 @@ func TestSendInvalidMessages(t *testing.T) {
 			t.Parallel()
 			fake := newFakeGraph(t, accepted("wamid.1"))
 			_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded())
 		})
 	}
@@ -260,7 +231,7 @@ func TestSendTransportFailures(t *testing.T) {
 		fake := newFakeGraph(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond})
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 	})
 
 	t.Run("cancelled by the caller", func(t *testing.T) {
@@ -269,7 +240,7 @@ func TestSendTransportFailures(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil).Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -279,7 +250,7 @@ func TestSendTransportFailures(t *testing.T) {
 		base := srv.URL
 		srv.Close()
 		_, err := newTestOutbound(t, base, nil).Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), testAccessToken)
 	})
 }
@@ -322,30 +293,9 @@ func TestRenderGolden(t *testing.T) {
 			require.NoError(t, err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
-			requireGolden(t, tt.golden, calls[0].Raw)
+			channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", tt.golden), calls[0].Raw, *updateGolden)
 		})
 	}
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	if *updateGolden {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
 }
 
 func TestParseOutboundConfig(t *testing.T) {
@@ -387,30 +337,6 @@ func TestParseOutboundConfig(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, outErr)
 			require.Equal(t, tt.wantPhone, cfg.PhoneNumberID)
-		})
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "6", want: 6 * time.Second, wantOK: true},
-		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
-		{name: "garbage", in: "later"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -65,15 +65,7 @@ func render(msg *channels.OutboundMessage) (*sendRequest, error) {
 	if strings.TrimSpace(msg.Text) != "" {
 		parts = append(parts, msg.Text)
 	}
-	for _, a := range msg.Attachments {
-		switch {
-		case a.URL == "":
-		case a.Name != "":
-			parts = append(parts, a.Name+": "+a.URL)
-		default:
-			parts = append(parts, a.URL)
-		}
-	}
+	parts = append(parts, channels.AttachmentLines(msg.Attachments)...)
 	rc := msg.RichContent
 	if rc == nil {
 		rc = &envelope.RichContent{}
@@ -84,7 +76,7 @@ func render(msg *channels.OutboundMessage) (*sendRequest, error) {
 		}
 	}
 	title := strings.TrimSpace(rc.Title)
-	blocks := blocksText(rc.Blocks)
+	blocks := channels.BlocksText(rc.Blocks)
 	if req := interactive(parts, title, blocks, rc.Buttons); req != nil {
 		return req, nil
 	}
@@ -142,36 +134,6 @@ func interactive(parts []string, title, blocks string, buttons []envelope.RichBu
 		return nil
 	}
 	return &sendRequest{MessagingProduct: "whatsapp", Type: "interactive", Interactive: im}
-}
-
-// blocksText renders card blocks as plain text, separated by blank lines.
-func blocksText(blocks []envelope.RichBlock) string {
-	var parts []string
-	for _, b := range blocks {
-		var s string
-		switch b.Type {
-		case envelope.BlockList:
-			lines := make([]string, 0, len(b.Items))
-			for _, item := range b.Items {
-				lines = append(lines, "• "+item)
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockTable:
-			lines := make([]string, 0, len(b.Rows))
-			for _, r := range b.Rows {
-				lines = append(lines, strings.Join(r, " | "))
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockImage:
-			s = strings.TrimSpace(b.Alt + " " + b.URL)
-		default:
-			s = b.Text
-		}
-		if strings.TrimSpace(s) != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "\n\n")
 }
 
 // buttonLines lists buttons as text: "label: url" or "[label]".

@@ -14,11 +14,9 @@
 package whatsapp
 
 import (
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -136,14 +134,14 @@ func ParseConfig(acct channels.Account) (Config, error) {
 	var settings struct {
 		PhoneNumberID string `json:"phone_number_id"`
 	}
-	if err := decodeObject("settings", acct.Settings, &settings); err != nil {
+	if err := channels.DecodeObject("whatsapp settings", acct.Settings, &settings); err != nil {
 		return Config{}, err
 	}
 	var creds struct {
 		AccessToken string `json:"access_token"`
 		VerifyToken string `json:"verify_token"`
 	}
-	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+	if err := channels.DecodeObject("whatsapp credentials", acct.Credentials, &creds); err != nil {
 		return Config{}, err
 	}
 	if acct.WebhookSecret == "" {
@@ -165,13 +163,13 @@ func ParseOutboundConfig(acct channels.Account) (Config, error) {
 	var settings struct {
 		PhoneNumberID string `json:"phone_number_id"`
 	}
-	if err := decodeObject("settings", acct.Settings, &settings); err != nil {
+	if err := channels.DecodeObject("whatsapp settings", acct.Settings, &settings); err != nil {
 		return Config{}, err
 	}
 	var creds struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := decodeObject("credentials", acct.Credentials, &creds); err != nil {
+	if err := channels.DecodeObject("whatsapp credentials", acct.Credentials, &creds); err != nil {
 		return Config{}, err
 	}
 	cfg := Config{AccessToken: creds.AccessToken, PhoneNumberID: settings.PhoneNumberID}
@@ -181,7 +179,7 @@ func ParseOutboundConfig(acct channels.Account) (Config, error) {
 	switch {
 	case cfg.AccessToken == "":
 		return Config{}, fmt.Errorf("%w: whatsapp: credentials access_token is required to send", channels.ErrInvalidConfig)
-	case strings.ContainsFunc(cfg.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case channels.HasSpaceOrControl(cfg.AccessToken):
 		return Config{}, fmt.Errorf("%w: whatsapp: credentials access_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	case cfg.PhoneNumberID == "":
 		return Config{}, fmt.Errorf("%w: whatsapp: settings phone_number_id (or the account's external id) is required to send", channels.ErrInvalidConfig)
@@ -189,22 +187,6 @@ func ParseOutboundConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: whatsapp: phone number id %q is not numeric", channels.ErrInvalidConfig, cfg.PhoneNumberID)
 	}
 	return cfg, nil
-}
-
-// decodeObject decodes raw, unless absent or JSON null, as a JSON object
-// into v.
-func decodeObject(what string, raw json.RawMessage, v any) error {
-	t := bytes.TrimSpace(raw)
-	if len(t) == 0 || string(t) == "null" {
-		return nil
-	}
-	if t[0] != '{' {
-		return fmt.Errorf("%w: whatsapp: %s must be a JSON object", channels.ErrInvalidConfig, what)
-	}
-	if err := json.Unmarshal(t, v); err != nil {
-		return fmt.Errorf("%w: whatsapp: %s: %w", channels.ErrInvalidConfig, what, err)
-	}
-	return nil
 }
 
 // Sign returns the X-Hub-Signature-256 value Meta sends for body:

@@ -13,8 +13,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"mime"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -99,8 +97,8 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if req == nil {
 		return nil, channels.BadRequestf("zoho_cliq: no request")
 	}
-	if err := checkContentType(req.Header); err != nil {
-		return nil, err
+	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
+		return nil, fmt.Errorf("zoho_cliq: %w", err)
 	}
 	root, err := decodeBody(req.Body)
 	if err != nil {
@@ -254,7 +252,7 @@ func (t table) attachment(item any) (envelope.Attachment, bool) {
 	typ := strings.ToLower(firstOf(item, t.paths[FieldAttachmentType]))
 	if strings.Contains(typ, "/") {
 		a.MimeType = typ
-		a.Kind = kindOfMIME(typ)
+		a.Kind = channels.AttachmentKind(typ)
 	} else {
 		switch typ {
 		case envelope.KindImage, envelope.KindVideo, envelope.KindAudio, envelope.KindSticker:
@@ -265,22 +263,6 @@ func (t table) attachment(item any) (envelope.Attachment, bool) {
 		a.Size = n
 	}
 	return a, true
-}
-
-func kindOfMIME(mt string) string {
-	if parsed, _, err := mime.ParseMediaType(mt); err == nil {
-		mt = parsed
-	}
-	switch {
-	case strings.HasPrefix(mt, "image/"):
-		return envelope.KindImage
-	case strings.HasPrefix(mt, "video/"):
-		return envelope.KindVideo
-	case strings.HasPrefix(mt, "audio/"):
-		return envelope.KindAudio
-	default:
-		return envelope.KindFile
-	}
 }
 
 // resolve evaluates a mapping path to a scalar string. "a+b" joins the
@@ -357,18 +339,4 @@ func parseTime(s string) time.Time {
 		return t.UTC()
 	}
 	return time.Time{}
-}
-
-// checkContentType accepts application/json (with parameters) and a missing
-// Content-Type.
-func checkContentType(h http.Header) error {
-	ct := h.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return fmt.Errorf("%w: zoho_cliq: content type %q, want application/json", channels.ErrUnsupportedMediaType, ct)
-	}
-	return nil
 }

@@ -29,8 +29,8 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	var creds struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := decodeObject(acct.Credentials, &creds); err != nil {
-		return nil, &channels.PermanentError{Err: invalidf("credentials: %v", err)}
+	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &creds); err != nil {
+		return nil, &channels.PermanentError{Err: err}
 	}
 	var hdr http.Header
 	if creds.AccessToken != "" {

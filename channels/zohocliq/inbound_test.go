@@ -14,8 +14,6 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -97,13 +96,6 @@ func signedRequest(t testing.TB, key *rsa.PrivateKey, body []byte) *channels.Req
 	h.Set("Content-Type", "application/json;charset=UTF-8")
 	h.Set(HeaderSignature, sign(t, key, body))
 	return &channels.Request{Method: http.MethodPost, Header: h, Body: body, Now: time.Now()}
-}
-
-func readFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	require.NoError(t, err)
-	return b
 }
 
 func TestChannel(t *testing.T) {
@@ -212,7 +204,7 @@ func TestParseConfig(t *testing.T) {
 func TestVerifyRSA(t *testing.T) {
 	a, b := testKeys(t)
 	in := rsaInbound(t, a, nil)
-	body := readFixture(t, "message_handler_dm.json")
+	body := channelstest.ReadFixture(t, "message_handler_dm.json")
 
 	tests := []struct {
 		name   string
@@ -268,7 +260,7 @@ func TestVerifyRSA(t *testing.T) {
 
 func TestVerifyToken(t *testing.T) {
 	in := tokenInbound(t, "s3cret-token")
-	body := readFixture(t, "message_handler_dm.json")
+	body := channelstest.ReadFixture(t, "message_handler_dm.json")
 	tests := []struct {
 		name   string
 		header string
@@ -353,7 +345,7 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			body := readFixture(t, tt.fixture)
+			body := channelstest.ReadFixture(t, tt.fixture)
 			req := signedRequest(t, a, body)
 			require.NoError(t, in.Verify(context.Background(), req))
 			p, err := in.Parse(context.Background(), req)
@@ -473,26 +465,6 @@ func TestParseTime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
 			require.Equal(t, tt.want, parseTime(tt.in))
-		})
-	}
-}
-
-func TestRedeliverySameSourceMessageID(t *testing.T) {
-	a, _ := testKeys(t)
-	in := rsaInbound(t, a, nil)
-	for _, name := range []string{"message_handler_dm.json", "mention_handler_channel.json", "message_handler_file.json", "message_forwarded_deluge.json"} {
-		t.Run(name, func(t *testing.T) {
-			body := readFixture(t, name)
-			var ids []string
-			for range 2 {
-				req := signedRequest(t, a, body)
-				require.NoError(t, in.Verify(context.Background(), req))
-				p, err := in.Parse(context.Background(), req)
-				require.NoError(t, err)
-				ids = append(ids, p.Messages[0].SourceMessageID)
-			}
-			require.NotEmpty(t, ids[0])
-			require.Equal(t, ids[0], ids[1])
 		})
 	}
 }

@@ -14,15 +14,12 @@
 package zohocliq
 
 import (
-	"bytes"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 
@@ -222,12 +219,11 @@ type settingsJSON struct {
 // channels.ErrInvalidConfig.
 func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 	var s settingsJSON
-	if err := decodeObject(acct.Settings, &s); err != nil {
-		return Config{}, invalidf("settings: %v", err)
+	if err := channels.DecodeObject("zoho_cliq settings", acct.Settings, &s); err != nil {
+		return Config{}, err
 	}
-	var creds map[string]any
-	if err := decodeObject(acct.Credentials, &creds); err != nil {
-		return Config{}, invalidf("credentials: %v", err)
+	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &struct{}{}); err != nil {
+		return Config{}, err
 	}
 
 	cfg := Config{
@@ -237,7 +233,6 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 		MessageHandlers:   map[string]bool{},
 		FieldPaths:        DefaultFieldPaths(),
 		ConversationTypes: DefaultConversationTypes(),
-		APIBaseURL:        c.opts.APIBaseURL,
 	}
 	if cfg.Mode == "" {
 		cfg.Mode = ModeToken
@@ -306,14 +301,23 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 		cfg.ConversationTypes[strings.ToLower(chatType)] = convType
 	}
 
-	if s.APIBaseURL != "" {
-		u, err := url.Parse(s.APIBaseURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return Config{}, invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
-		}
-		cfg.APIBaseURL = strings.TrimRight(s.APIBaseURL, "/")
+	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	if err != nil {
+		return Config{}, err
 	}
+	cfg.APIBaseURL = base
 	return cfg, nil
+}
+
+// apiBaseURL is settings api_base_url without a trailing slash, else def.
+func apiBaseURL(s settingsJSON, def string) (string, error) {
+	if s.APIBaseURL == "" {
+		return def, nil
+	}
+	if !channels.IsHTTPURL(s.APIBaseURL) {
+		return "", invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
+	}
+	return strings.TrimRight(s.APIBaseURL, "/"), nil
 }
 
 // NewInbound validates the account's configuration and returns its webhook
@@ -342,29 +346,27 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 // channels.ErrInvalidConfig.
 func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
 	var s settingsJSON
-	if err := decodeObject(acct.Settings, &s); err != nil {
-		return Config{}, invalidf("settings: %v", err)
+	if err := channels.DecodeObject("zoho_cliq settings", acct.Settings, &s); err != nil {
+		return Config{}, err
 	}
 	var creds struct {
 		AccessToken string `json:"access_token"`
 	}
-	if err := decodeObject(acct.Credentials, &creds); err != nil {
-		return Config{}, invalidf("credentials: %v", err)
+	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &creds); err != nil {
+		return Config{}, err
 	}
-	cfg := Config{APIBaseURL: c.opts.APIBaseURL, AccessToken: creds.AccessToken}
+	cfg := Config{AccessToken: creds.AccessToken}
 	switch {
 	case cfg.AccessToken == "":
 		return Config{}, invalidf("credentials access_token is required to send")
-	case strings.ContainsFunc(cfg.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+	case channels.HasSpaceOrControl(cfg.AccessToken):
 		return Config{}, invalidf("credentials access_token contains whitespace or control characters")
 	}
-	if s.APIBaseURL != "" {
-		u, err := url.Parse(s.APIBaseURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return Config{}, invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
-		}
-		cfg.APIBaseURL = strings.TrimRight(s.APIBaseURL, "/")
+	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	if err != nil {
+		return Config{}, err
 	}
+	cfg.APIBaseURL = base
 	return cfg, nil
 }
 
@@ -430,17 +432,4 @@ func parsePublicKey(s string) (*rsa.PublicKey, error) {
 		return nil, fmt.Errorf("RSA key of %d bits is too small", key.N.BitLen())
 	}
 	return key, nil
-}
-
-// decodeObject decodes an optional JSON object; empty input and null are
-// allowed.
-func decodeObject(raw json.RawMessage, v any) error {
-	trimmed := bytes.TrimSpace(raw)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		return nil
-	}
-	if trimmed[0] != '{' {
-		return fmt.Errorf("want a JSON object")
-	}
-	return json.Unmarshal(trimmed, v)
 }

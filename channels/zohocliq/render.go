@@ -59,15 +59,7 @@ func render(msg *channels.OutboundMessage) (*postMessage, error) {
 	if strings.TrimSpace(msg.Text) != "" {
 		parts = append(parts, msg.Text)
 	}
-	for _, a := range msg.Attachments {
-		switch {
-		case a.URL == "":
-		case a.Name != "":
-			parts = append(parts, a.Name+": "+a.URL)
-		default:
-			parts = append(parts, a.URL)
-		}
-	}
+	parts = append(parts, channels.AttachmentLines(msg.Attachments)...)
 	body := &postMessage{}
 	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0) {
 		body.Card = &messageCard{Title: strings.TrimSpace(rc.Title), Theme: cardTheme}
@@ -76,7 +68,7 @@ func render(msg *channels.OutboundMessage) (*postMessage, error) {
 			// Cliq needs a text; the card shows the rest.
 			fallback := body.Card.Title
 			if fallback == "" {
-				fallback = richText(rc)
+				fallback = channels.CardText(rc)
 			}
 			if fallback != "" {
 				parts = append(parts, fallback)
@@ -163,38 +155,4 @@ func tableSlide(rows [][]string) slideTable {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
-}
-
-// richText renders a card's title and blocks as plain text, separated by
-// blank lines.
-func richText(rc *envelope.RichContent) string {
-	var parts []string
-	if t := strings.TrimSpace(rc.Title); t != "" {
-		parts = append(parts, t)
-	}
-	for _, b := range rc.Blocks {
-		var s string
-		switch b.Type {
-		case envelope.BlockList:
-			lines := make([]string, 0, len(b.Items))
-			for _, item := range b.Items {
-				lines = append(lines, "• "+item)
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockTable:
-			lines := make([]string, 0, len(b.Rows))
-			for _, r := range b.Rows {
-				lines = append(lines, strings.Join(r, " | "))
-			}
-			s = strings.Join(lines, "\n")
-		case envelope.BlockImage:
-			s = strings.TrimSpace(b.Alt + " " + b.URL)
-		default:
-			s = b.Text
-		}
-		if strings.TrimSpace(s) != "" {
-			parts = append(parts, s)
-		}
-	}
-	return strings.Join(parts, "\n\n")
 }

@@ -1,12 +1,10 @@
 package zohocliq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,10 +18,8 @@ const (
 	// DefaultRateLimitLock is the wait after a 429 without Retry-After:
 	// exceeding Cliq's post limit locks the user out for 10 minutes.
 	DefaultRateLimitLock = 10 * time.Minute
-	// defaultSendTimeout bounds a send whose ctx has no deadline.
-	defaultSendTimeout = 30 * time.Second
-	// maxOutboundBody bounds how much of an API answer is read.
-	maxOutboundBody = 1 << 20
+	// opSend prefixes every send error.
+	opSend = "zoho_cliq: post message"
 )
 
 // outbound posts messages to Cliq chats through the REST API v3
@@ -53,60 +49,48 @@ type postMessage struct {
 // reply_to. ProviderMessageID is the answer's message_id, empty when Cliq
 // does not return one.
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
-	ctx, cancel := boundContext(ctx)
-	defer cancel()
 	if msg == nil {
-		return nil, permanent(errors.New("no message"))
+		return nil, channels.Permanent(opSend, errors.New("no message"))
 	}
 	if strings.TrimSpace(msg.ConversationID) == "" {
-		return nil, permanent(errors.New("no conversation (chat) id"))
+		return nil, channels.Permanent(opSend, errors.New("no conversation (chat) id"))
 	}
 	body, err := render(msg)
 	if err != nil {
-		return nil, permanent(err)
+		return nil, channels.Permanent(opSend, err)
 	}
 	body.ReplyTo = msg.ReplyToProviderID
 	body.SyncMessage = true
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, permanent(fmt.Errorf("encode: %w", err))
+		return nil, channels.Permanent(opSend, fmt.Errorf("encode: %w", err))
 	}
-	endpoint := o.apiBase + "/api/v3/chats/" + url.PathEscape(msg.ConversationID) + "/messages"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(b))
+	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:     opSend,
+		URL:    o.apiBase + "/api/v3/chats/" + url.PathEscape(msg.ConversationID) + "/messages",
+		Header: http.Header{"Authorization": {"Zoho-oauthtoken " + o.token}},
+		Body:   b,
+	})
 	if err != nil {
-		return nil, permanent(errors.New("cannot build request"))
+		return nil, err
 	}
-	req.Header.Set("Authorization", "Zoho-oauthtoken "+o.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := o.client.Do(req)
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxOutboundBody))
-	if err != nil {
-		return nil, transportError(ctx, err)
-	}
-	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return &channels.SendResult{ProviderMessageID: messageID(answer)}, nil
+	if resp.Status >= 200 && resp.Status < 300 {
+		return &channels.SendResult{ProviderMessageID: messageID(resp.Body)}, nil
 	}
 	var e struct {
 		Code    any    `json:"code"`
 		Message string `json:"message"`
 	}
-	_ = json.Unmarshal(answer, &e) // error bodies may not be JSON
-	apiErr := &apiError{status: resp.StatusCode, message: e.Message}
+	_ = json.Unmarshal(resp.Body, &e) // error bodies may not be JSON
+	apiErr := &apiError{status: resp.Status, message: e.Message}
 	if e.Code != nil {
 		apiErr.code = fmt.Sprint(e.Code)
 	}
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
-		wait, ok := channels.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		if !ok {
-			wait = DefaultRateLimitLock
-		}
+	case resp.Status == http.StatusTooManyRequests:
+		wait := channels.RetryAfter(resp.Header, time.Now(), DefaultRateLimitLock)
 		return nil, &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
-	case resp.StatusCode >= 500:
+	case resp.Status >= 500:
 		return nil, &channels.TransientError{Err: apiErr}
 	}
 	// 400, 401 (an expired access token too), 403, 404, ...
@@ -149,24 +133,4 @@ func (e *apiError) Error() string {
 		s += ": " + e.message
 	}
 	return s
-}
-
-// transportError wraps a failed round trip as transient. A cancelled or
-// expired ctx is reported as such; the request URL is dropped from the
-// cause.
-func transportError(ctx context.Context, err error) error {
-	return channels.TransportError(ctx, "zoho_cliq: post message", err)
-}
-
-func permanent(err error) error {
-	return &channels.PermanentError{Err: fmt.Errorf("zoho_cliq: post message: %w", err)}
-}
-
-// boundContext bounds a call whose ctx has no deadline by
-// defaultSendTimeout, so a client without a timeout cannot hang a send.
-func boundContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, defaultSendTimeout)
 }

@@ -1,15 +1,12 @@
 package zohocliq
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/envelope"
 )
 
@@ -80,16 +78,6 @@ func (f *fakeCliq) recorded() []cliqCall {
 	return append([]cliqCall(nil), f.calls...)
 }
 
-func answer(status int, body string, header ...string) func(http.ResponseWriter, *http.Request) {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(header); i += 2 {
-			w.Header().Set(header[i], header[i+1])
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
-}
-
 func newTestOutbound(t *testing.T, apiBase string, client *http.Client, settings string) channels.Outbound {
 	t.Helper()
 	acct := channels.Account{ID: uuid.New(), Credentials: json.RawMessage(`{"access_token":"` + testAccessToken + `"}`)}
@@ -111,23 +99,6 @@ func textMessage(text string) *channels.OutboundMessage {
 	}
 }
 
-func errorKind(err error) string {
-	var rl *channels.RateLimitedError
-	var tr *channels.TransientError
-	var pe *channels.PermanentError
-	switch {
-	case err == nil:
-		return "none"
-	case errors.As(err, &rl):
-		return "rate_limited"
-	case errors.As(err, &tr):
-		return "transient"
-	case errors.As(err, &pe):
-		return "permanent"
-	}
-	return "untyped"
-}
-
 func TestSend(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -142,25 +113,25 @@ func TestSend(t *testing.T) {
 	}{
 		{
 			name:     "success",
-			respond:  answer(200, `{"message_id":"1718000000000_123456789"}`),
+			respond:  channelstest.Answer(200, `{"message_id":"1718000000000_123456789"}`),
 			wantKind: "none", wantID: "1718000000000_123456789",
 			wantBody: `{"text":"hello","sync_message":true}`,
 		},
 		{
 			name:     "reply, numeric message id",
-			respond:  answer(200, `{"message_id":1718000000000123}`),
+			respond:  channelstest.Answer(200, `{"message_id":1718000000000123}`),
 			msg:      func(m *channels.OutboundMessage) { m.ReplyToProviderID = "1717999999999_42" },
 			wantKind: "none", wantID: "1718000000000123",
 			wantBody: `{"text":"hello","reply_to":"1717999999999_42","sync_message":true}`,
 		},
-		{name: "no message id", respond: answer(204, ``), wantKind: "none", wantID: ""},
-		{name: "429 with Retry-After", respond: answer(429, `{"message":"Too many requests"}`, "Retry-After", "30"), wantKind: "rate_limited", wantRetry: 30 * time.Second},
-		{name: "429 locks for 10 minutes", respond: answer(429, `{"code":"too_many_requests","message":"Too many requests"}`), wantKind: "rate_limited", wantRetry: 10 * time.Minute, wantInErr: "too_many_requests"},
-		{name: "500", respond: answer(500, `{"message":"Internal error"}`), wantKind: "transient"},
-		{name: "503 not JSON", respond: answer(503, `<html>down</html>`), wantKind: "transient"},
-		{name: "400", respond: answer(400, `{"code":"input_invalid","message":"Invalid input"}`), wantKind: "permanent", wantInErr: "Invalid input"},
-		{name: "403", respond: answer(403, `{"message":"Access denied"}`), wantKind: "permanent"},
-		{name: "404 unknown chat", respond: answer(404, `{"message":"Chat not found"}`), wantKind: "permanent"},
+		{name: "no message id", respond: channelstest.Answer(204, ``), wantKind: "none", wantID: ""},
+		{name: "429 with Retry-After", respond: channelstest.Answer(429, `{"message":"Too many requests"}`, "Retry-After", "30"), wantKind: "rate_limited", wantRetry: 30 * time.Second},
+		{name: "429 locks for 10 minutes", respond: channelstest.Answer(429, `{"code":"too_many_requests","message":"Too many requests"}`), wantKind: "rate_limited", wantRetry: 10 * time.Minute, wantInErr: "too_many_requests"},
+		{name: "500", respond: channelstest.Answer(500, `{"message":"Internal error"}`), wantKind: "transient"},
+		{name: "503 not JSON", respond: channelstest.Answer(503, `<html>down</html>`), wantKind: "transient"},
+		{name: "400", respond: channelstest.Answer(400, `{"code":"input_invalid","message":"Invalid input"}`), wantKind: "permanent", wantInErr: "Invalid input"},
+		{name: "403", respond: channelstest.Answer(403, `{"message":"Access denied"}`), wantKind: "permanent"},
+		{name: "404 unknown chat", respond: channelstest.Answer(404, `{"message":"Chat not found"}`), wantKind: "permanent"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,7 +142,7 @@ func TestSend(t *testing.T) {
 				tt.msg(msg)
 			}
 			res, err := newTestOutbound(t, fake.srv.URL, nil, "").Send(context.Background(), msg)
-			require.Equal(t, tt.wantKind, errorKind(err), "error: %v", err)
+			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
 			require.Equal(t, "/api/v3/chats/"+testChatID+"/messages", calls[0].Path)
@@ -197,8 +168,8 @@ func TestSend(t *testing.T) {
 
 func TestSendAccountDataCentre(t *testing.T) {
 	t.Parallel()
-	eu := newFakeCliq(t, answer(200, `{"message_id":"eu_1"}`))
-	us := newFakeCliq(t, answer(200, `{"message_id":"us_1"}`))
+	eu := newFakeCliq(t, channelstest.Answer(200, `{"message_id":"eu_1"}`))
+	us := newFakeCliq(t, channelstest.Answer(200, `{"message_id":"us_1"}`))
 	out := newTestOutbound(t, us.srv.URL, nil, `{"api_base_url":"`+eu.srv.URL+`/"}`)
 	msg := textMessage("hello")
 	msg.ConversationID = "chat/with spaces"
@@ -236,9 +207,9 @@ func TestSendInvalidMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := newFakeCliq(t, answer(200, `{}`))
+			fake := newFakeCliq(t, channelstest.Answer(200, `{}`))
 			_, err := newTestOutbound(t, fake.srv.URL, nil, "").Send(context.Background(), tt.msg)
-			require.Equal(t, "permanent", errorKind(err), "error: %v", err)
+			require.Equal(t, "permanent", channelstest.ErrorKind(err), "error: %v", err)
 			require.Empty(t, fake.recorded())
 		})
 	}
@@ -252,16 +223,16 @@ func TestSendTransportFailures(t *testing.T) {
 		fake := newFakeCliq(t, func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 		out := newTestOutbound(t, fake.srv.URL, &http.Client{Timeout: 50 * time.Millisecond}, "")
 		_, err := out.Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err), "error: %v", err)
+		require.Equal(t, "transient", channelstest.ErrorKind(err), "error: %v", err)
 	})
 
 	t.Run("cancelled by the caller", func(t *testing.T) {
 		t.Parallel()
-		fake := newFakeCliq(t, answer(200, `{}`))
+		fake := newFakeCliq(t, channelstest.Answer(200, `{}`))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := newTestOutbound(t, fake.srv.URL, nil, "").Send(ctx, textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.ErrorIs(t, err, context.Canceled)
 	})
 
@@ -271,7 +242,7 @@ func TestSendTransportFailures(t *testing.T) {
 		base := srv.URL
 		srv.Close()
 		_, err := newTestOutbound(t, base, nil, "").Send(context.Background(), textMessage("hello"))
-		require.Equal(t, "transient", errorKind(err))
+		require.Equal(t, "transient", channelstest.ErrorKind(err))
 		require.NotContains(t, err.Error(), testAccessToken)
 	})
 }
@@ -304,7 +275,7 @@ func TestRenderGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake := newFakeCliq(t, answer(200, `{"message_id":"1"}`))
+			fake := newFakeCliq(t, channelstest.Answer(200, `{"message_id":"1"}`))
 			msg := textMessage(tt.text)
 			msg.Attachments = []envelope.SendAttachment{{URL: "https://files.test/report.pdf", Name: "report.pdf"}}
 			msg.RichContent = rich
@@ -315,30 +286,9 @@ func TestRenderGolden(t *testing.T) {
 			require.NoError(t, err)
 			calls := fake.recorded()
 			require.Len(t, calls, 1)
-			requireGolden(t, tt.golden, calls[0].Raw)
+			channelstest.RequireGoldenJSON(t, filepath.Join("testdata", "outbound", tt.golden), calls[0].Raw, *updateGolden)
 		})
 	}
-}
-
-// requireGolden compares got with testdata/outbound/name as JSON; -update
-// rewrites the file.
-func requireGolden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "outbound", name)
-	if *updateGolden {
-		var v any
-		require.NoError(t, json.Unmarshal(got, &v))
-		var pretty bytes.Buffer
-		enc := json.NewEncoder(&pretty)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		require.NoError(t, enc.Encode(v))
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.JSONEq(t, string(want), string(got))
 }
 
 func TestParseOutboundConfig(t *testing.T) {
@@ -380,30 +330,6 @@ func TestParseOutboundConfig(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, outErr)
 			require.Equal(t, tt.wantBase, cfg.APIBaseURL)
-		})
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		in     string
-		want   time.Duration
-		wantOK bool
-	}{
-		{name: "empty", in: ""},
-		{name: "seconds", in: "600", want: 10 * time.Minute, wantOK: true},
-		{name: "HTTP-date", in: now.Add(time.Minute).Format(http.TimeFormat), want: time.Minute, wantOK: true},
-		{name: "garbage", in: "later"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := channels.ParseRetryAfter(tt.in, now)
-			require.Equal(t, tt.wantOK, ok)
-			require.Equal(t, tt.want, got)
 		})
 	}
 }
