@@ -22,6 +22,7 @@ import (
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/migrations"
+	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -112,6 +113,7 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	if err != nil {
 		return res, err
 	}
+	sends := outbox.New(pool, inserter)
 	enqueue := func(n int, conv func(i int) string) error {
 		rows := make([]db.OutboxNew, n)
 		for i := range rows {
@@ -119,7 +121,7 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 				IdempotencyKey: uuid.NewString(), RequestSHA256: make([]byte, 32), Text: "bench reply"}
 		}
 		return db.InTenantTx(ctx, pool, tenant.ID, func(tx pgx.Tx) error {
-			_, err := workers.EnqueueOutbound(ctx, tx, inserter, tenant.ID, rows)
+			_, err := sends.EnqueueTx(ctx, tx, tenant.ID, rows)
 			return err
 		})
 	}

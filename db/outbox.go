@@ -10,35 +10,23 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
-// Handoff states of an outbound message (DESIGN.md §5), ranked
-// queued(10) < sending(20) < handed_off(100) = dead(100) and compared by
-// (attempt_no, rank).
+// HandoffState is the state of an outbound message's handoff to its
+// platform (DESIGN.md §5): queued, sending, then handed_off or dead. The
+// values are those of the handoff_state column.
+type HandoffState string
+
+// Handoff states, ranked queued(10) < sending(20) < handed_off(100) =
+// dead(100) and compared by (attempt_no, rank).
 const (
-	HandoffQueued    = "queued"
-	HandoffSending   = "sending"
-	HandoffHandedOff = "handed_off"
-	HandoffDead      = "dead"
+	HandoffQueued    HandoffState = "queued"
+	HandoffSending   HandoffState = "sending"
+	HandoffHandedOff HandoffState = "handed_off"
+	HandoffDead      HandoffState = "dead"
 )
 
-// Provider states of an outbound message, ranked unknown(0) <
-// accepted(10) < delivered(50) < read(60) < timed_out(90) < bounced =
-// dropped = complaint = failed(100).
-const (
-	ProviderUnknown   = "unknown"
-	ProviderAccepted  = "accepted"
-	ProviderDelivered = "delivered"
-	ProviderRead      = "read"
-	ProviderTimedOut  = "timed_out"
-	ProviderBounced   = "bounced"
-	ProviderDropped   = "dropped"
-	ProviderComplaint = "complaint"
-	ProviderFailed    = "failed"
-)
-
-// HandoffRank is the rank of a handoff state (mio.handoff_rank), -1 for
-// an unknown state.
-func HandoffRank(state string) int {
-	switch state {
+// Rank is the state's rank (mio.handoff_rank), -1 for an unknown state.
+func (s HandoffState) Rank() int {
+	switch s {
 	case HandoffQueued:
 		return 10
 	case HandoffSending:
@@ -49,10 +37,36 @@ func HandoffRank(state string) int {
 	return -1
 }
 
-// ProviderRank is the rank of a provider state (mio.provider_rank), -1
-// for an unknown state.
-func ProviderRank(state string) int {
-	switch state {
+// Valid reports whether s is a handoff state.
+func (s HandoffState) Valid() bool { return s.Rank() >= 0 }
+
+// Over reports whether the handoff is over (handed_off or dead): nothing
+// is in flight, and a resend may start a new attempt series.
+func (s HandoffState) Over() bool { return s == HandoffHandedOff || s == HandoffDead }
+
+// ProviderState is what the platform reported about an outbound message
+// after the handoff (accepted, delivery receipts). The values are those
+// of the provider_state column.
+type ProviderState string
+
+// Provider states, ranked unknown(0) < accepted(10) < delivered(50) <
+// read(60) < timed_out(90) < bounced = dropped = complaint = failed(100);
+// a message's provider state only moves to a higher rank.
+const (
+	ProviderUnknown   ProviderState = "unknown"
+	ProviderAccepted  ProviderState = "accepted"
+	ProviderDelivered ProviderState = "delivered"
+	ProviderRead      ProviderState = "read"
+	ProviderTimedOut  ProviderState = "timed_out"
+	ProviderBounced   ProviderState = "bounced"
+	ProviderDropped   ProviderState = "dropped"
+	ProviderComplaint ProviderState = "complaint"
+	ProviderFailed    ProviderState = "failed"
+)
+
+// Rank is the state's rank (mio.provider_rank), -1 for an unknown state.
+func (s ProviderState) Rank() int {
+	switch s {
 	case ProviderUnknown:
 		return 0
 	case ProviderAccepted:
@@ -69,6 +83,9 @@ func ProviderRank(state string) int {
 	return -1
 }
 
+// Valid reports whether s is a provider state.
+func (s ProviderState) Valid() bool { return s.Rank() >= 0 }
+
 // Outbound is one outbox row: an agent's reply and both its states.
 type Outbound struct {
 	TenantID           uuid.UUID
@@ -84,8 +101,8 @@ type Outbound struct {
 	RichContent        json.RawMessage
 	Attachments        json.RawMessage
 	EditOf             *uuid.UUID
-	HandoffState       string
-	ProviderState      string
+	HandoffState       HandoffState
+	ProviderState      ProviderState
 	AttemptNo          int
 	Series             int
 	SeriesFirstAttempt int
@@ -107,7 +124,7 @@ func outboundFrom(r dbsqlc.MioOutbox) *Outbound {
 		TenantID: r.TenantID, ID: r.ID, Seq: r.Seq.Int64, AccountID: r.AccountID, ChannelType: r.ChannelType,
 		ConversationID: r.ConversationID, ThreadID: r.ThreadID, IdempotencyKey: r.IdempotencyKey,
 		RequestSHA256: r.RequestSha256, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
-		EditOf: r.EditOf, HandoffState: r.HandoffState, ProviderState: r.ProviderState,
+		EditOf: r.EditOf, HandoffState: HandoffState(r.HandoffState), ProviderState: ProviderState(r.ProviderState),
 		AttemptNo: int(r.AttemptNo), Series: int(r.Series), SeriesFirstAttempt: int(r.SeriesFirstAttempt),
 		Attempts: int(r.Attempts), NextAttemptAt: r.NextAttemptAt, LeaseUntil: r.LeaseUntil,
 		ProviderMessageID: deref(r.ProviderMessageID), LastError: deref(r.LastError), ReceiptDueAt: r.ReceiptDueAt,
@@ -249,8 +266,8 @@ func OutboxEventList(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) ([]Ou
 
 // OutboxListParams filter OutboxList; zero values do not filter.
 type OutboxListParams struct {
-	HandoffState   string
-	ProviderState  string
+	HandoffState   HandoffState
+	ProviderState  ProviderState
 	AccountID      uuid.UUID
 	ConversationID string
 	// BeforeID pages: only rows created before this one (uuid.Nil: from
@@ -263,10 +280,10 @@ type OutboxListParams struct {
 func OutboxList(ctx context.Context, tx DBTX, tenantID uuid.UUID, p OutboxListParams) ([]*Outbound, error) {
 	q := &dbsqlc.OutboxListParams{TenantID: tenantID, BeforeID: p.BeforeID, MaxRows: int32(p.Limit)}
 	if p.HandoffState != "" {
-		q.HandoffState = &p.HandoffState
+		q.HandoffState = (*string)(&p.HandoffState)
 	}
 	if p.ProviderState != "" {
-		q.ProviderState = &p.ProviderState
+		q.ProviderState = (*string)(&p.ProviderState)
 	}
 	if p.AccountID != uuid.Nil {
 		q.AccountID = &p.AccountID

@@ -42,7 +42,7 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 						return err
 					}
 					finished = append(finished, OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo),
-						HandoffState: r.HandoffState, Outcome: r.Outcome})
+						HandoffState: HandoffState(r.HandoffState), Outcome: r.Outcome})
 				}
 				return rows.Err()
 			})
@@ -59,9 +59,9 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 					claimed = append(claimed, ClaimCandidate{
 						ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
 						ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
-						EditOf: r.EditOf, HandoffState: r.PriorState, AttemptNo: int(r.AttemptNo),
+						EditOf: r.EditOf, HandoffState: HandoffState(r.PriorState), AttemptNo: int(r.AttemptNo),
 						SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
-						ProviderState: r.ProviderState, EditProviderMessageID: r.EditProviderMessageID,
+						ProviderState: ProviderState(r.ProviderState), EditProviderMessageID: r.EditProviderMessageID,
 					})
 				}
 				return rows.Err()

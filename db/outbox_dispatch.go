@@ -24,12 +24,12 @@ type ClaimCandidate struct {
 	RichContent        json.RawMessage
 	Attachments        json.RawMessage
 	EditOf             *uuid.UUID
-	HandoffState       string
+	HandoffState       HandoffState
 	AttemptNo          int
 	SeriesFirstAttempt int
 	Attempts           int
 	CreatedAt          time.Time
-	ProviderState      string
+	ProviderState      ProviderState
 	AccountStatus      string
 	RateLimitPerSec    *float64
 	RateLimitBurst     *int32
@@ -53,9 +53,9 @@ func OutboxClaimCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids
 		out[i] = ClaimCandidate{
 			ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
 			ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
-			EditOf: r.EditOf, HandoffState: r.HandoffState, AttemptNo: int(r.AttemptNo),
+			EditOf: r.EditOf, HandoffState: HandoffState(r.HandoffState), AttemptNo: int(r.AttemptNo),
 			SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
-			ProviderState: r.ProviderState, AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
+			ProviderState: ProviderState(r.ProviderState), AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
 			MaxAttempts: r.MaxAttempts, EditProviderMessageID: deref(r.EditProviderMessageID),
 		}
 	}
@@ -67,12 +67,12 @@ type OutboxProbeResult struct {
 	ID             uuid.UUID
 	AccountID      uuid.UUID
 	ConversationID string
-	HandoffState   string
+	HandoffState   HandoffState
 	NextAttemptAt  time.Time
 	LeaseUntil     *time.Time
 	// BlockerState is the handoff state of the first active row ahead in
 	// the lane, "" when none.
-	BlockerState         string
+	BlockerState         HandoffState
 	BlockerNextAttemptAt time.Time
 	BlockerLeaseUntil    *time.Time
 }
@@ -86,8 +86,8 @@ func OutboxProbe(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UU
 	}
 	out := make([]OutboxProbeResult, len(rows))
 	for i, r := range rows {
-		out[i] = OutboxProbeResult{ID: r.ID, AccountID: r.AccountID, ConversationID: r.ConversationID, HandoffState: r.HandoffState, NextAttemptAt: r.NextAttemptAt,
-			LeaseUntil: r.LeaseUntil, BlockerState: r.BlockerState, BlockerNextAttemptAt: r.BlockerNextAttemptAt,
+		out[i] = OutboxProbeResult{ID: r.ID, AccountID: r.AccountID, ConversationID: r.ConversationID, HandoffState: HandoffState(r.HandoffState), NextAttemptAt: r.NextAttemptAt,
+			LeaseUntil: r.LeaseUntil, BlockerState: HandoffState(r.BlockerState), BlockerNextAttemptAt: r.BlockerNextAttemptAt,
 			BlockerLeaseUntil: r.BlockerLeaseUntil}
 	}
 	return out, nil
@@ -157,7 +157,7 @@ type OutboxFinish struct {
 type OutboxFinishResult struct {
 	ID           uuid.UUID
 	AttemptNo    int
-	HandoffState string
+	HandoffState HandoffState
 	Outcome      string
 }
 
@@ -171,7 +171,7 @@ func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items [
 	}
 	out := make([]OutboxFinishResult, len(rows))
 	for i, r := range rows {
-		out[i] = OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo), HandoffState: r.HandoffState, Outcome: r.Outcome}
+		out[i] = OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo), HandoffState: HandoffState(r.HandoffState), Outcome: r.Outcome}
 	}
 	return out, nil
 }

@@ -58,7 +58,7 @@ func ProviderEventMarkApplied(ctx context.Context, tx DBTX, tenantID uuid.UUID, 
 // ProviderAdvance is a provider state reported for an outbox row.
 type ProviderAdvance struct {
 	ID     uuid.UUID
-	State  string
+	State  ProviderState
 	Detail json.RawMessage
 }
 
@@ -68,7 +68,7 @@ func OutboxProviderAdvance(ctx context.Context, tx DBTX, tenantID uuid.UUID, ite
 	p := &dbsqlc.OutboxProviderAdvanceParams{TenantID: tenantID,
 		Ids: make([]uuid.UUID, len(items)), States: make([]string, len(items)), Details: make([]string, len(items))}
 	for i, it := range items {
-		p.Ids[i], p.States[i], p.Details[i] = it.ID, it.State, string(it.Detail)
+		p.Ids[i], p.States[i], p.Details[i] = it.ID, string(it.State), string(it.Detail)
 	}
 	rows, err := queries().OutboxProviderAdvance(ctx, tx, p)
 	if err != nil {

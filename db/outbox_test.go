@@ -167,7 +167,7 @@ func TestOutboxStateMachine(t *testing.T) {
 	require.Equal(t, db.HandoffHandedOff, o.HandoffState)
 	require.Equal(t, db.ProviderAccepted, o.ProviderState)
 
-	advance := func(state string) {
+	advance := func(state db.ProviderState) {
 		b.tx(t, func(tx pgx.Tx) error {
 			_, err := db.OutboxProviderAdvance(ctx, tx, b.tenant, []db.ProviderAdvance{{ID: id, State: state}})
 			return err

@@ -33,6 +33,7 @@ import (
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
@@ -125,7 +126,7 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 	api := httpapi.New(httpapi.Deps{
 		Pool: env.Pool, Metrics: metrics.New(), Registry: registry,
 		Accounts: ingest.NewAccounts(env.Pool, box, registry, time.Second), Ingester: ing,
-		River: rc, Blob: store, AttachmentURLTTL: urlTTL,
+		Blob: store, AttachmentURLTTL: urlTTL,
 	})
 	srv := httptest.NewServer(api.PublicHandler())
 	t.Cleanup(srv.Close)
@@ -154,7 +155,7 @@ func (m *mediaServer) postPhoto(t *testing.T, updateID int) envelope.Message {
 	select {
 	case ev := <-m.jobs:
 		require.Equal(t, river.EventKindJobCompleted, ev.Kind, "enrich job: %v", ev.Job.Errors)
-		require.Equal(t, (workers.EnrichArgs{}).Kind(), ev.Job.Kind)
+		require.Equal(t, (jobs.EnrichArgs{}).Kind(), ev.Job.Kind)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the enrich job did not finish")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/workers"
 )
 
@@ -79,7 +80,7 @@ func newOutAPI(t *testing.T) *outAPI {
 	o.a, o.b = mk("a"), mk("b")
 	river, err := workers.NewClient(env.Pool, nil, workers.Config{})
 	require.NoError(t, err)
-	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), River: river})
+	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Outbox: outbox.New(env.Pool, river)})
 	o.pub = httptest.NewServer(api.PublicHandler())
 	t.Cleanup(o.pub.Close)
 	o.adm = httptest.NewServer(api.AdminHandler())

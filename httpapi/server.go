@@ -1,8 +1,8 @@
 // Package httpapi is MIO's HTTP surface: the public listener (webhooks,
 // the /v1 API, health) and the admin listener (metrics, admin API). The
 // whole route table is in routes.go. Handlers decode, validate, call the
-// data layer and respond; HTTP status codes are decided here and nowhere
-// else.
+// services (ingest, consume, outbox) or the data layer and respond; HTTP
+// status codes are decided here and nowhere else.
 package httpapi
 
 import (
@@ -10,9 +10,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
@@ -20,6 +18,7 @@ import (
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
+	"github.com/miohq/mio/outbox"
 )
 
 // Deps are what the HTTP layer needs from the process.
@@ -34,9 +33,9 @@ type Deps struct {
 	Registry *channels.Registry
 	Accounts *ingest.Accounts
 	Ingester *ingest.Ingester
-	// River inserts jobs transactionally with API writes (outbound
-	// dispatch); it may be an insert-only client.
-	River *river.Client[pgx.Tx]
+	// Outbox serves /v1/outbound; nil serves reads only (sends and
+	// resends answer 503: outbound dispatch is not configured).
+	Outbox *outbox.Service
 	// Hub wakes long-polling consumers.
 	Hub *notify.Hub
 	// Consumers serves the pull API.
@@ -66,7 +65,7 @@ type Server struct {
 	webhookDeadline time.Duration
 	webhookMaxBody  int64
 	tokens          *tokenCache
-	river           *river.Client[pgx.Tx]
+	outbox          *outbox.Service
 	hub             *notify.Hub
 	consumers       *consume.Service
 	blob            blob.Store
@@ -85,10 +84,13 @@ func New(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
+	if d.Outbox == nil {
+		d.Outbox = outbox.New(d.Pool, nil)
+	}
 	s := &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
 		registry: d.Registry, accounts: d.Accounts, ingester: d.Ingester,
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
-		tokens: newTokenCache(5 * time.Second), river: d.River, hub: d.Hub, consumers: d.Consumers}
+		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
 	return s
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/workers"
+	"github.com/miohq/mio/jobs"
 )
 
 // ErrStopped is returned for requests submitted after Stop.
@@ -329,7 +329,7 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
 	out := make([]db.IngestGroupResult, len(groups))
-	var jobs []river.InsertManyParams
+	var enrich []river.InsertManyParams
 	for n, g := range groups {
 		if n > 0 {
 			if err := db.SetTenant(ctx, tx, g.TenantID); err != nil {
@@ -348,7 +348,7 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 			}
 			for _, r := range g.Rows {
 				if inserted[r.ID] && r.State == db.InboxReceived {
-					jobs = append(jobs, river.InsertManyParams{Args: workers.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+					enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
 				}
 			}
 		}
@@ -358,8 +358,8 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 			}
 		}
 	}
-	if len(jobs) > 0 {
-		if _, err := in.cfg.River.InsertManyTx(ctx, tx, jobs); err != nil {
+	if len(enrich) > 0 {
+		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
 			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
 		}
 	}

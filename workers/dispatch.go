@@ -18,40 +18,15 @@ import (
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
-
-// QueueDispatch is the queue of outbound dispatch jobs.
-const QueueDispatch = "dispatch"
 
 // DispatchMaxWorkersDefault is the dispatch queue's default concurrency.
 // Dispatch jobs mostly wait on platforms' HTTP answers, and concurrent
 // jobs share claim and finish transactions: more of them in flight means
 // larger batches.
 const DispatchMaxWorkersDefault = 400
-
-// DispatchArgs asks for one outbox row to be handed to its platform. It
-// is inserted in the same transaction as the row (POST /v1/outbound, a
-// resend) or by the outbox sweeper for a row whose job was lost. The row
-// is the truth: a job whose row is already handed off or dead completes
-// without doing anything, so a duplicate job is harmless.
-type DispatchArgs struct {
-	TenantID uuid.UUID `json:"tenant_id"`
-	OutboxID uuid.UUID `json:"outbox_id"`
-	// AccountID, when set, lets the worker take the one-statement claim
-	// for accounts without rate limits.
-	AccountID uuid.UUID `json:"account_id,omitzero"`
-}
-
-// Kind is the River job kind.
-func (DispatchArgs) Kind() string { return "mio.dispatch" }
-
-// InsertOpts puts dispatch jobs on their own queue. Attempts here count
-// River-level failures only (the database unavailable); send attempts are
-// counted on the outbox row.
-func (DispatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueDispatch, MaxAttempts: 25}
-}
 
 // DispatchConfig configures the dispatcher. Zero values take the
 // defaults named on each field.
@@ -191,19 +166,21 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 // AddDispatch registers the dispatch worker on the dispatch queue.
 func (s *Set) AddDispatch(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	d := NewDispatcher(pool, cfg)
-	addWorker(s, &DispatchWorker{d: d}, QueueDispatch, d.cfg.MaxWorkers)
+	addWorker(s, &DispatchWorker{d: d}, jobs.QueueDispatch, d.cfg.MaxWorkers)
 	return d
 }
 
 // DispatchWorker works dispatch jobs.
 type DispatchWorker struct {
-	river.WorkerDefaults[DispatchArgs]
+	river.WorkerDefaults[jobs.DispatchArgs]
 	d *Dispatcher
 }
 
 // Timeout bounds one run: a provider call, inline waits, and the
 // transactions around them.
-func (w *DispatchWorker) Timeout(*river.Job[DispatchArgs]) time.Duration { return w.d.JobTimeout() }
+func (w *DispatchWorker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration {
+	return w.d.JobTimeout()
+}
 
 // JobTimeout bounds one run of a dispatch job.
 func (d *Dispatcher) JobTimeout() time.Duration {
@@ -216,7 +193,7 @@ func (d *Dispatcher) JobTimeout() time.Duration {
 // A job of an account without rate limits also takes over a few more
 // sendable rows whose own jobs have not started yet (their jobs are
 // deleted), so that River's cost per job is shared by several sends.
-func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
+func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
 	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID)
 }
 
@@ -357,7 +334,7 @@ func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items [
 		params := make([]river.InsertManyParams, len(items))
 		ids := make([]uuid.UUID, len(items))
 		for i, it := range items {
-			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID},
+			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID},
 				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}}
 			ids[i] = it.id
 		}

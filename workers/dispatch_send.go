@@ -84,7 +84,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 	case err == nil:
 		fin.Outcome = db.OutcomeHandedOff
 		fin.ProviderMessageID = sent.ProviderMessageID
-		fin.AcceptProvider = db.ProviderRank(c.ProviderState) < db.ProviderRank(db.ProviderAccepted)
+		fin.AcceptProvider = c.ProviderState.Rank() < db.ProviderAccepted.Rank()
 		detail["provider_message_id"] = sent.ProviderMessageID
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID

@@ -24,6 +24,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -156,7 +157,7 @@ func (b *outBundle) sendMany(t testing.TB, channel string, conversations, texts 
 			RequestSHA256: make([]byte, 32), Text: texts[i], EditOf: editOf}
 	}
 	err := db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
-		ins, err := workers.EnqueueOutbound(ctx, tx, b.clients[0], b.tenant, rows)
+		ins, err := outbox.New(b.env.Pool, b.clients[0]).EnqueueTx(ctx, tx, b.tenant, rows)
 		if err == nil && len(ins) != len(rows) {
 			err = fmt.Errorf("inserted %d of %d", len(ins), len(rows))
 		}
@@ -254,7 +255,7 @@ func TestDispatchChannelMatrix(t *testing.T) {
 	require.NoError(t, err)
 
 	type want struct {
-		state    string
+		state    db.HandoffState
 		attempts int
 		timeline []string
 		lastErr  bool

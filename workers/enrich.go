@@ -26,6 +26,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/fetch"
+	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
 
@@ -51,7 +52,7 @@ type AccountLoader func(ctx context.Context, tenantID, accountID uuid.UUID) (cha
 // writes the enriched envelope and makes the message ready (ready_xid,
 // ready_seq, ready_at): a message is never left stuck in received.
 type EnrichWorker struct {
-	river.WorkerDefaults[EnrichArgs]
+	river.WorkerDefaults[jobs.EnrichArgs]
 	Pool     *pgxpool.Pool
 	Blob     blob.Store
 	Registry *channels.Registry
@@ -70,7 +71,7 @@ type EnrichWorker struct {
 
 // Timeout bounds one run (River's default of one minute is too short for
 // several large attachments).
-func (w *EnrichWorker) Timeout(*river.Job[EnrichArgs]) time.Duration {
+func (w *EnrichWorker) Timeout(*river.Job[jobs.EnrichArgs]) time.Duration {
 	if w.JobTimeout > 0 {
 		return w.JobTimeout
 	}
@@ -81,7 +82,7 @@ func (w *EnrichWorker) Timeout(*river.Job[EnrichArgs]) time.Duration {
 // jitter: the default 8 attempts span about 20 minutes, inside every
 // platform's URL lifetime except WhatsApp's 5-minute URLs, which the
 // adapter re-resolves from the media id (valid 7 days).
-func (w *EnrichWorker) NextRetry(job *river.Job[EnrichArgs]) time.Time {
+func (w *EnrichWorker) NextRetry(job *river.Job[jobs.EnrichArgs]) time.Time {
 	return time.Now().Add(enrichBackoff(job.Attempt))
 }
 
@@ -92,7 +93,7 @@ func enrichBackoff(attempt int) time.Duration {
 }
 
 // Work settles the message's pending attachments.
-func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[EnrichArgs]) error {
+func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[jobs.EnrichArgs]) error {
 	tenantID, msgID := job.Args.TenantID, job.Args.MessageID
 	var (
 		row     *db.InboxMessage
@@ -179,7 +180,7 @@ func applySettled(a *envelope.Attachment, s *db.Attachment) {
 // enrichRun is one run of a job.
 type enrichRun struct {
 	w     *EnrichWorker
-	job   *river.Job[EnrichArgs]
+	job   *river.Job[jobs.EnrichArgs]
 	msg   *envelope.Message
 	final bool
 
@@ -386,5 +387,5 @@ func (s *Set) AddEnrich(w *EnrichWorker, maxWorkers int) {
 	if maxWorkers <= 0 {
 		maxWorkers = 10
 	}
-	addWorker(s, w, QueueEnrich, maxWorkers)
+	addWorker(s, w, jobs.QueueEnrich, maxWorkers)
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
@@ -181,9 +182,9 @@ func (b *mediaBundle) insert(t testing.TB, ct string, atts ...envelope.Attachmen
 }
 
 func runEnrich(ctx context.Context, w *workers.EnrichWorker, tenant, msg uuid.UUID, attempt, maxAttempts int) error {
-	return w.Work(ctx, &river.Job[workers.EnrichArgs]{
+	return w.Work(ctx, &river.Job[jobs.EnrichArgs]{
 		JobRow: &rivertype.JobRow{Attempt: attempt, MaxAttempts: maxAttempts},
-		Args:   workers.EnrichArgs{TenantID: tenant, MessageID: msg},
+		Args:   jobs.EnrichArgs{TenantID: tenant, MessageID: msg},
 	})
 }
 

@@ -1,7 +1,22 @@
 package workers
 
-import "github.com/google/uuid"
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+)
 
 // SetAfterWrite installs a hook run after a batch's objects are written and
 // before its cursor commits (crash simulation).
 func (w *ArchiveWorker) SetAfterWrite(f func(tenantID uuid.UUID) error) { w.afterWrite = f }
+
+// SweepTenant runs one sweep of a tenant as the periodic sweeper does
+// (cfg with its defaults) and returns how many rows it enqueued.
+func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, cfg OutboxSweepConfig) (int, error) {
+	cfg.setDefaults()
+	w := &OutboxSweepWorker{Pool: pool, Cfg: cfg}
+	return w.sweepTenant(ctx, client, tenantID)
+}

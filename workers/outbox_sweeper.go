@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/jobs"
 )
 
 // OutboxSweepArgs runs the outbox sweeper: it enqueues a dispatch job for
@@ -42,6 +43,10 @@ type OutboxSweepConfig struct {
 	// Grace: rows are looked at once due this long (sending rows once
 	// their lease ended this long ago). Default 10s.
 	Grace time.Duration
+	// Now is the clock the bounds above are measured on: the sweep
+	// passes instants to SQL (never now()), so tests move this clock
+	// instead of waiting them out. Default time.Now.
+	Now func() time.Time
 }
 
 // OutboxSweepWorker sweeps.
@@ -65,24 +70,25 @@ func (w *OutboxSweepWorker) Work(ctx context.Context, _ *river.Job[OutboxSweepAr
 		errs = append(errs, fmt.Errorf("outbox statistics: %w", err))
 	}
 	for _, t := range tenants {
-		if err := w.sweepTenant(ctx, client, t.ID); err != nil {
+		if _, err := w.sweepTenant(ctx, client, t.ID); err != nil {
 			errs = append(errs, fmt.Errorf("sweep tenant %s: %w", t.ID, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// sweepTenant enqueues dispatch jobs for one tenant's orphaned rows and
-// prunes its idle rate buckets.
-func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID) error {
-	now := time.Now()
+// sweepTenant enqueues dispatch jobs for one tenant's orphaned rows,
+// prunes its idle rate buckets, and returns how many rows it enqueued.
+func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID) (int, error) {
+	now := w.Cfg.Now()
 	p := db.SweepParams{OverdueBefore: now.Add(-w.Cfg.Grace), ScanRows: 2 * w.Cfg.BatchSize,
 		StuckBefore: now.Add(-w.Cfg.StuckAfter), LeaseEndedBefore: now.Add(-w.Cfg.Grace), MaxRows: w.Cfg.BatchSize}
-	if _, err := SweepOutbox(ctx, w.Pool, client, tenantID, p); err != nil {
-		return err
+	n, err := SweepOutbox(ctx, w.Pool, client, tenantID, p)
+	if err != nil {
+		return 0, err
 	}
-	return db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
-		_, err := db.RateBucketPrune(ctx, tx, tenantID, time.Now().Add(-time.Hour), 10_000)
+	return n, db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
+		_, err := db.RateBucketPrune(ctx, tx, tenantID, now.Add(-time.Hour), 10_000)
 		return err
 	})
 }
@@ -100,7 +106,7 @@ func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 		params := make([]river.InsertManyParams, len(rows))
 		ids := make([]uuid.UUID, len(rows))
 		for i, r := range rows {
-			params[i] = river.InsertManyParams{Args: DispatchArgs{TenantID: tenantID, OutboxID: r.ID, AccountID: r.AccountID}}
+			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: r.ID, AccountID: r.AccountID}}
 			ids[i] = r.ID
 		}
 		res, err := client.InsertManyTx(ctx, tx, params)
@@ -119,20 +125,27 @@ func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 
 // AddOutboxSweeper registers the sweeper and runs it every cfg.Interval.
 func (s *Set) AddOutboxSweeper(pool *pgxpool.Pool, cfg OutboxSweepConfig) {
-	if cfg.Interval <= 0 {
-		cfg.Interval = 5 * time.Second
-	}
-	if cfg.StuckAfter <= 0 {
-		cfg.StuckAfter = 3 * time.Minute
-	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 1000
-	}
-	if cfg.Grace <= 0 {
-		cfg.Grace = 10 * time.Second
-	}
+	cfg.setDefaults()
 	addWorker(s, &OutboxSweepWorker{Pool: pool, Cfg: cfg}, QueueMaintenance, 2)
 	s.Periodic = append(s.Periodic, river.NewPeriodicJob(river.PeriodicInterval(cfg.Interval),
 		func() (river.JobArgs, *river.InsertOpts) { return OutboxSweepArgs{}, nil },
 		&river.PeriodicJobOpts{RunOnStart: true}))
+}
+
+func (c *OutboxSweepConfig) setDefaults() {
+	if c.Interval <= 0 {
+		c.Interval = 5 * time.Second
+	}
+	if c.StuckAfter <= 0 {
+		c.StuckAfter = 3 * time.Minute
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 1000
+	}
+	if c.Grace <= 0 {
+		c.Grace = 10 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 }

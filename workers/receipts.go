@@ -72,13 +72,14 @@ func (w *ReceiptsWorker) Work(ctx context.Context, _ *river.Job[ReceiptsArgs]) e
 // providerStateOf maps a platform's receipt status to a provider state
 // ("" for statuses that move nothing). WhatsApp: sent, delivered, read,
 // failed.
-func providerStateOf(status string) string {
-	switch status {
-	case "sent", "accepted":
+func providerStateOf(status string) db.ProviderState {
+	if status == "sent" {
 		return db.ProviderAccepted
-	case db.ProviderDelivered, db.ProviderRead, db.ProviderFailed, db.ProviderBounced,
+	}
+	switch s := db.ProviderState(status); s {
+	case db.ProviderAccepted, db.ProviderDelivered, db.ProviderRead, db.ProviderFailed, db.ProviderBounced,
 		db.ProviderDropped, db.ProviderComplaint:
-		return status
+		return s
 	}
 	return ""
 }
@@ -115,7 +116,7 @@ func ApplyReceipts(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, 
 					detail, _ := json.Marshal(receiptDetail(r))
 					advances = append(advances, db.ProviderAdvance{ID: r.OutboxID, State: state, Detail: detail})
 					done = append(done, r)
-					cfg.Metrics.Receipts.WithLabelValues(r.ChannelType, state).Inc()
+					cfg.Metrics.Receipts.WithLabelValues(r.ChannelType, string(state)).Inc()
 				case now.Sub(r.ReceivedAt) > cfg.MatchWindow:
 					done = append(done, r) // no message of ours: give up
 				default:
@@ -150,7 +151,7 @@ func ApplyReceipts(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, 
 			return err
 		}
 		for _, r := range rows {
-			cfg.Metrics.Receipts.WithLabelValues(r.ChannelType, db.ProviderTimedOut).Inc()
+			cfg.Metrics.Receipts.WithLabelValues(r.ChannelType, string(db.ProviderTimedOut)).Inc()
 		}
 		if len(rows) < cfg.BatchSize {
 			return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
+	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -119,7 +120,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
 		Registry: registry, Accounts: ingest.NewAccounts(pool, box, registry, 5*time.Second), Ingester: ingester,
-		River: riverClient, Hub: hub, Consumers: consumers,
+		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 	})

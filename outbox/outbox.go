@@ -1,0 +1,223 @@
+// Package outbox is the send path: it accepts agents' replies
+// (SendCommands), checks them, makes them idempotent by the tenant's
+// idempotency key, and writes each as an outbox row with its first event
+// and its River dispatch job in one transaction; it starts resends and
+// reads messages back with their timelines. Dispatching the rows to the
+// platforms is the workers' job (workers/dispatch.go); the row, not the
+// job, is the truth (docs/architecture.md, "Outbound").
+//
+// Every write comes as a pair: Send opens its own tenant transaction,
+// SendTx works in the caller's, so a send can commit together with other
+// writes. Errors callers branch on are typed (ValidationError,
+// ErrKeyConflict, ErrNotFound, InProgressError, ErrEnqueue); database
+// errors pass through wrapped.
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/jobs"
+)
+
+var (
+	// ErrAccountNotFound: the command's account is not one of the
+	// tenant's (another tenant's accounts are not seen). Wrapped in a
+	// ValidationError.
+	ErrAccountNotFound = errors.New("no such account")
+	// ErrAccountDisabled: the command's account is not active. Wrapped in
+	// a ValidationError.
+	ErrAccountDisabled = errors.New("account not active")
+	// ErrKeyConflict: the tenant already used the idempotency key for a
+	// different command.
+	ErrKeyConflict = errors.New("idempotency_key was already used for a different command")
+	// ErrNotFound: no such outbound message in the tenant.
+	ErrNotFound = errors.New("no such outbound message")
+	// ErrEnqueue: the dispatch job or the outbox row could not be
+	// written; with Send and Resend nothing was, and a retry may succeed.
+	ErrEnqueue = errors.New("could not enqueue")
+	// ErrNotConfigured: the Service has no River client to enqueue with.
+	ErrNotConfigured = errors.New("outbound dispatch is not configured")
+)
+
+// Service sends, resends and reads outbound messages.
+type Service struct {
+	pool  *pgxpool.Pool
+	river *river.Client[pgx.Tx]
+}
+
+// New returns a Service on pool. client inserts the dispatch jobs (an
+// insert-only client is enough); without one the Service only reads, and
+// Send and Resend fail with ErrNotConfigured once their input is checked.
+func New(pool *pgxpool.Pool, client *river.Client[pgx.Tx]) *Service {
+	return &Service{pool: pool, river: client}
+}
+
+// Sent is what a send did.
+type Sent struct {
+	// ID is the outbound message's id.
+	ID uuid.UUID
+	// HandoffState is queued for a new message, the message's current
+	// state for a replay.
+	HandoffState db.HandoffState
+	// Replayed: the tenant had already sent this command under this
+	// idempotency key; nothing was written and ID is the earlier message.
+	Replayed bool
+}
+
+// Send checks cmd and, in one transaction of the tenant, writes the
+// outbox row, its first event and its dispatch job. The same command
+// sent again under the same idempotency key is answered with the first
+// message (Sent.Replayed); a different one is ErrKeyConflict. A bad
+// command is a *ValidationError, checked before anything is read.
+func (s *Service) Send(ctx context.Context, tenantID uuid.UUID, cmd *envelope.SendCommand) (*Sent, error) {
+	c, err := s.newCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	var sent *Sent
+	err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		sent, err = s.send(ctx, tx, tenantID, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sent, nil
+}
+
+// SendTx is Send in transaction tx, which must be scoped to tenantID
+// (db.BeginTenant). A replay leaves tx as it was. On an error the caller
+// rolls tx back; nothing is committed before the caller commits.
+func (s *Service) SendTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmd *envelope.SendCommand) (*Sent, error) {
+	c, err := s.newCommand(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return s.send(ctx, tx, tenantID, c)
+}
+
+// newCommand checks cmd, then that the Service can enqueue.
+func (s *Service) newCommand(cmd *envelope.SendCommand) (*command, error) {
+	c, err := newCommand(cmd)
+	if err == nil && s.river == nil {
+		err = ErrNotConfigured
+	}
+	return c, err
+}
+
+func (s *Service) send(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c *command) (*Sent, error) {
+	prior, err := db.OutboxGetByKey(ctx, tx, tenantID, c.IdempotencyKey)
+	if err == nil {
+		return replay(prior, c.hash)
+	}
+	if !errors.Is(err, db.ErrNotFound) {
+		return nil, fmt.Errorf("outbox: idempotency key: %w", err)
+	}
+	row, err := newRow(ctx, tx, tenantID, c)
+	if err != nil {
+		return nil, err
+	}
+	rows := []db.OutboxNew{*row}
+	ins, err := s.EnqueueTx(ctx, tx, tenantID, rows)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	if len(ins) == 0 {
+		// A concurrent send of the same key committed first (the insert
+		// waited for it): drop this send's job and answer with that row.
+		if _, err := s.river.JobDeleteTx(ctx, tx, rows[0].JobID); err != nil {
+			return nil, fmt.Errorf("outbox: drop the job of a duplicate send: %w", err)
+		}
+		if prior, err = db.OutboxGetByKey(ctx, tx, tenantID, c.IdempotencyKey); err != nil {
+			return nil, fmt.Errorf("outbox: idempotency key: %w", err)
+		}
+		return replay(prior, c.hash)
+	}
+	return &Sent{ID: ins[0].ID, HandoffState: db.HandoffQueued}, nil
+}
+
+// replay answers a send whose idempotency key the tenant already used.
+func replay(prior *db.Outbound, hash []byte) (*Sent, error) {
+	if !bytes.Equal(prior.RequestSHA256, hash) {
+		return nil, ErrKeyConflict
+	}
+	return &Sent{ID: prior.ID, HandoffState: prior.HandoffState, Replayed: true}, nil
+}
+
+// newRow checks the command against the database (its account, the
+// message it edits) and builds its row.
+func newRow(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c *command) (*db.OutboxNew, error) {
+	acct, err := db.AccountGet(ctx, tx, tenantID, c.AccountID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, &ValidationError{Field: "account_id", Reason: "account_id: no such account", Err: ErrAccountNotFound}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox: account: %w", err)
+	}
+	if acct.Status != db.AccountActive {
+		return nil, &ValidationError{Field: "account_id", Reason: "account_id: the account is " + acct.Status, Err: ErrAccountDisabled}
+	}
+	if c.EditOf != nil {
+		orig, err := db.OutboxGet(ctx, tx, tenantID, *c.EditOf)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil, invalid("edit_of", "edit_of: no such outbound message")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("outbox: edited message: %w", err)
+		}
+		if orig.AccountID != c.AccountID || orig.ConversationID != c.ConversationID {
+			return nil, invalid("edit_of", "edit_of: the edited message was sent on another account or conversation")
+		}
+	}
+	row := &db.OutboxNew{ID: db.NewOutboxID(), AccountID: acct.ID, ChannelType: acct.ChannelType,
+		ConversationID: c.ConversationID, ThreadID: c.ThreadID, IdempotencyKey: c.IdempotencyKey,
+		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf}
+	if c.rich != nil {
+		row.RichContent, _ = json.Marshal(c.rich)
+	}
+	if len(c.Attachments) > 0 {
+		row.Attachments, _ = json.Marshal(c.Attachments)
+	}
+	return row, nil
+}
+
+// EnqueueTx writes rows as they are — no checks: Send makes them — in
+// transaction tx (scoped to tenantID): the dispatch jobs in one insert,
+// then the queued rows with their first events in another. It fills in
+// each row's JobID (and ID when unset) and returns the rows inserted.
+// A row whose idempotency key the tenant already used is not inserted,
+// but its job is: a caller that got fewer rows than it gave rolls tx back
+// or deletes those jobs (Send does). Benchmarks and tests use it to
+// enqueue in bulk.
+func (s *Service) EnqueueTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, rows []db.OutboxNew) ([]db.OutboxInserted, error) {
+	params := make([]river.InsertManyParams, len(rows))
+	for i := range rows {
+		if rows[i].ID == uuid.Nil {
+			rows[i].ID = db.NewOutboxID()
+		}
+		params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: rows[i].ID, AccountID: rows[i].AccountID}}
+	}
+	res, err := s.river.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue dispatch: %w", err)
+	}
+	for i := range rows {
+		rows[i].JobID = res[i].Job.ID
+	}
+	ins, err := db.OutboxInsertBatch(ctx, tx, tenantID, rows)
+	if err != nil {
+		return nil, fmt.Errorf("insert outbox: %w", err)
+	}
+	return ins, nil
+}
