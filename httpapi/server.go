@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
@@ -32,7 +33,7 @@ type Deps struct {
 	SchemaCheck func(ctx context.Context) error
 	// Registry, Accounts and Ingester serve webhooks.
 	Registry *channels.Registry
-	Accounts *ingest.Accounts
+	Accounts *accounts.Resolver
 	Ingester *ingest.Ingester
 	// River inserts jobs transactionally with API writes (outbound
 	// dispatch); it may be an insert-only client.
@@ -61,7 +62,7 @@ type Server struct {
 	schemaCheck func(ctx context.Context) error
 
 	registry        *channels.Registry
-	accounts        *ingest.Accounts
+	accounts        *accounts.Resolver
 	ingester        *ingest.Ingester
 	webhookDeadline time.Duration
 	webhookMaxBody  int64
