@@ -6,7 +6,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/...
+RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/...
 
 .PHONY: run test lint generate check-generated build bench bench-ingest bench-consume postgres fmt
 

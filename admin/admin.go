@@ -1,8 +1,8 @@
-// Package admin holds MIO's operator operations — tenants, accounts with
-// their encrypted credentials, API and admin tokens — independent of
-// transport. The `mio admin` CLI calls it today; the admin HTTP API will
-// call the same functions. Secrets are sealed with the master key before
-// they reach the database and are never returned.
+// Package admin holds MIO's operator operations — tenants, accounts, API
+// and admin tokens — independent of transport. The `mio admin` CLI calls it
+// today; the admin HTTP API will call the same functions. A new account is
+// validated and its secrets sealed by package accounts before it reaches
+// the database; secrets are never returned.
 package admin
 
 import (
@@ -10,15 +10,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/secretbox"
 )
 
@@ -64,16 +65,9 @@ type AccountCreateParams struct {
 	Credentials json.RawMessage
 	// WebhookSecret is the secret verifying inbound webhooks, sealed.
 	WebhookSecret string
-	// Validate, when set, checks the resulting configuration with the
-	// channel adapter before anything is written.
-	Validate func(acct AccountSecrets) error
-}
-
-// AccountSecrets is an account with its secrets opened.
-type AccountSecrets struct {
-	Account       *db.Account
-	Credentials   json.RawMessage
-	WebhookSecret string
+	// Registry, when set, has the channel's adapter check the resulting
+	// configuration before anything is written.
+	Registry *channels.Registry
 }
 
 // AccountInfo is what operators see of an account: never its secrets.
@@ -86,58 +80,25 @@ type AccountInfo struct {
 
 // AccountCreate validates and stores an account with sealed secrets.
 func (s *Service) AccountCreate(ctx context.Context, p AccountCreateParams) (*AccountInfo, error) {
-	if !validChannel(p.ChannelType) {
-		return nil, fmt.Errorf("%w: channel type %q: want one of %s", ErrInvalid, p.ChannelType, strings.Join(envelope.ChannelTypes(), ", "))
-	}
 	if strings.TrimSpace(p.DisplayName) == "" {
 		p.DisplayName = p.ChannelType
 	}
-	for name, raw := range map[string]json.RawMessage{"settings": p.Settings, "credentials": p.Credentials} {
-		if len(raw) == 0 {
-			continue
-		}
-		var obj map[string]any
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return nil, fmt.Errorf("%w: %s must be a JSON object: %v", ErrInvalid, name, err)
-		}
+	spec := &accounts.Spec{TenantID: p.TenantID, ID: uuid.New(), ChannelType: p.ChannelType, DisplayName: p.DisplayName,
+		ExternalID: p.ExternalID, Settings: p.Settings, Credentials: p.Credentials, WebhookSecret: p.WebhookSecret}
+	if err := spec.Validate(p.Registry); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	id := uuid.New()
-	if p.Validate != nil {
-		probe := AccountSecrets{
-			Account:     &db.Account{TenantID: p.TenantID, ID: id, ChannelType: p.ChannelType, ExternalID: p.ExternalID, Settings: p.Settings},
-			Credentials: p.Credentials, WebhookSecret: p.WebhookSecret,
-		}
-		if err := p.Validate(probe); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
-		}
-	}
-	var credEnc, secretEnc []byte
-	if len(p.Credentials) > 0 || p.WebhookSecret != "" {
-		if s.box == nil {
-			return nil, errors.New("MIO_MASTER_KEY is not set: it is needed to store credentials encrypted")
-		}
-		var err error
-		if len(p.Credentials) > 0 {
-			if credEnc, err = s.box.Seal(p.Credentials, CredentialsAD(id)); err != nil {
-				return nil, err
-			}
-		}
-		if p.WebhookSecret != "" {
-			if secretEnc, err = s.box.Seal([]byte(p.WebhookSecret), WebhookSecretAD(id)); err != nil {
-				return nil, err
-			}
-		}
+	row, err := spec.Seal(s.box)
+	if err != nil {
+		return nil, err
 	}
 	var acct *db.Account
-	err := db.InTenantTx(ctx, s.pool, p.TenantID, func(tx pgx.Tx) error {
+	err = db.InTenantTx(ctx, s.pool, p.TenantID, func(tx pgx.Tx) error {
 		if _, err := db.TenantGet(ctx, tx, p.TenantID); err != nil {
 			return fmt.Errorf("tenant %s: %w", p.TenantID, err)
 		}
 		var err error
-		acct, err = db.AccountInsert(ctx, tx, &db.AccountInsertParams{
-			TenantID: p.TenantID, ID: id, ChannelType: p.ChannelType, DisplayName: p.DisplayName,
-			ExternalID: p.ExternalID, Settings: p.Settings, CredentialsEnc: credEnc, WebhookSecretEnc: secretEnc,
-		})
+		acct, err = db.AccountInsert(ctx, tx, row)
 		return err
 	})
 	if err != nil {
@@ -204,36 +165,23 @@ func WebhookURL(publicURL, channelType string, id uuid.UUID) string {
 	return strings.TrimRight(publicURL, "/") + "/webhooks/" + channelType + "/" + id.String()
 }
 
-// CredentialsAD and WebhookSecretAD bind sealed values to their account
-// and column.
-func CredentialsAD(accountID uuid.UUID) []byte { return []byte(accountID.String() + "/credentials") }
-
-// WebhookSecretAD is the additional data of a sealed webhook secret.
-func WebhookSecretAD(accountID uuid.UUID) []byte {
-	return []byte(accountID.String() + "/webhook_secret")
-}
-
 // TokenCreate creates an API token for a tenant and returns it in plain
 // text, the only time it is ever visible.
-func (s *Service) TokenCreate(ctx context.Context, tenantID uuid.UUID, name string, roles []string) (string, *db.APIToken, error) {
+func (s *Service) TokenCreate(ctx context.Context, tenantID uuid.UUID, name string, roles []db.Role) (string, *db.APIToken, error) {
 	if strings.TrimSpace(name) == "" {
 		return "", nil, fmt.Errorf("%w: token name is required", ErrInvalid)
 	}
 	if len(roles) == 0 {
 		return "", nil, fmt.Errorf("%w: at least one role (consume, produce, read) is required", ErrInvalid)
 	}
-	seen := map[string]bool{}
 	for _, r := range roles {
-		if r != db.RoleConsume && r != db.RoleProduce && r != db.RoleRead {
+		if !r.Valid() {
 			return "", nil, fmt.Errorf("%w: role %q: want consume, produce or read", ErrInvalid, r)
 		}
-		seen[r] = true
 	}
-	roles = roles[:0]
-	for r := range seen {
-		roles = append(roles, r)
-	}
-	sort.Strings(roles)
+	roles = slices.Clone(roles)
+	slices.Sort(roles)
+	roles = slices.Compact(roles)
 	token, hash := db.NewAPITokenSecret(tenantID)
 	var tok *db.APIToken
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
@@ -251,20 +199,11 @@ func (s *Service) TokenCreate(ctx context.Context, tenantID uuid.UUID, name stri
 }
 
 // AdminTokenCreate creates an admin token.
-func (s *Service) AdminTokenCreate(ctx context.Context, name string, roles []string) (string, *db.AdminToken, error) {
+func (s *Service) AdminTokenCreate(ctx context.Context, name string, roles []db.AdminRole) (string, *db.AdminToken, error) {
 	token, hash := db.NewAdminTokenSecret()
 	t, err := db.AdminTokenInsert(ctx, s.pool, name, roles, hash)
 	if err != nil {
 		return "", nil, err
 	}
 	return token, t, nil
-}
-
-func validChannel(ct string) bool {
-	for _, c := range envelope.ChannelTypes() {
-		if c == ct {
-			return true
-		}
-	}
-	return false
 }

@@ -80,7 +80,7 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 	if err != nil {
 		return nil, err
 	}
-	token, _, err := svc.TokenCreate(ctx, tenant.ID, "bench", []string{db.RoleConsume})
+	token, _, err := svc.TokenCreate(ctx, tenant.ID, "bench", []db.Role{db.RoleConsume})
 	if err != nil {
 		return nil, err
 	}

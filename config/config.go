@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -318,6 +319,28 @@ func Load(name string, args []string, getenv func(string) string, usageOut io.Wr
 // LoadWith is Load with a command's own flags registered on the same flag
 // set (register may be nil).
 func LoadWith(name string, args []string, getenv func(string) string, usageOut io.Writer, register func(*flag.FlagSet)) (*Config, []string, error) {
+	return load(name, args, getenv, usageOut, register, nil)
+}
+
+// LoadOnly is LoadWith accepting on the command line only the named
+// configuration flags (e.g. "database-url") besides the command's own:
+// any other is a usage error. The environment and defaults still supply
+// every setting.
+func LoadOnly(name string, args []string, getenv func(string) string, usageOut io.Writer, register func(*flag.FlagSet), flags ...string) (*Config, []string, error) {
+	opts := options()
+	only := make(map[string]bool, len(flags))
+	for _, f := range flags {
+		if !slices.ContainsFunc(opts, func(o option) bool { return o.flag == f }) {
+			panic("config: LoadOnly: no configuration flag --" + f)
+		}
+		only[f] = true
+	}
+	return load(name, args, getenv, usageOut, register, only)
+}
+
+// load parses args over the environment over defaults; only, when not
+// nil, names the configuration flags accepted.
+func load(name string, args []string, getenv func(string) string, usageOut io.Writer, register func(*flag.FlagSet), only map[string]bool) (*Config, []string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usageOut)
 	if register != nil {
@@ -326,7 +349,9 @@ func LoadWith(name string, args []string, getenv func(string) string, usageOut i
 	opts := options()
 	vals := make(map[string]*string, len(opts))
 	for _, o := range opts {
-		vals[o.flag] = fs.String(o.flag, "", usageLine(o))
+		if only == nil || only[o.flag] {
+			vals[o.flag] = fs.String(o.flag, "", usageLine(o))
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err

@@ -46,6 +46,20 @@ func TestLoadPrecedence(t *testing.T) {
 	require.Equal(t, "postgres://x@y/z", c.DatabaseURL, "MIO_DATABASE_URL wins over DATABASE_URL")
 }
 
+func TestLoadOnly(t *testing.T) {
+	t.Parallel()
+	env := envMap(map[string]string{"MIO_ARCHIVE_INTERVAL": "5m"})
+	c, rest, err := LoadOnly("test", []string{"--database-url", "postgres://a@b/c", "x"}, env, io.Discard, nil, "database-url")
+	require.NoError(t, err)
+	require.Equal(t, []string{"x"}, rest)
+	require.Equal(t, "postgres://a@b/c", c.DatabaseURL)
+	require.Equal(t, 5*time.Minute, c.ArchiveInterval, "the environment still supplies every setting")
+
+	_, _, err = LoadOnly("test", []string{"--archive-interval", "1m"}, env, io.Discard, nil, "database-url")
+	require.ErrorContains(t, err, "archive-interval")
+	require.Panics(t, func() { _, _, _ = LoadOnly("test", nil, env, io.Discard, nil, "no-such-flag") })
+}
+
 func TestLoadSecretFile(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -85,7 +85,7 @@ func TestAuth(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	_, _, readOnly := b.newTenant(t, "read")
-	revoked, meta, err := b.svc.TokenCreate(context.Background(), b.tenant, "revoked", []string{"consume"})
+	revoked, meta, err := b.svc.TokenCreate(context.Background(), b.tenant, "revoked", []db.Role{db.RoleConsume})
 	require.NoError(t, err)
 	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
 		_, err := db.APITokenRevoke(context.Background(), tx, b.tenant, meta.ID)

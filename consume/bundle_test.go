@@ -52,7 +52,7 @@ func setup(t *testing.T) *testBundle {
 }
 
 // newTenant creates a tenant with a webhook account and a token.
-func (b *testBundle) newTenant(t *testing.T, roles ...string) (uuid.UUID, uuid.UUID, string) {
+func (b *testBundle) newTenant(t *testing.T, roles ...db.Role) (uuid.UUID, uuid.UUID, string) {
 	t.Helper()
 	ctx := context.Background()
 	tn, err := b.svc.TenantCreate(ctx, "t")

@@ -36,7 +36,7 @@ func setupTenancy(t *testing.T) *tenancyBundle {
 			return err
 		}
 		_, b.tokenBHash = db.NewAPITokenSecret(b.tenantB)
-		_, err = db.APITokenInsert(ctx, tx, b.tenantB, "b", []string{db.RoleConsume}, b.tokenBHash)
+		_, err = db.APITokenInsert(ctx, tx, b.tenantB, "b", []db.Role{db.RoleConsume}, b.tokenBHash)
 		return err
 	}))
 	return b
@@ -121,7 +121,7 @@ func TestTenantIsolation(t *testing.T) {
 		require.Contains(t, err.Error(), "row-level security")
 		err = db.InTenantTx(ctx, b.env.Pool, b.tenantA, func(tx pgx.Tx) error {
 			_, hash := db.NewAPITokenSecret(b.tenantB)
-			_, err := db.APITokenInsert(ctx, tx, b.tenantB, "sneaky", []string{db.RoleRead}, hash)
+			_, err := db.APITokenInsert(ctx, tx, b.tenantB, "sneaky", []db.Role{db.RoleRead}, hash)
 			return err
 		})
 		require.Error(t, err)

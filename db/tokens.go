@@ -15,12 +15,46 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
+// Role is an API token role, as stored in mio.api_tokens.roles.
+type Role string
+
 // API token roles.
 const (
-	RoleConsume = "consume"
-	RoleProduce = "produce"
-	RoleRead    = "read"
+	RoleConsume Role = "consume"
+	RoleProduce Role = "produce"
+	RoleRead    Role = "read"
 )
+
+// Valid reports whether r is an API token role.
+func (r Role) Valid() bool { return r == RoleConsume || r == RoleProduce || r == RoleRead }
+
+// AdminRole is an admin token role, as stored in mio.admin_tokens.roles.
+type AdminRole string
+
+// Admin token roles: a viewer reads, an operator also changes things, a
+// credential admin manages account credentials.
+const (
+	AdminRoleViewer          AdminRole = "viewer"
+	AdminRoleOperator        AdminRole = "operator"
+	AdminRoleCredentialAdmin AdminRole = "credential-admin"
+)
+
+// roleStrings and rolesFrom convert roles to and from the text[] column.
+func roleStrings[R ~string](roles []R) []string {
+	out := make([]string, len(roles))
+	for i, r := range roles {
+		out[i] = string(r)
+	}
+	return out
+}
+
+func rolesFrom[R ~string](roles []string) []R {
+	out := make([]R, len(roles))
+	for i, r := range roles {
+		out[i] = R(r)
+	}
+	return out
+}
 
 // ErrBadToken: a token that is malformed, unknown or revoked.
 var ErrBadToken = errors.New("invalid or revoked token")
@@ -31,14 +65,14 @@ type APIToken struct {
 	TenantID   uuid.UUID  `json:"tenant_id"`
 	ID         uuid.UUID  `json:"id"`
 	Name       string     `json:"name"`
-	Roles      []string   `json:"roles"`
+	Roles      []Role     `json:"roles"`
 	CreatedAt  time.Time  `json:"created_at"`
 	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
 }
 
 // HasRole reports whether the token carries role.
-func (t *APIToken) HasRole(role string) bool {
+func (t *APIToken) HasRole(role Role) bool {
 	for _, r := range t.Roles {
 		if r == role {
 			return true
@@ -48,7 +82,7 @@ func (t *APIToken) HasRole(role string) bool {
 }
 
 func apiTokenFrom(r dbsqlc.MioApiToken) *APIToken {
-	return &APIToken{TenantID: r.TenantID, ID: r.ID, Name: r.Name, Roles: r.Roles,
+	return &APIToken{TenantID: r.TenantID, ID: r.ID, Name: r.Name, Roles: rolesFrom[Role](r.Roles),
 		CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt, RevokedAt: r.RevokedAt}
 }
 
@@ -83,9 +117,9 @@ func ParseAPIToken(token string) (tenantID uuid.UUID, hash []byte, err error) {
 }
 
 // APITokenInsert stores a token's hash and metadata.
-func APITokenInsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string, roles []string, hash []byte) (*APIToken, error) {
+func APITokenInsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string, roles []Role, hash []byte) (*APIToken, error) {
 	r, err := queries().APITokenInsert(ctx, tx, &dbsqlc.APITokenInsertParams{
-		TenantID: tenantID, ID: uuid.New(), Name: name, Roles: roles, TokenSha256: hash})
+		TenantID: tenantID, ID: uuid.New(), Name: name, Roles: roleStrings(roles), TokenSha256: hash})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -146,20 +180,20 @@ func NewAdminTokenSecret() (token string, hash []byte) {
 
 // AdminToken is an operator token for the admin listener.
 type AdminToken struct {
-	ID        uuid.UUID  `json:"id"`
-	Name      string     `json:"name"`
-	Roles     []string   `json:"roles"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	ID        uuid.UUID   `json:"id"`
+	Name      string      `json:"name"`
+	Roles     []AdminRole `json:"roles"`
+	CreatedAt time.Time   `json:"created_at"`
+	RevokedAt *time.Time  `json:"revoked_at,omitempty"`
 }
 
 // AdminTokenInsert stores an admin token's hash.
-func AdminTokenInsert(ctx context.Context, tx DBTX, name string, roles []string, hash []byte) (*AdminToken, error) {
-	r, err := queries().AdminTokenInsert(ctx, tx, &dbsqlc.AdminTokenInsertParams{ID: uuid.New(), Name: name, Roles: roles, TokenSha256: hash})
+func AdminTokenInsert(ctx context.Context, tx DBTX, name string, roles []AdminRole, hash []byte) (*AdminToken, error) {
+	r, err := queries().AdminTokenInsert(ctx, tx, &dbsqlc.AdminTokenInsertParams{ID: uuid.New(), Name: name, Roles: roleStrings(roles), TokenSha256: hash})
 	if err != nil {
 		return nil, translate(err)
 	}
-	return &AdminToken{ID: r.ID, Name: r.Name, Roles: r.Roles, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}, nil
+	return &AdminToken{ID: r.ID, Name: r.Name, Roles: rolesFrom[AdminRole](r.Roles), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}, nil
 }
 
 // AdminTokenAuthenticate returns the live admin token for a plaintext
@@ -176,5 +210,5 @@ func AdminTokenAuthenticate(ctx context.Context, tx DBTX, token string) (*AdminT
 	if r.RevokedAt != nil {
 		return nil, ErrBadToken
 	}
-	return &AdminToken{ID: r.ID, Name: r.Name, Roles: r.Roles, CreatedAt: r.CreatedAt}, nil
+	return &AdminToken{ID: r.ID, Name: r.Name, Roles: rolesFrom[AdminRole](r.Roles), CreatedAt: r.CreatedAt}, nil
 }

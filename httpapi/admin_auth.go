@@ -15,17 +15,11 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// Admin token roles: a viewer reads, an operator also changes things.
-const (
-	AdminRoleViewer   = "viewer"
-	AdminRoleOperator = "operator"
-)
-
 // AdminPrincipal is the authenticated caller of an admin request.
 type AdminPrincipal struct {
 	TokenID uuid.UUID
 	Name    string
-	Roles   []string
+	Roles   []db.AdminRole
 }
 
 type adminPrincipalKey struct{}
@@ -52,7 +46,7 @@ const adminTokenTTL = 5 * time.Second
 // adminAuth requires an admin bearer token holding one of roles: 401 when
 // it is missing, unknown or revoked, 403 when it lacks the role. An
 // operator may do everything a viewer may.
-func (s *Server) adminAuth(roles ...string) func(http.Handler) http.Handler {
+func (s *Server) adminAuth(roles ...db.AdminRole) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -74,10 +68,10 @@ func (s *Server) adminAuth(roles ...string) func(http.Handler) http.Handler {
 			allowed := false
 			for _, role := range roles {
 				allowed = allowed || slices.Contains(p.Roles, role) ||
-					(role == AdminRoleViewer && slices.Contains(p.Roles, AdminRoleOperator))
+					(role == db.AdminRoleViewer && slices.Contains(p.Roles, db.AdminRoleOperator))
 			}
 			if !allowed {
-				writeError(w, http.StatusForbidden, "forbidden", "admin token lacks role "+strings.Join(roles, " or "))
+				writeError(w, http.StatusForbidden, "forbidden", "admin token lacks role "+orRoles(roles))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), adminPrincipalKey{}, p)))

@@ -24,9 +24,9 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
-	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
@@ -88,21 +88,10 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 	t.Cleanup(botAPI.Close)
 
 	registry := builtin.Registry(builtin.Options{APIBase: map[string]string{envelope.ChannelTelegram: botAPI.URL}})
-	loader := func(ctx context.Context, tenantID, accountID uuid.UUID) (channels.Account, error) {
-		var row *db.Account
-		err := db.InTenantTx(ctx, env.Pool, tenantID, func(tx pgx.Tx) error {
-			var err error
-			row, err = db.AccountGet(ctx, tx, tenantID, accountID)
-			return err
-		})
-		if err != nil {
-			return channels.Account{}, err
-		}
-		return ingest.OpenSecrets(box, row)
-	}
+	resolver := accounts.NewResolver(env.Pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	set := workers.NewSet()
 	set.AddEnrich(&workers.EnrichWorker{
-		Pool: env.Pool, Blob: store, Registry: registry, Accounts: loader,
+		Pool: env.Pool, Blob: store, Registry: registry, Accounts: resolver,
 		Clients: workers.NewFetchClients(registry, workers.FetchOptions{
 			AllowHTTP: true, AllowedNets: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 			AllowedHosts: map[string][]string{envelope.ChannelTelegram: {"127.0.0.1"}},
@@ -125,7 +114,7 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 	t.Cleanup(ing.Stop)
 	api := httpapi.New(httpapi.Deps{
 		Pool: env.Pool, Metrics: metrics.New(), Registry: registry,
-		Accounts: ingest.NewAccounts(env.Pool, box, registry, time.Second), Ingester: ing,
+		Accounts: resolver, Ingester: ing,
 		Blob: store, AttachmentURLTTL: urlTTL,
 	})
 	srv := httptest.NewServer(api.PublicHandler())
@@ -133,7 +122,7 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 	return &mediaServer{env: env, srv: srv, tenant: tenant.ID, account: acct.ID, svc: svc, store: store, jobs: jobs}
 }
 
-func (m *mediaServer) token(t *testing.T, roles ...string) string {
+func (m *mediaServer) token(t *testing.T, roles ...db.Role) string {
 	t.Helper()
 	tok, _, err := m.svc.TokenCreate(context.Background(), m.tenant, "agent", roles)
 	require.NoError(t, err)
@@ -248,7 +237,7 @@ func TestAttachmentEndToEnd(t *testing.T) {
 	t.Run("OtherTenantSees404", func(t *testing.T) {
 		other, err := m.svc.TenantCreate(context.Background(), "other")
 		require.NoError(t, err)
-		tok, _, err := m.svc.TokenCreate(context.Background(), other.ID, "agent", []string{"read", "consume"})
+		tok, _, err := m.svc.TokenCreate(context.Background(), other.ID, "agent", []db.Role{db.RoleRead, db.RoleConsume})
 		require.NoError(t, err)
 		resp, _ := get(t, url, tok, nil)
 		require.Equal(t, http.StatusNotFound, resp.StatusCode)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,17 +19,22 @@ import (
 type Principal struct {
 	TenantID uuid.UUID
 	TokenID  uuid.UUID
-	Roles    []string
+	Roles    []db.Role
 }
 
 // Has reports whether the principal holds role.
-func (p *Principal) Has(role string) bool {
-	for _, r := range p.Roles {
-		if r == role {
-			return true
+func (p *Principal) Has(role db.Role) bool { return slices.Contains(p.Roles, role) }
+
+// orRoles names roles for an error message: "read or consume".
+func orRoles[R ~string](roles []R) string {
+	var b strings.Builder
+	for i, r := range roles {
+		if i > 0 {
+			b.WriteString(" or ")
 		}
+		b.WriteString(string(r))
 	}
-	return false
+	return b.String()
 }
 
 type principalKey struct{}
@@ -80,7 +86,7 @@ func (c *tokenCache) put(hash []byte, p *Principal) {
 // when the token is missing, malformed, unknown or revoked; 403 when it
 // lacks the role. Every query of the request then runs under the token's
 // tenant.
-func (s *Server) authenticate(roles ...string) func(http.Handler) http.Handler {
+func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			h := r.Header.Get("Authorization")
@@ -122,7 +128,7 @@ func (s *Server) authenticate(roles ...string) func(http.Handler) http.Handler {
 				allowed = allowed || p.Has(role)
 			}
 			if !allowed {
-				writeError(w, http.StatusForbidden, "forbidden", "token lacks role "+strings.Join(roles, " or "))
+				writeError(w, http.StatusForbidden, "forbidden", "token lacks role "+orRoles(roles))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

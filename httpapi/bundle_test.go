@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/slack"
@@ -109,7 +110,7 @@ func setup(t testing.TB, opts ...bundleOpts) *testBundle {
 	t.Cleanup(b.ingester.Stop)
 	api := httpapi.New(httpapi.Deps{
 		Pool: env.Pool, Metrics: b.metrics, Registry: registry,
-		Accounts: ingest.NewAccounts(env.Pool, box, registry, time.Second), Ingester: b.ingester,
+		Accounts: accounts.NewResolver(env.Pool, accounts.ResolverConfig{Box: box, Registry: registry}), Ingester: b.ingester,
 		WebhookMaxBody: o.maxBody, WebhookDeadline: o.deadline,
 	})
 	b.srv = httptest.NewServer(api.PublicHandler())

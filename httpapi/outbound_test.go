@@ -63,13 +63,13 @@ func newOutAPI(t *testing.T) *outAPI {
 				require.NoError(t, err)
 			}
 		}
-		for _, r := range []string{"produce", "read", "consume"} {
-			tok, _, err := svc.TokenCreate(ctx, tn.ID, r, []string{r})
+		for _, r := range []db.Role{db.RoleProduce, db.RoleRead, db.RoleConsume} {
+			tok, _, err := svc.TokenCreate(ctx, tn.ID, string(r), []db.Role{r})
 			require.NoError(t, err)
 			switch r {
-			case "produce":
+			case db.RoleProduce:
 				ot.produce = tok
-			case "read":
+			case db.RoleRead:
 				ot.read = tok
 			default:
 				ot.consume = tok
@@ -327,7 +327,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	t.Parallel()
 	o := newOutAPI(t)
 	ctx := context.Background()
-	token := func(roles ...string) string {
+	token := func(roles ...db.AdminRole) string {
 		tok, hash := db.NewAdminTokenSecret()
 		_, err := db.AdminTokenInsert(ctx, o.env.Pool, "t", roles, hash)
 		require.NoError(t, err)

@@ -62,10 +62,10 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
 	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
-	r.With(s.adminAuth(AdminRoleViewer)).Get("/admin/v1/dead-letters", s.adminDeadList)
-	r.With(s.adminAuth(AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)
-	r.With(s.adminAuth(AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/requeue", s.adminDeadRequeue)
-	r.With(s.adminAuth(AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/discard", s.adminDeadDiscard)
+	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters", s.adminDeadList)
+	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)
+	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/requeue", s.adminDeadRequeue)
+	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/discard", s.adminDeadDiscard)
 	// Profiling for operators (the admin listener is loopback by default).
 	r.HandleFunc("/debug/pprof/*", pprof.Index)
 	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

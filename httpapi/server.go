@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
@@ -31,7 +32,7 @@ type Deps struct {
 	SchemaCheck func(ctx context.Context) error
 	// Registry, Accounts and Ingester serve webhooks.
 	Registry *channels.Registry
-	Accounts *ingest.Accounts
+	Accounts *accounts.Resolver
 	Ingester *ingest.Ingester
 	// Outbox serves /v1/outbound; nil serves reads only (sends and
 	// resends answer 503: outbound dispatch is not configured).
@@ -60,7 +61,7 @@ type Server struct {
 	schemaCheck func(ctx context.Context) error
 
 	registry        *channels.Registry
-	accounts        *ingest.Accounts
+	accounts        *accounts.Resolver
 	ingester        *ingest.Ingester
 	webhookDeadline time.Duration
 	webhookMaxBody  int64

@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/ingest"
@@ -60,9 +61,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", "body exceeds "+strconv.FormatInt(s.webhookMaxBody, 10)+" bytes")
 		return
 	}
-	acct, err := s.accounts.Resolve(ctx, channelType, id)
+	acct, err := s.accounts.Inbound(ctx, channelType, id)
 	if err != nil {
-		if errors.Is(err, ingest.ErrUnknownAccount) {
+		if errors.Is(err, accounts.ErrUnknown) {
 			writeError(w, http.StatusNotFound, "unknown_account", "unknown, disabled or mismatched account")
 			return
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
@@ -23,7 +24,7 @@ const maxSourceIDLen = 512
 // message's state (received while attachments are pending), and makes
 // every string storable (PostgreSQL text and jsonb refuse NUL and invalid
 // UTF-8, which a signed body can carry).
-func Prepare(acct *Account, parsed *channels.Parsed, raw []byte, now time.Time) *Request {
+func Prepare(acct *accounts.Account, parsed *channels.Parsed, raw []byte, now time.Time) *Request {
 	req := &Request{TenantID: acct.TenantID}
 	for i := range parsed.Messages {
 		m := parsed.Messages[i]

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
@@ -34,7 +35,7 @@ func (b *mediaBundle) insertReady(t testing.TB, ct string, n int, receivedAt tim
 		msgs[i] = envelope.Message{SourceMessageID: uuid.NewString(), Conversation: envelope.Conversation{ID: fmt.Sprintf("c%d", i%7), Type: envelope.ConversationGroup},
 			Sender: envelope.Sender{ID: "u1", DisplayName: "Ann"}, Text: fmt.Sprintf("hello\nline %d", i), SentAt: receivedAt.Add(-time.Second)}
 	}
-	req := ingest.Prepare(&ingest.Account{ID: b.accounts[ct], TenantID: b.tenant, ChannelType: ct},
+	req := ingest.Prepare(&accounts.Account{ID: b.accounts[ct], TenantID: b.tenant, ChannelType: ct},
 		&channels.Parsed{Messages: msgs}, []byte("{\n  \"update_id\": 1\n}"), receivedAt)
 	_, err := db.IngestCommit(context.Background(), b.env.Pool, []db.IngestGroup{{TenantID: b.tenant, Rows: req.Messages}})
 	require.NoError(t, err)
@@ -191,7 +192,7 @@ func TestArchiveNeverSkipsLateCommit(t *testing.T) {
 	require.NoError(t, err)
 	defer slow.Rollback(ctx) //nolint:errcheck
 	msg := envelope.Message{SourceMessageID: "late", Conversation: envelope.Conversation{ID: "c", Type: "dm"}, Sender: envelope.Sender{ID: "u"}}
-	req := ingest.Prepare(&ingest.Account{ID: b.accounts[envelope.ChannelWebhook], TenantID: b.tenant, ChannelType: envelope.ChannelWebhook},
+	req := ingest.Prepare(&accounts.Account{ID: b.accounts[envelope.ChannelWebhook], TenantID: b.tenant, ChannelType: envelope.ChannelWebhook},
 		&channels.Parsed{Messages: []envelope.Message{msg}}, nil, time.Now())
 	_, err = db.InboxInsertBatch(ctx, slow, b.tenant, req.Messages)
 	require.NoError(t, err)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
-	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/jobs"
@@ -31,6 +31,10 @@ const DispatchMaxWorkersDefault = 400
 // DispatchConfig configures the dispatcher. Zero values take the
 // defaults named on each field.
 type DispatchConfig struct {
+	// Accounts resolves each row's account with its sending adapter; its
+	// cache bounds how soon an account change reaches the dispatcher
+	// (accounts.CacheTTL). Required.
+	Accounts *accounts.Resolver
 	// BackoffBase and BackoffMax shape the retry delay after a transient
 	// failure: attempt k waits a uniformly random time in
 	// [0, min(BackoffMax, BackoffBase·2^(k-1))] (full jitter). Defaults
@@ -67,14 +71,10 @@ type DispatchConfig struct {
 	MaxWorkers int
 	// Metrics records sends; nil records into a private registry.
 	Metrics *metrics.Outbound
-	// OpenSecrets opens an account's sealed secrets. Required.
-	OpenSecrets OpenSecretsFunc
 	// ReceiptTimeout is how long a message sent on a channel with
 	// delivery receipts waits for a delivered or read receipt before its
 	// provider_state becomes timed_out. Default 24h.
 	ReceiptTimeout time.Duration
-	// Registry holds the channel adapters. Required.
-	Registry *channels.Registry
 	// SendTimeout bounds one provider call. Default 30s.
 	SendTimeout time.Duration
 }
@@ -138,11 +138,10 @@ func (c *DispatchConfig) inlineBudget() time.Duration { return 5 * c.InlineWait 
 // batch of attempts and claims the next batch of rows, so the database
 // cost of a send is a fraction of one short transaction.
 type Dispatcher struct {
-	pool    *pgxpool.Pool
-	cfg     DispatchConfig
-	senders *senders
-	lanes   *laneSignals
-	ops     *groupCommit[opReq, opRes]
+	pool  *pgxpool.Pool
+	cfg   DispatchConfig
+	lanes *laneSignals
+	ops   *groupCommit[opReq, opRes]
 	// unlimited lists the channels without default rate limits.
 	unlimited []string
 	// sends bounds the provider calls in flight.
@@ -152,8 +151,7 @@ type Dispatcher struct {
 // NewDispatcher returns a dispatcher on pool.
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
-	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
-		senders: newSenders(pool, cfg.OpenSecrets, cfg.Registry, 10*time.Second)}
+	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends)}
 	for _, ct := range envelope.ChannelTypes() {
 		if len(defaultBuckets(ct)) == 0 {
 			d.unlimited = append(d.unlimited, ct)
@@ -203,11 +201,11 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 	// Rows of accounts without rate limits take the one-statement claim.
 	fast := false
 	if accountID != uuid.Nil {
-		snd, err := d.senders.get(ctx, tenantID, accountID)
-		if err != nil && !errors.Is(err, errAccountConfig) {
+		acct, err := d.cfg.Accounts.Outbound(ctx, tenantID, accountID)
+		if err != nil && !errors.Is(err, accounts.ErrCannotSend) {
 			return fmt.Errorf("dispatch %s: %w", id, err)
 		}
-		fast = err == nil && !snd.limited && len(defaultBuckets(snd.channelType)) == 0
+		fast = err == nil && !acct.RateLimited && len(defaultBuckets(acct.ChannelType)) == 0
 	}
 	for {
 		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
@@ -28,25 +29,25 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		d.deadLetter(tenantID, c, reason)
 		return fin, nil
 	}
-	snd, err := d.senders.get(ctx, tenantID, c.AccountID)
-	if errors.Is(err, errAccountConfig) {
+	acct, err := d.cfg.Accounts.Outbound(ctx, tenantID, c.AccountID)
+	if errors.Is(err, accounts.ErrCannotSend) {
 		return dead(errorText(err))
 	}
 	if err != nil {
 		return fin, err
 	}
-	if snd.status != db.AccountActive {
-		return dead("account is " + snd.status)
+	if acct.Status != db.AccountActive {
+		return dead("account is " + acct.Status)
 	}
 	msg, err := outboundMessage(c)
 	if err != nil {
 		return dead(errorText(err))
 	}
 
-	op, call := "send", snd.out.Send
+	op, call := "send", acct.Outbound.Send
 	editAsNew := ""
 	if c.EditOf != nil {
-		ed, canEdit := snd.out.(channels.Editor)
+		ed, canEdit := acct.Outbound.(channels.Editor)
 		switch {
 		case c.EditProviderMessageID == "":
 			editAsNew = "the original message has no provider message id (never handed off)"
@@ -89,7 +90,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID
 		}
-		if snd.caps.Receipts {
+		if acct.Capabilities.Receipts {
 			fin.ReceiptTimeout = d.cfg.ReceiptTimeout
 		}
 		d.cfg.Metrics.HandoffLatency.WithLabelValues(c.ChannelType).Observe(time.Since(c.CreatedAt).Seconds())
@@ -117,8 +118,8 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		fin.Error = errorText(err)
 		detail["error"] = fin.Error
 		maxAttempts := d.cfg.MaxAttempts
-		if snd.maxAttempts != nil {
-			maxAttempts = int(*snd.maxAttempts)
+		if acct.MaxAttempts != nil {
+			maxAttempts = int(*acct.MaxAttempts)
 		}
 		if inSeries := c.AttemptNo - c.SeriesFirstAttempt + 1; inSeries >= maxAttempts {
 			fin.Outcome = db.OutcomeDead
@@ -152,7 +153,7 @@ func (d *Dispatcher) disableAccount(ctx context.Context, tenantID, accountID uui
 		_, err := db.AccountSetStatus(ctx, tx, tenantID, accountID, db.AccountDisabled)
 		return err
 	})
-	d.senders.forget(accountID)
+	d.cfg.Accounts.Forget(accountID)
 	if err != nil {
 		d.cfg.Logger.Error("disable account whose endpoint is gone", "account_id", accountID, "err", err)
 		return

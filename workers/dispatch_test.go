@@ -18,12 +18,11 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
-	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
-	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
@@ -114,8 +113,8 @@ func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	cfg := o.dispatch
-	cfg.Registry = builtin.Registry(builtin.Options{APIBase: b.fake.apiBase()})
-	cfg.OpenSecrets = func(row *db.Account) (channels.Account, error) { return ingest.OpenSecrets(b.box, row) }
+	cfg.Accounts = accounts.NewResolver(pool, accounts.ResolverConfig{Box: b.box,
+		Registry: builtin.Registry(builtin.Options{APIBase: b.fake.apiBase()})})
 	if cfg.SendTimeout == 0 {
 		cfg.SendTimeout = 300 * time.Millisecond
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
@@ -29,10 +30,6 @@ import (
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
-
-// AccountLoader returns an installed account with its secrets opened, as
-// adapters read it. cmd wires it to the database and the master key.
-type AccountLoader func(ctx context.Context, tenantID, accountID uuid.UUID) (channels.Account, error)
 
 // EnrichWorker fetches the attachments of one inbox message into the blob
 // store and then makes the message ready.
@@ -56,7 +53,8 @@ type EnrichWorker struct {
 	Pool     *pgxpool.Pool
 	Blob     blob.Store
 	Registry *channels.Registry
-	Accounts AccountLoader
+	// Accounts opens the accounts' secrets for their fetchers.
+	Accounts *accounts.Resolver
 	// Clients holds the fetch client of each channel slug (see
 	// NewFetchClients).
 	Clients map[string]*fetch.Client
@@ -259,8 +257,8 @@ func (s *enrichRun) row(a *envelope.Attachment) *db.Attachment {
 
 func (s *enrichRun) account(ctx context.Context) (channels.Account, error) {
 	if s.acct == nil && s.acctErr == nil {
-		acct, err := s.w.Accounts(ctx, s.msg.TenantID, s.msg.AccountID)
-		if errors.Is(err, db.ErrNotFound) {
+		acct, err := s.w.Accounts.Secrets(ctx, s.msg.TenantID, s.msg.AccountID)
+		if errors.Is(err, accounts.ErrNotFound) {
 			err = &channels.PermanentError{Err: fmt.Errorf("account %s no longer exists", s.msg.AccountID)}
 		}
 		s.acct, s.acctErr = &acct, err

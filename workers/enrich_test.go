@@ -30,6 +30,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
@@ -147,24 +148,12 @@ func testFetch() workers.FetchOptions {
 	}
 }
 
-func (b *mediaBundle) loadAccount(ctx context.Context, tenantID, accountID uuid.UUID) (channels.Account, error) {
-	var row *db.Account
-	err := db.InTenantTx(ctx, b.env.Pool, tenantID, func(tx pgx.Tx) error {
-		var err error
-		row, err = db.AccountGet(ctx, tx, tenantID, accountID)
-		return err
-	})
-	if err != nil {
-		return channels.Account{}, err
-	}
-	return ingest.OpenSecrets(b.box, row)
-}
-
 func (b *mediaBundle) worker(t testing.TB, store blob.Store, fo workers.FetchOptions) *workers.EnrichWorker {
 	t.Helper()
 	return &workers.EnrichWorker{
-		Pool: b.env.Pool, Blob: store, Registry: b.registry, Accounts: b.loadAccount,
-		Clients: workers.NewFetchClients(b.registry, fo), Metrics: b.metrics, TempDir: t.TempDir(),
+		Pool: b.env.Pool, Blob: store, Registry: b.registry,
+		Accounts: accounts.NewResolver(b.env.Pool, accounts.ResolverConfig{Box: b.box, Registry: b.registry}),
+		Clients:  workers.NewFetchClients(b.registry, fo), Metrics: b.metrics, TempDir: t.TempDir(),
 	}
 }
 
@@ -174,7 +163,7 @@ func (b *mediaBundle) insert(t testing.TB, ct string, atts ...envelope.Attachmen
 	t.Helper()
 	msg := envelope.Message{SourceMessageID: uuid.NewString(), Conversation: envelope.Conversation{ID: "c1", Type: envelope.ConversationDM},
 		Sender: envelope.Sender{ID: "u1"}, Text: "with files", Attachments: atts, SentAt: time.Now()}
-	req := ingest.Prepare(&ingest.Account{ID: b.accounts[ct], TenantID: b.tenant, ChannelType: ct},
+	req := ingest.Prepare(&accounts.Account{ID: b.accounts[ct], TenantID: b.tenant, ChannelType: ct},
 		&channels.Parsed{Messages: []envelope.Message{msg}}, []byte(`{"raw":true}`), time.Now())
 	_, err := db.IngestCommit(context.Background(), b.env.Pool, []db.IngestGroup{{TenantID: b.tenant, Rows: req.Messages}})
 	require.NoError(t, err)

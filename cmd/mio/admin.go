@@ -16,7 +16,6 @@ import (
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/secretbox"
 )
 
@@ -34,38 +33,95 @@ const adminUsage = `mio admin — operator commands (connects with MIO_DATABASE_
   mio admin dead list [outbound|consumer|attachment] [--tenant ID] [--channel SLUG]
   mio admin dead show ID | requeue ID | discard ID [--tenant ID]
 
+Each command takes its own flags above, plus --database-url, --db-runtime-role,
+--master-key, --data-dir and --log-level (or their environment variables);
+account commands also --public-url. Other server flags are refused.
+
 Secrets are never taken as plain flags (they would land in shell history):
 give a file, '-' for standard input, or the name of an environment variable.
 Output is JSON; secrets are never printed back (a new token is shown once).
 `
+
+// adminCommand is what one admin command accepts on the command line
+// besides the configuration flags every admin command takes (the
+// database, master key, data dir and log level): its own flags and other
+// configuration flags it needs.
+type adminCommand struct {
+	flags, config []string
+}
+
+func adminCommands() map[string]adminCommand {
+	printsURLs := []string{"public-url"} // account commands print webhook URLs
+	return map[string]adminCommand{
+		"tenant create": {flags: []string{"name"}},
+		"tenant list":   {},
+		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
+			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
+		"account list":    {flags: []string{"tenant"}, config: printsURLs},
+		"account show":    {config: printsURLs},
+		"account disable": {config: printsURLs},
+		"account enable":  {config: printsURLs},
+		"token create":    {flags: []string{"tenant", "name", "roles"}},
+		"dead list":       {flags: []string{"tenant", "channel"}},
+		"dead show":       {flags: []string{"tenant"}},
+		"dead requeue":    {flags: []string{"tenant"}},
+		"dead discard":    {flags: []string{"tenant"}},
+	}
+}
+
+// adminArgs are the admin commands' own flags and positional arguments.
+type adminArgs struct {
+	name, tenant, channel, externalID                      string
+	settingsFile, credFile, credEnv, secretFile, secretEnv string
+	roles                                                  string
+	positional                                             []string
+}
+
+// register defines the named flags on fs.
+func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
+	flags := map[string]struct {
+		dst   *string
+		usage string
+	}{
+		"name":                {&a.name, "name"},
+		"tenant":              {&a.tenant, "tenant id"},
+		"channel":             {&a.channel, "channel type: slack, telegram, discord, zoho_cliq, whatsapp, webhook"},
+		"external-id":         {&a.externalID, "platform id of the install (workspace, bot, phone number id)"},
+		"settings-file":       {&a.settingsFile, "JSON file of non-secret adapter settings"},
+		"credentials-file":    {&a.credFile, "JSON file of credentials ('-' for stdin)"},
+		"credentials-env":     {&a.credEnv, "environment variable holding the credentials JSON"},
+		"webhook-secret-file": {&a.secretFile, "file holding the webhook secret ('-' for stdin)"},
+		"webhook-secret-env":  {&a.secretEnv, "environment variable holding the webhook secret"},
+		"roles":               {&a.roles, "comma-separated token roles"},
+	}
+	for _, n := range names {
+		f, ok := flags[n]
+		if !ok {
+			panic("mio admin: no flag --" + n)
+		}
+		fs.StringVar(f.dst, n, "", f.usage)
+	}
+}
 
 func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) < 2 {
 		fmt.Fprint(stderr, adminUsage)
 		return &usageError{"mio admin needs a noun and a verb (see above)"}
 	}
-	noun, verb, rest := args[0], args[1], args[2:]
-	var (
-		name, tenant, channel, externalID                      string
-		settingsFile, credFile, credEnv, secretFile, secretEnv string
-		roles                                                  string
-		positional                                             []string
-	)
-	cfg, positional, err := loadConfigWith("admin "+noun+" "+verb, rest, getenv, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&name, "name", "", "name")
-		fs.StringVar(&tenant, "tenant", "", "tenant id")
-		fs.StringVar(&channel, "channel", "", "channel type: slack, telegram, discord, zoho_cliq, whatsapp, webhook")
-		fs.StringVar(&externalID, "external-id", "", "platform id of the install (workspace, bot, phone number id)")
-		fs.StringVar(&settingsFile, "settings-file", "", "JSON file of non-secret adapter settings")
-		fs.StringVar(&credFile, "credentials-file", "", "JSON file of credentials ('-' for stdin)")
-		fs.StringVar(&credEnv, "credentials-env", "", "environment variable holding the credentials JSON")
-		fs.StringVar(&secretFile, "webhook-secret-file", "", "file holding the webhook secret ('-' for stdin)")
-		fs.StringVar(&secretEnv, "webhook-secret-env", "", "environment variable holding the webhook secret")
-		fs.StringVar(&roles, "roles", "", "comma-separated token roles")
-	})
+	command, rest := args[0]+" "+args[1], args[2:]
+	c, ok := adminCommands()[command]
+	if !ok {
+		fmt.Fprint(stderr, adminUsage)
+		return &usageError{fmt.Sprintf("mio admin: unknown command %q", command)}
+	}
+	var a adminArgs
+	configFlags := append([]string{"database-url", "db-runtime-role", "master-key", "data-dir", "log-level"}, c.config...)
+	cfg, positional, err := loadConfigOnly("admin "+command, rest, getenv, stderr,
+		func(fs *flag.FlagSet) { a.register(fs, c.flags) }, configFlags...)
 	if err != nil {
 		return err
 	}
+	a.positional = positional
 	if cfg.DatabaseURL == "" {
 		return &usageError{"MIO_DATABASE_URL (or DATABASE_URL) is required for mio admin"}
 	}
@@ -84,31 +140,9 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
 
-	needTenant := func() (uuid.UUID, error) {
-		id, err := uuid.Parse(tenant)
-		if err != nil {
-			return uuid.Nil, &usageError{"--tenant must be a tenant id (uuid)"}
-		}
-		return id, nil
-	}
-	accountArg := func() (uuid.UUID, uuid.UUID, error) {
-		if len(positional) != 1 {
-			return uuid.Nil, uuid.Nil, &usageError{"give one account id"}
-		}
-		id, err := uuid.Parse(positional[0])
-		if err != nil {
-			return uuid.Nil, uuid.Nil, &usageError{"account id must be a uuid"}
-		}
-		t, err := svc.TenantOfAccount(ctx, id)
-		if err != nil {
-			return uuid.Nil, uuid.Nil, fmt.Errorf("account %s: %w", id, err)
-		}
-		return t, id, nil
-	}
-
-	switch noun + " " + verb {
+	switch command {
 	case "tenant create":
-		t, err := svc.TenantCreate(ctx, name)
+		t, err := svc.TenantCreate(ctx, a.name)
 		if err != nil {
 			return adminErr(err)
 		}
@@ -125,48 +159,13 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return tw.Flush()
 	case "account create":
-		tid, err := needTenant()
+		info, err := adminAccountCreate(ctx, svc, &a, getenv)
 		if err != nil {
 			return err
-		}
-		p := admin.AccountCreateParams{TenantID: tid, ChannelType: channel, DisplayName: name, ExternalID: externalID}
-		if settingsFile != "" {
-			if p.Settings, err = os.ReadFile(settingsFile); err != nil {
-				return fmt.Errorf("settings file: %w", err)
-			}
-		}
-		cred, err := readSecret(credFile, credEnv, getenv, "credentials")
-		if err != nil {
-			return err
-		}
-		if cred != "" {
-			p.Credentials = json.RawMessage(cred)
-		}
-		if p.WebhookSecret, err = readSecret(secretFile, secretEnv, getenv, "webhook secret"); err != nil {
-			return err
-		}
-		p.WebhookSecret = strings.TrimRight(p.WebhookSecret, "\r\n")
-		registry := builtin.Registry(builtin.Options{})
-		p.Validate = func(a admin.AccountSecrets) error {
-			ch, ok := registry.Get(a.Account.ChannelType)
-			if !ok {
-				return fmt.Errorf("unknown channel %q", a.Account.ChannelType)
-			}
-			sec, err := ingest.OpenSecrets(nil, &db.Account{ID: a.Account.ID, TenantID: a.Account.TenantID, ExternalID: a.Account.ExternalID, Settings: a.Account.Settings})
-			if err != nil {
-				return err
-			}
-			sec.Credentials, sec.WebhookSecret = a.Credentials, a.WebhookSecret
-			_, err = ch.NewInbound(sec)
-			return err
-		}
-		info, err := svc.AccountCreate(ctx, p)
-		if err != nil {
-			return adminErr(err)
 		}
 		return out.Encode(info)
 	case "account list":
-		tid, err := needTenant()
+		tid, err := a.tenantID()
 		if err != nil {
 			return err
 		}
@@ -179,7 +178,7 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return out.Encode(list)
 	case "account show":
-		tid, id, err := accountArg()
+		tid, id, err := a.account(ctx, svc)
 		if err != nil {
 			return err
 		}
@@ -189,12 +188,12 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return out.Encode(info)
 	case "account disable", "account enable":
-		tid, id, err := accountArg()
+		tid, id, err := a.account(ctx, svc)
 		if err != nil {
 			return err
 		}
 		status := db.AccountDisabled
-		if verb == "enable" {
+		if command == "account enable" {
 			status = db.AccountActive
 		}
 		info, err := svc.AccountSetStatus(ctx, tid, id, status)
@@ -203,19 +202,19 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return out.Encode(info)
 	case "dead list", "dead show", "dead requeue", "dead discard":
-		return cmdAdminDead(ctx, pool, verb, tenant, channel, positional, stdout)
+		return cmdAdminDead(ctx, pool, args[1], a.tenant, a.channel, a.positional, stdout)
 	case "token create":
-		tid, err := needTenant()
+		tid, err := a.tenantID()
 		if err != nil {
 			return err
 		}
-		var rl []string
-		for _, r := range strings.Split(roles, ",") {
+		var roles []db.Role
+		for _, r := range strings.Split(a.roles, ",") {
 			if r = strings.TrimSpace(r); r != "" {
-				rl = append(rl, r)
+				roles = append(roles, db.Role(r))
 			}
 		}
-		token, meta, err := svc.TokenCreate(ctx, tid, name, rl)
+		token, meta, err := svc.TokenCreate(ctx, tid, a.name, roles)
 		if err != nil {
 			return adminErr(err)
 		}
@@ -223,10 +222,66 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			Token string `json:"token"`
 			*db.APIToken
 		}{token, meta})
-	default:
-		fmt.Fprint(stderr, adminUsage)
-		return &usageError{fmt.Sprintf("mio admin: unknown command %q", noun+" "+verb)}
 	}
+	return fmt.Errorf("mio admin: command %q has no implementation", command)
+}
+
+// adminAccountCreate creates an account from the flags: secrets from
+// files, stdin or environment variables, the configuration checked by the
+// channel's adapter before anything is written.
+func adminAccountCreate(ctx context.Context, svc *admin.Service, a *adminArgs, getenv env) (*admin.AccountInfo, error) {
+	tid, err := a.tenantID()
+	if err != nil {
+		return nil, err
+	}
+	p := admin.AccountCreateParams{TenantID: tid, ChannelType: a.channel, DisplayName: a.name, ExternalID: a.externalID,
+		Registry: builtin.Registry(builtin.Options{})}
+	if a.settingsFile != "" {
+		if p.Settings, err = os.ReadFile(a.settingsFile); err != nil {
+			return nil, fmt.Errorf("settings file: %w", err)
+		}
+	}
+	cred, err := readSecret(a.credFile, a.credEnv, getenv, "credentials")
+	if err != nil {
+		return nil, err
+	}
+	if cred != "" {
+		p.Credentials = json.RawMessage(cred)
+	}
+	if p.WebhookSecret, err = readSecret(a.secretFile, a.secretEnv, getenv, "webhook secret"); err != nil {
+		return nil, err
+	}
+	p.WebhookSecret = strings.TrimRight(p.WebhookSecret, "\r\n")
+	info, err := svc.AccountCreate(ctx, p)
+	if err != nil {
+		return nil, adminErr(err)
+	}
+	return info, nil
+}
+
+// tenantID is --tenant, required.
+func (a *adminArgs) tenantID() (uuid.UUID, error) {
+	id, err := uuid.Parse(a.tenant)
+	if err != nil {
+		return uuid.Nil, &usageError{"--tenant must be a tenant id (uuid)"}
+	}
+	return id, nil
+}
+
+// account is the one positional account id, with its tenant.
+func (a *adminArgs) account(ctx context.Context, svc *admin.Service) (tenantID, id uuid.UUID, err error) {
+	if len(a.positional) != 1 {
+		return uuid.Nil, uuid.Nil, &usageError{"give one account id"}
+	}
+	id, err = uuid.Parse(a.positional[0])
+	if err != nil {
+		return uuid.Nil, uuid.Nil, &usageError{"account id must be a uuid"}
+	}
+	tenantID, err = svc.TenantOfAccount(ctx, id)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, fmt.Errorf("account %s: %w", id, err)
+	}
+	return tenantID, id, nil
 }
 
 // readSecret reads a secret from a file ("-" = stdin) or an environment

@@ -96,3 +96,44 @@ func TestAdminCLI(t *testing.T) {
 	require.NotZero(t, r.code)
 	require.Contains(t, r.stderr, "MIO_MASTER_KEY")
 }
+
+// TestAdminCommandsTakeOnlyTheirFlags: each admin command accepts its own
+// flags and the database, master key, data dir and log level settings;
+// another server flag is a usage error (exit 2) naming it.
+func TestAdminCommandsTakeOnlyTheirFlags(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	masterKey := base64.StdEncoding.EncodeToString(key)
+
+	r := runMio(t, nil, "admin", "tenant", "create", "--database-url", env.OwnerURL, "--master-key", masterKey,
+		"--log-level", "debug", "--data-dir", t.TempDir(), "--db-runtime-role", dbtest.RuntimeRole, "--name", "acme")
+	require.Zero(t, r.code, r.stderr)
+	var tenant struct{ ID string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tenant))
+	r = runMio(t, nil, "admin", "account", "list", "--database-url", env.OwnerURL, "--tenant", tenant.ID,
+		"--public-url", "https://mio.example.com")
+	require.Zero(t, r.code, r.stderr)
+
+	base := []string{"MIO_DATABASE_URL=" + env.OwnerURL}
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"ServerFlag", []string{"tenant", "list", "--archive-interval", "1m"}, "archive-interval"},
+		{"ListenerFlag", []string{"dead", "list", "--http-addr", ":9999"}, "http-addr"},
+		{"OtherCommandsFlag", []string{"tenant", "create", "--name", "x", "--roles", "read"}, "roles"},
+		{"PublicURLOnlyForAccounts", []string{"token", "create", "--public-url", "https://x.example.com"}, "public-url"},
+		{"NoChannelOnAccountList", []string{"account", "list", "--channel", "slack"}, "channel"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runMio(t, base, append([]string{"admin"}, tc.args...)...)
+			require.Equal(t, 2, r.code, "stdout=%s stderr=%s", r.stdout, r.stderr)
+			require.Contains(t, r.stderr, "flag provided but not defined: -"+tc.flag)
+			require.Empty(t, r.stdout)
+		})
+	}
+}

@@ -25,3 +25,16 @@ func loadConfigWith(name string, args []string, getenv env, stderr io.Writer, re
 	}
 	return cfg, rest, nil
 }
+
+// loadConfigOnly is loadConfigWith accepting only the named configuration
+// flags: any other flag is a usage error.
+func loadConfigOnly(name string, args []string, getenv env, stderr io.Writer, register func(*flag.FlagSet), flags ...string) (*config.Config, []string, error) {
+	cfg, rest, err := config.LoadOnly("mio "+name, args, getenv, stderr, register, flags...)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, &usageError{err.Error()}
+	}
+	return cfg, rest, nil
+}

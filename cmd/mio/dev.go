@@ -166,11 +166,11 @@ func devSeed(ctx context.Context, cfg *config.Config) (*devInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	token, _, err := svc.TokenCreate(ctx, tenant.ID, "demo", []string{db.RoleConsume, db.RoleProduce, db.RoleRead})
+	token, _, err := svc.TokenCreate(ctx, tenant.ID, "demo", []db.Role{db.RoleConsume, db.RoleProduce, db.RoleRead})
 	if err != nil {
 		return nil, err
 	}
-	adminToken, _, err := svc.AdminTokenCreate(ctx, "demo", []string{"viewer", "operator", "credential-admin"})
+	adminToken, _, err := svc.AdminTokenCreate(ctx, "demo", []db.AdminRole{db.AdminRoleViewer, db.AdminRoleOperator, db.AdminRoleCredentialAdmin})
 	if err != nil {
 		return nil, err
 	}

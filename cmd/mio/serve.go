@@ -11,10 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
@@ -79,6 +78,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		}
 	}
 	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels")})
+	// One account cache for webhooks, dispatch and attachment fetches.
+	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	store, err := openBlob(ctx, cfg)
 	if err != nil {
 		return err
@@ -86,12 +87,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer closeBlob(store, log)
 	set := workers.NewSet()
 	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
-	addMediaWorkers(set, cfg, pool, store, registry, box, metrics.NewMedia(m.Registry), log)
+	addMediaWorkers(set, cfg, pool, store, registry, accts, metrics.NewMedia(m.Registry), log)
 	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.
 	outMetrics := metrics.NewOutbound(m.Registry)
-	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Registry: registry, Metrics: outMetrics,
-		Logger:      log.With("component", "dispatch"),
-		OpenSecrets: func(row *db.Account) (channels.Account, error) { return ingest.OpenSecrets(box, row) }})
+	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Accounts: accts, Metrics: outMetrics,
+		Logger: log.With("component", "dispatch")})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
-		Registry: registry, Accounts: ingest.NewAccounts(pool, box, registry, 5*time.Second), Ingester: ingester,
+		Registry: registry, Accounts: accts, Ingester: ingester,
 		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
@@ -239,19 +239,7 @@ func closeBlob(store blob.Store, log *slog.Logger) {
 // addMediaWorkers registers the enrich worker (queue enrich) and the
 // periodic archive and retention jobs.
 func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, store blob.Store,
-	registry *channels.Registry, box *secretbox.Box, mm *metrics.Media, log *slog.Logger) {
-	loadAccount := func(ctx context.Context, tenantID, accountID uuid.UUID) (channels.Account, error) {
-		var row *db.Account
-		err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
-			var err error
-			row, err = db.AccountGet(ctx, tx, tenantID, accountID)
-			return err
-		})
-		if err != nil {
-			return channels.Account{}, err
-		}
-		return ingest.OpenSecrets(box, row)
-	}
+	registry *channels.Registry, accts *accounts.Resolver, mm *metrics.Media, log *slog.Logger) {
 	clients := workers.NewFetchClients(registry, workers.FetchOptions{
 		MaxBytes:          cfg.AttachmentMaxBytes,
 		MaxBytesByChannel: cfg.AttachmentMaxBytesByChannel,
@@ -259,7 +247,7 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Timeout:           cfg.FetchTimeout,
 	})
 	set.AddEnrich(&workers.EnrichWorker{
-		Pool: pool, Blob: store, Registry: registry, Accounts: loadAccount, Clients: clients,
+		Pool: pool, Blob: store, Registry: registry, Accounts: accts, Clients: clients,
 		Metrics: mm, Logger: log.With("component", "enrich"),
 	}, cfg.EnrichWorkers)
 	set.AddArchive(&workers.ArchiveWorker{
