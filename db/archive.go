@@ -88,6 +88,9 @@ type ArchiveRow struct {
 // hi must have been taken before this statement. fn returns false to stop
 // early. Rows are streamed, not collected.
 func ArchiveScan(ctx context.Context, tx DBTX, tenantID uuid.UUID, pos LogPos, hi string, maxRows int, fn func(*ArchiveRow) bool) error {
+	if err := customPlans(ctx, tx); err != nil {
+		return err
+	}
 	rows, err := tx.Query(ctx, dbsqlc.ArchiveBatch, tenantID, pos.Lo, hi, pos.After.xidText(), pos.After.Seq, int32(maxRows))
 	if err != nil {
 		return translate(err)

@@ -29,8 +29,8 @@ type PullTx struct {
 // BeginPull starts a pull of consumer name: BEGIN, the tenant setting
 // (bitmap scans off: a bitmap scan of the stream would sort the whole backlog to return one batch), the consumer's row lock, and
 // its pull state, in ONE round trip. The pull state is a statement of its
-// own after the lock, so its snapshot (and the horizon read from it) is
-// taken once the lock is granted. ErrNotFound when there is no such
+// own after the lock, so the snapshot it reads as the window's hi (when
+// no window is open) is taken once the lock is granted. ErrNotFound when there is no such
 // consumer. Close must be called.
 func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name string) (*PullTx, error) {
 	if tenantID == uuid.Nil {
@@ -50,6 +50,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
 	b.Queue("SET LOCAL enable_bitmapscan = off")
 	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(setCustomPlans)
 	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
 			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,
@@ -70,10 +71,10 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 // DB runs further statements of the pull's transaction.
 func (p *PullTx) DB() DBTX { return p.conn }
 
-// TakeCommit reads up to max stream rows of the consumer after its cursor
-// below the pull state's horizon, leases them as one lease range, moves
-// the cursor (stamping the last delivery when rows were read or
-// delivered), and commits: one round trip. It returns the leases in stream
+// TakeCommit reads up to max rows of the consumer's log window (its Lo to
+// the pull state's Hi) after its position, leases them as one lease range,
+// moves the position (stamping the last delivery when rows were read or
+// delivered), and commits: one round trip. It returns the leases in window
 // order, with their bodies.
 func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]TakenDelivery, error) {
 	c := p.Consumer

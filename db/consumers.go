@@ -329,6 +329,9 @@ func derefUUIDs(in []*uuid.UUID) []uuid.UUID {
 // StreamBacklog counts stream rows the consumer has not read that match
 // its filter, up to max.
 func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, error) {
+	if err := customPlans(ctx, tx); err != nil {
+		return 0, err
+	}
 	p := c.Pos
 	if c.Stage == StageReceived {
 		n, err := queries().StreamReceivedBacklog(ctx, tx, &dbsqlc.StreamReceivedBacklogParams{TenantID: c.TenantID,

@@ -41,7 +41,7 @@ type PoolOptions struct {
 	// ROLE right after connecting. Empty keeps the login role (migrations).
 	RuntimeRole string
 	// StatementTimeout and IdleInTxTimeout bound the service's own sessions
-	// so a stuck transaction cannot hold back consumers' visibility horizon.
+	// so a stuck transaction of MIO's own cannot pin vacuum's horizon.
 	// Defaults 30s and 10s; negative disables.
 	StatementTimeout time.Duration
 	IdleInTxTimeout  time.Duration

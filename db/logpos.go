@@ -1,6 +1,7 @@
 package db
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 
@@ -65,4 +66,16 @@ func logPosFrom(lo string, hi *string, xid uint64, seq int64) LogPos {
 		p.Hi = *hi
 	}
 	return p
+}
+
+// setCustomPlans makes the rest of the transaction plan every statement
+// for its parameters. The log readers (mio.log_ready, mio.log_received)
+// need it: planned generically, the scan of ended transactions is no
+// longer an index condition and walks the tenant's whole stream (seen
+// after pgx's statement cache had run a query five times).
+const setCustomPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
+
+func customPlans(ctx context.Context, tx DBTX) error {
+	_, err := tx.Exec(ctx, setCustomPlans)
+	return translate(err)
 }

@@ -40,7 +40,10 @@ AS $$ SELECT pg_visible_in_snapshot(xid, lo)
 -- order. Two index range scans: the transactions that were running at lo
 -- and have ended (by xid), and the xids that started after lo (from
 -- pg_snapshot_xmax(lo)). Rows examined are the window's rows plus those of
--- transactions still running; a long-open transaction costs nothing.
+-- transactions still running; a long-open transaction costs nothing. The
+-- second scan's lower bound is ONE row comparison, max((xmax(lo), 0),
+-- after) (sequences start at 1): given two lower bounds, the btree scan
+-- starts at the row comparison and walks every older row of the tenant.
 -- A set-returning SQL function that is STABLE and not STRICT: the planner
 -- inlines it into the calling query (and row-level security applies).
 -- +goose StatementBegin
@@ -65,9 +68,9 @@ SELECT w.* FROM (
     UNION ALL
     (SELECT i.* FROM mio.inbox AS i
      WHERE i.tenant_id = p_tenant
-       AND i.ready_xid >= pg_snapshot_xmax(p_lo)
+       AND (i.ready_xid, i.ready_seq) > (CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_xid ELSE pg_snapshot_xmax(p_lo) END,
+                                  CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_seq ELSE 0 END)
        AND i.ready_xid < pg_snapshot_xmax(p_hi)
-       AND (i.ready_xid, i.ready_seq) > (p_after_xid, p_after_seq)
        AND pg_visible_in_snapshot(i.ready_xid, p_hi)
        AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
        AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))
@@ -104,9 +107,9 @@ SELECT w.* FROM (
     UNION ALL
     (SELECT i.* FROM mio.inbox AS i
      WHERE i.tenant_id = p_tenant
-       AND i.xid >= pg_snapshot_xmax(p_lo)
+       AND (i.xid, i.seq) > (CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_xid ELSE pg_snapshot_xmax(p_lo) END,
+                                  CASE WHEN p_after_xid >= pg_snapshot_xmax(p_lo) THEN p_after_seq ELSE 0 END)
        AND i.xid < pg_snapshot_xmax(p_hi)
-       AND (i.xid, i.seq) > (p_after_xid, p_after_seq)
        AND pg_visible_in_snapshot(i.xid, p_hi)
        AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
        AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))

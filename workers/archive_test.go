@@ -103,7 +103,6 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 		}
 	}
 	require.Len(t, ids, 10_000)
-	b.waitHorizon(t)
 
 	m := metrics.NewMedia(nil)
 	w := &workers.ArchiveWorker{Pool: b.env.Pool, Blob: store, Metrics: m, BatchRows: 3000, MaxAge: time.Nanosecond}
@@ -123,7 +122,6 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 	// More messages arrive before the rerun: they sort after the crashed
 	// batch, which is rewritten under the same names.
 	ids = append(ids, b.insertReady(t, envelope.ChannelWebhook, 5, day2)...)
-	b.waitHorizon(t)
 	w.SetAfterWrite(nil)
 	n, err = w.ArchiveTenant(ctx, b.tenant)
 	require.NoError(t, err)
@@ -143,27 +141,6 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 	n, err = w.ArchiveTenant(ctx, b.tenant)
 	require.NoError(t, err)
 	require.Zero(t, n)
-}
-
-// waitHorizon waits until every transaction that started before it has
-// ended, so rows committed so far are below pg_snapshot_xmin, which the
-// archive reads up to. The horizon is cluster-wide: transactions of tests
-// running in parallel on other databases hold it back briefly.
-func (b *mediaBundle) waitHorizon(t testing.TB) {
-	t.Helper()
-	ctx := context.Background()
-	var xid string
-	require.NoError(t, b.env.Pool.QueryRow(ctx, "SELECT pg_current_xact_id()::text").Scan(&xid))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var passed bool
-		require.NoError(t, b.env.Pool.QueryRow(ctx, "SELECT pg_snapshot_xmin(pg_current_snapshot()) > $1::text::xid8", xid).Scan(&passed))
-		if passed {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "snapshot horizon stuck below %s", xid)
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func (b *mediaBundle) countArchived(t testing.TB) int {
@@ -225,7 +202,6 @@ func TestArchiveBatchThresholds(t *testing.T) {
 	now := time.Now()
 	w := &workers.ArchiveWorker{Pool: b.env.Pool, Blob: store, BatchRows: 10, MaxAge: time.Hour, Now: func() time.Time { return now }}
 	b.insertReady(t, envelope.ChannelTelegram, 15, time.Now())
-	b.waitHorizon(t)
 
 	n, err := w.ArchiveTenant(ctx, b.tenant)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, consume or dispatch"}
+		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch or horizon"}
 	}
 	which := args[0]
 	var (
@@ -21,12 +21,18 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		duration time.Duration
 		warmup   time.Duration
 		noRef    bool
+		rate     int
+		hold     time.Duration
+		holdKind string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
+		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
+		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
+		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 	})
 	if err != nil {
 		return err
@@ -74,7 +80,22 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "horizon":
+		if holdKind != bench.HoldWriter && holdKind != bench.HoldReaders {
+			return &usageError{fmt.Sprintf("--hold-kind %q: want writer or readers", holdKind)}
+		}
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Horizon(ctx, env, bench.HorizonOptions{Rate: rate, Hold: hold, Kind: holdKind, Clean: duration})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume or dispatch", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch or horizon", which)}
 	}
 }
