@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/webhook"
@@ -64,31 +65,12 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 	if opts.E2EDuration == 0 {
 		opts.E2EDuration = 10 * time.Second
 	}
-	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 4, RuntimeRole: "mio_runtime", StatementTimeout: -1})
+	cs, err := newConsumerSetup(ctx, env, "bench-consume")
 	if err != nil {
 		return nil, err
 	}
-	defer pool.Close()
-	box, _ := secretbox.New(env.MasterKey)
-	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench-consume")
-	if err != nil {
-		return nil, err
-	}
-	secret := "whsec_" + strings.Repeat("QUJD", 8)
-	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})
-	if err != nil {
-		return nil, err
-	}
-	token, _, err := svc.TokenCreate(ctx, tenant.ID, "bench", []db.Role{db.RoleConsume})
-	if err != nil {
-		return nil, err
-	}
-	c := client.New(env.BaseURL, token, client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
-	if _, err := c.PutConsumer(ctx, "bench", client.ConsumerConfig{MaxAckPending: 100000}); err != nil {
-		return nil, err
-	}
+	defer cs.pool.Close()
+	tenant, acct, secret, c := cs.tenant, cs.account, cs.secret, cs.client
 
 	// Preload ready messages in one statement per 50k. They start archived
 	// (the tenant's archive position is after the preload):
@@ -310,4 +292,47 @@ func (r *ConsumeResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "  pgbench msgs/s    %10.0f\n", r.ReferencePerSec)
 		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 0.50; >= 10,000 msg/s)\n", r.PerSec/r.ReferencePerSec)
 	}
+}
+
+// consumerSetup is a tenant with a webhook account (signing secret known)
+// and a consumer "bench" pulled through the HTTP client.
+type consumerSetup struct {
+	pool    *pgxpool.Pool
+	tenant  *db.Tenant
+	account *admin.AccountInfo
+	secret  string
+	client  *client.Client
+}
+
+func newConsumerSetup(ctx context.Context, env *Env, name string) (*consumerSetup, error) {
+	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 4, RuntimeRole: "mio_runtime", StatementTimeout: -1})
+	if err != nil {
+		return nil, err
+	}
+	cs := &consumerSetup{pool: pool, secret: "whsec_" + strings.Repeat("QUJD", 8)}
+	if err := cs.init(ctx, env, name); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return cs, nil
+}
+
+func (cs *consumerSetup) init(ctx context.Context, env *Env, name string) error {
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(cs.pool, box, env.BaseURL)
+	var err error
+	if cs.tenant, err = svc.TenantCreate(ctx, name); err != nil {
+		return err
+	}
+	if cs.account, err = svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: cs.tenant.ID, ChannelType: "webhook", WebhookSecret: cs.secret}); err != nil {
+		return err
+	}
+	token, _, err := svc.TokenCreate(ctx, cs.tenant.ID, "bench", []db.Role{db.RoleConsume})
+	if err != nil {
+		return err
+	}
+	cs.client = client.New(env.BaseURL, token, client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
+	_, err = cs.client.PutConsumer(ctx, "bench", client.ConsumerConfig{MaxAckPending: 100000})
+	return err
 }

@@ -16,11 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/client"
-	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/secretbox"
 )
 
 // Hold kinds of the horizon benchmark.
@@ -74,39 +71,19 @@ type HorizonResult struct {
 // tuples read per pull. The clean phase is the reference.
 func Horizon(ctx context.Context, env *Env, opts HorizonOptions) (*HorizonResult, error) {
 	opts.defaults()
-	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 4, RuntimeRole: "mio_runtime", StatementTimeout: -1})
+	cs, err := newConsumerSetup(ctx, env, "bench-horizon")
 	if err != nil {
 		return nil, err
 	}
-	defer pool.Close()
-	box, _ := secretbox.New(env.MasterKey)
-	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench-horizon")
-	if err != nil {
-		return nil, err
-	}
-	secret := "whsec_" + strings.Repeat("QUJD", 8)
-	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})
-	if err != nil {
-		return nil, err
-	}
-	token, _, err := svc.TokenCreate(ctx, tenant.ID, "bench", []db.Role{db.RoleConsume})
-	if err != nil {
-		return nil, err
-	}
-	c := client.New(env.BaseURL, token, client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
-	if _, err := c.PutConsumer(ctx, "bench", client.ConsumerConfig{MaxAckPending: 100000}); err != nil {
-		return nil, err
-	}
+	defer cs.pool.Close()
 	stats, err := pgx.Connect(ctx, env.DatabaseURL)
 	if err != nil {
 		return nil, err
 	}
 	defer stats.Close(context.Background())
 
-	r := &horizonRun{opts: opts, env: env, client: c, url: env.BaseURL + "/webhooks/webhook/" + acct.ID.String(),
-		secret: secret, sentAt: map[string]sendMark{}, start: time.Now()}
+	r := &horizonRun{opts: opts, env: env, client: cs.client, url: env.BaseURL + "/webhooks/webhook/" + cs.account.ID.String(),
+		secret: cs.secret, sentAt: map[string]sendMark{}, start: time.Now()}
 	pctx, stopPullers := context.WithCancel(ctx)
 	var pullers sync.WaitGroup
 	for range opts.Pullers {
