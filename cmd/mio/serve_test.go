@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/ingest"
 )
 
 // TestServeAdminAddressInUse: a listener that cannot bind stops mio serve
@@ -58,4 +61,15 @@ func TestListenerFailureIsReported(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a listener that stopped serving reported nothing")
 	}
+}
+
+// TestIngestDefaultsAgree: the ingester's own defaults are the measured
+// ones that mio serve configures (docs/benchmarks.md), so a caller that
+// leaves them zero gets the same group commit as the server.
+func TestIngestDefaultsAgree(t *testing.T) {
+	t.Parallel()
+	cfg, _, err := config.Load("serve", nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, ingest.DefaultFlushers, cfg.IngestFlushers)
+	require.Equal(t, ingest.DefaultWindow, cfg.IngestWindow)
 }
