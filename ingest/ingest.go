@@ -4,6 +4,8 @@
 // millisecond into one transaction — so one WAL flush serves many
 // webhooks; a batch that fails is retried request by request, so one bad
 // request never fails its batch-mates.
+//
+// Internal to MIO; not a stable API.
 package ingest
 
 import (
