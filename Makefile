@@ -4,6 +4,9 @@ BIN     ?= bin/mio
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+# Developer tools (sqlc, staticcheck) are pinned in their own module, tools/go.mod,
+# so they stay out of the server's dependency graph.
+TOOL    := $(GO) tool -modfile=tools/go.mod
 
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/...
@@ -23,20 +26,22 @@ test: postgres lint check-generated
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mio
 
-## lint: gofmt, go vet, staticcheck
+## lint: gofmt, go mod tidy (both modules), go vet, staticcheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	$(GO) -C tools mod tidy -diff
 	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
+	$(TOOL) staticcheck ./...
 
 ## generate: regenerate sqlc code from queries/*.sql and migrations/*.sql
 generate:
-	$(GO) tool sqlc generate
+	$(TOOL) sqlc generate
 
 ## check-generated: fail when generated code is stale
 check-generated:
-	$(GO) tool sqlc diff
+	$(TOOL) sqlc diff
 
 ## bench: every benchmark (see docs/benchmarks.md)
 bench: bench-ingest bench-consume

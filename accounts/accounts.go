@@ -26,6 +26,8 @@
 // (secretbox), bound to "<account id>/credentials" and
 // "<account id>/webhook_secret". Those bytes are part of the stored
 // format: rows sealed by earlier versions must keep opening.
+//
+// Internal to MIO; not a stable API.
 package accounts
 
 import (

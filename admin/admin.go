@@ -3,6 +3,8 @@
 // today; the admin HTTP API will call the same functions. A new account is
 // validated and its secrets sealed by package accounts before it reaches
 // the database; secrets are never returned.
+//
+// Internal to MIO; not a stable API.
 package admin
 
 import (

@@ -2,6 +2,8 @@
 // implementations: file://DIR (default, used by mio dev) and
 // gs://BUCKET/PREFIX (Google Cloud Storage). Writes are streamed, atomic
 // and idempotent.
+//
+// Internal to MIO; not a stable API.
 package blob
 
 import (

@@ -3,6 +3,8 @@
 // implements, the typed errors adapters return, and the registry that maps
 // channel slugs to adapters. Adapters live in channels/<slug>; they never
 // import the database or HTTP layers.
+//
+// Internal to MIO; not a stable API.
 package channels
 
 import (

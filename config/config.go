@@ -2,6 +2,8 @@
 // a table of options (flag, environment variable, default, validation) and
 // the loader that applies flags over environment over defaults. There is no
 // global configuration: commands load a Config and pass it down.
+//
+// Internal to MIO; not a stable API.
 package config
 
 import (

@@ -4,6 +4,8 @@
 // code stays in db/internal/dbsqlc; callers see only this package's types.
 // Every write comes as a function taking a DBTX, so callers compose writes
 // (inbox row + River job, outbox row + River job) in one transaction.
+//
+// Internal to MIO; not a stable API.
 package db
 
 import (

@@ -6,6 +6,8 @@
 // The address check runs in net.Dialer.Control, after DNS and just before
 // connect, so a name that re-resolves to an internal address (DNS
 // rebinding) is refused too.
+//
+// Internal to MIO; not a stable API.
 package fetch
 
 import (

@@ -3,6 +3,8 @@
 // whole route table is in routes.go. Handlers decode, validate, call the
 // services (ingest, consume, outbox) or the data layer and respond; HTTP
 // status codes are decided here and nowhere else.
+//
+// Internal to MIO; not a stable API.
 package httpapi
 
 import (

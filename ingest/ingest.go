@@ -4,6 +4,8 @@
 // millisecond into one transaction — so one WAL flush serves many
 // webhooks; a batch that fails is retried request by request, so one bad
 // request never fails its batch-mates.
+//
+// Internal to MIO; not a stable API.
 package ingest
 
 import (
@@ -43,14 +45,22 @@ type Result struct {
 	NewStatuses int64
 }
 
+// Defaults of Config, measured with mio bench ingest (docs/benchmarks.md).
+// mio serve's MIO_INGEST_FLUSHERS and MIO_INGEST_WINDOW default to the same.
+const (
+	DefaultWindow   = 500 * time.Microsecond
+	DefaultFlushers = 2
+)
+
 // Config tunes group commit.
 type Config struct {
 	// Window is how long a flusher waits to gather more requests into its
-	// transaction. Default 500µs.
+	// transaction. Default 500µs (DefaultWindow).
 	Window time.Duration
 	// MaxBatch caps the requests in one transaction. Default 64.
 	MaxBatch int
-	// Flushers is the number of transactions in flight at once. Default 8.
+	// Flushers is the number of transactions in flight at once. Default 2
+	// (DefaultFlushers): more flushers make smaller batches.
 	Flushers int
 	// River inserts enrich jobs in the same transaction; nil skips them
 	// (messages with attachments then stay in state received).
@@ -88,13 +98,13 @@ type outcome struct {
 // New returns an Ingester; call Start.
 func New(pool *pgxpool.Pool, cfg Config) *Ingester {
 	if cfg.Window <= 0 {
-		cfg.Window = 500 * time.Microsecond
+		cfg.Window = DefaultWindow
 	}
 	if cfg.MaxBatch == 0 {
 		cfg.MaxBatch = 64
 	}
 	if cfg.Flushers == 0 {
-		cfg.Flushers = 8
+		cfg.Flushers = DefaultFlushers
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

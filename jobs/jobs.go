@@ -8,6 +8,8 @@
 // A job's Kind and its JSON fields are stored in River's table with every
 // job: changing either strands the jobs already queued. TestKinds pins
 // them.
+//
+// Internal to MIO; not a stable API.
 package jobs
 
 import (

@@ -4,6 +4,8 @@
 // only (channel_type, direction, outcome, status class, route pattern,
 // operator-chosen consumer names) — never tenant, account, conversation or
 // message ids.
+//
+// Internal to MIO; not a stable API.
 package metrics
 
 import (

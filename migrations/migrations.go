@@ -1,6 +1,8 @@
 // Package migrations holds MIO's schema migrations (goose SQL files,
 // embedded in the binary) and runs them together with River's own
 // migrations, so one command brings a database to the current schema.
+//
+// Internal to MIO; not a stable API.
 package migrations
 
 import (

@@ -4,6 +4,8 @@
 // outside ingest transactions: a NOTIFY inside every insert transaction
 // serializes commits on PostgreSQL's notification queue lock and roughly
 // halves commit throughput.
+//
+// Internal to MIO; not a stable API.
 package notify
 
 import (

@@ -11,6 +11,8 @@
 // writes. Errors callers branch on are typed (ValidationError,
 // ErrKeyConflict, ErrNotFound, InProgressError, ErrEnqueue); database
 // errors pass through wrapped.
+//
+// Internal to MIO; not a stable API.
 package outbox
 
 import (

@@ -4,6 +4,8 @@
 // version(1) || nonce(12) || ciphertext+tag; the additional data binds it to
 // its owner (account id and column), so a value copied to another row does
 // not open.
+//
+// Internal to MIO; not a stable API.
 package secretbox
 
 import (

@@ -2,6 +2,8 @@
 // builds the River client that runs them. River's tables live in the
 // "river" schema; jobs are inserted with InsertTx inside the same
 // transaction as the rows they act on.
+//
+// Internal to MIO; not a stable API.
 package workers
 
 import (

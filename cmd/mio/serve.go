@@ -125,20 +125,17 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 	})
 
-	var servers []*http.Server
+	servers := newListeners(2)
+	defer servers.close() // after a failed start; harmless after shutdown
 	var publicAddr, adminAddr string
 	if cfg.Role == "all" || cfg.Role == "api" {
-		srv, addr, err := listen(cfg.HTTPAddr, api.PublicHandler())
-		if err != nil {
-			return fmt.Errorf("public listener %s: %w", cfg.HTTPAddr, err)
+		if publicAddr, err = servers.listen("public", cfg.HTTPAddr, api.PublicHandler()); err != nil {
+			return err
 		}
-		servers, publicAddr = append(servers, srv), addr
 	}
-	adminSrv, addr, err := listen(cfg.AdminAddr, api.AdminHandler())
-	if err != nil {
-		return fmt.Errorf("admin listener %s: %w", cfg.AdminAddr, err)
+	if adminAddr, err = servers.listen("admin", cfg.AdminAddr, api.AdminHandler()); err != nil {
+		return err
 	}
-	servers, adminAddr = append(servers, adminSrv), addr
 
 	working := workers.Works(set, wcfg)
 	if working {
@@ -151,22 +148,18 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		onListen(publicAddr, adminAddr)
 	}
 
-	<-ctx.Done()
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	// A listener that stops serving stops the process: half a server must
+	// not keep running (and answering /readyz on the other listener).
+	var failed error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+	case failed = <-servers.errs:
+		log.Info("shutting down after a listener failed", "timeout", cfg.ShutdownTimeout.String())
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	for _, s := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.Shutdown(sctx); err != nil {
-				log.Warn("http shutdown", "addr", s.Addr, "err", err)
-				_ = s.Close()
-			}
-		}()
-	}
-	wg.Wait()
+	servers.shutdown(sctx, log)
 	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
@@ -177,22 +170,69 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		}
 	}
 	log.Info("stopped")
-	return nil
+	return failed
 }
 
-func listen(addr string, h http.Handler) (*http.Server, string, error) {
+// listeners are the process's HTTP servers. A server that stops serving
+// for any reason but shutdown reports the reason on errs.
+type listeners struct {
+	servers []*http.Server
+	errs    chan error
+}
+
+// newListeners makes room for up to n servers, so that a failing server
+// never blocks on errs.
+func newListeners(n int) *listeners { return &listeners{errs: make(chan error, n)} }
+
+// listen binds addr and serves h on it; name ("public", "admin") prefixes
+// its errors. It returns the bound address (the port when addr ends in :0).
+func (l *listeners) listen(name, addr string, h http.Handler) (string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, "", err
+		return "", fmt.Errorf("%s listener %s: %w", name, addr, err)
 	}
+	return l.serve(name, ln, h), nil
+}
+
+// serve serves h on ln until shutdown.
+func (l *listeners) serve(name string, ln net.Listener, h http.Handler) string {
 	srv := &http.Server{
 		Addr:              ln.Addr().String(),
 		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
-	go func() { _ = srv.Serve(ln) }()
-	return srv, ln.Addr().String(), nil
+	l.servers = append(l.servers, srv)
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			l.errs <- fmt.Errorf("%s listener %s: %w", name, srv.Addr, err)
+		}
+	}()
+	return srv.Addr
+}
+
+// shutdown stops accepting and drains in-flight requests within ctx; a
+// server that does not drain in time is closed.
+func (l *listeners) shutdown(ctx context.Context, log *slog.Logger) {
+	var wg sync.WaitGroup
+	for _, s := range l.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Shutdown(ctx); err != nil {
+				log.Warn("http shutdown", "addr", s.Addr, "err", err)
+				_ = s.Close()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// close closes every server at once (no draining).
+func (l *listeners) close() {
+	for _, s := range l.servers {
+		_ = s.Close()
+	}
 }
 
 // schemaChecker caches a successful schema check for a few seconds so
