@@ -2,7 +2,7 @@
 // targets a real server and database, drives load from this process, and
 // prints its figures next to a reference measured in the same run on the
 // same PostgreSQL (pgbench), so results are compared as ratios on noisy
-// shared machines.
+// shared machines. Internal to MIO; not a stable API.
 package bench
 
 import (

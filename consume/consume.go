@@ -6,7 +6,7 @@
 // message is ever skipped and none waits on an unrelated transaction; and
 // all pulls of one consumer are serialized by a row lock on the consumer,
 // so two pullers never hold the same lease and conversation heads are
-// decided consistently.
+// decided consistently. Internal to MIO; not a stable API.
 package consume
 
 import (
