@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
 
-.PHONY: run test lint generate check-generated build bench bench-ingest bench-consume postgres fmt
+.PHONY: run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -44,11 +44,15 @@ check-generated:
 	$(TOOL) sqlc diff
 
 ## bench: every benchmark (see docs/benchmarks.md)
-bench: bench-ingest bench-consume
+bench: bench-ingest bench-consume bench-horizon
 
 ## bench-ingest: webhook ingestion vs the pgbench reference
 bench-ingest: postgres build
 	./$(BIN) bench ingest
+
+## bench-horizon: delivery and latency while a transaction is held open elsewhere (2 min)
+bench-horizon: postgres build
+	./$(BIN) bench horizon --duration 30s
 
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
 bench-consume: postgres build

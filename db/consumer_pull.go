@@ -50,7 +50,6 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
 	b.Queue("SET LOCAL enable_bitmapscan = off")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(setCustomPlans)
 	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
 			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,

@@ -69,10 +69,12 @@ func logPosFrom(lo string, hi *string, xid uint64, seq int64) LogPos {
 }
 
 // setCustomPlans makes the rest of the transaction plan every statement
-// for its parameters. The log readers (mio.log_ready, mio.log_received)
-// need it: planned generically, the scan of ended transactions is no
-// longer an index condition and walks the tenant's whole stream (seen
-// after pgx's statement cache had run a query five times).
+// for its parameters. The archive and the backlog count use it (they run
+// rarely, and the count's OR over the xip list plans better with its
+// values); the pull's statements do not: their plans are good generically
+// (mio.log_ready probes ended transactions by equality), and planning each
+// pull's statements anew inside the consumer's lock cost ~40 % of pull
+// throughput (docs/benchmarks.md).
 const setCustomPlans = "SET LOCAL plan_cache_mode = force_custom_plan"
 
 func customPlans(ctx context.Context, tx DBTX) error {

@@ -37,9 +37,10 @@ AS $$ SELECT pg_visible_in_snapshot(xid, lo)
 
 -- The next rows of a tenant's ready stage in the window (lo, hi] after
 -- (after_xid, after_seq), matching a filter, in (ready_xid, ready_seq)
--- order. Two index range scans: the transactions that were running at lo
--- and have ended (by xid), and the xids that started after lo (from
--- pg_snapshot_xmax(lo)). Rows examined are the window's rows plus those of
+-- order. Index range scans: one per transaction that was running at lo
+-- and has ended (equality on its xid: an index condition in generic plans
+-- too, so the statement cache's plans stay good), and one over the xids
+-- that started after lo (from pg_snapshot_xmax(lo)). Rows examined are the window's rows plus those of
 -- transactions still running; a long-open transaction costs nothing. The
 -- second scan's lower bound is ONE row comparison, max((xmax(lo), 0),
 -- after) (sequences start at 1): given two lower bounds, the btree scan
@@ -55,15 +56,20 @@ RETURNS SETOF mio.inbox
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT w.* FROM (
-    (SELECT i.* FROM mio.inbox AS i
-     WHERE i.tenant_id = p_tenant
-       AND i.ready_xid = ANY (mio.log_ended(p_lo, p_hi))
-       AND (i.ready_xid, i.ready_seq) > (p_after_xid, p_after_seq)
-       AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
-       AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))
-       AND (cardinality(p_conversation_ids) = 0 OR i.conversation_id = ANY (p_conversation_ids))
-       AND (p_start_time IS NULL OR i.received_at >= p_start_time)
-     ORDER BY i.ready_xid, i.ready_seq
+    (SELECT e.* FROM unnest(mio.log_ended(p_lo, p_hi)) AS x (xid)
+     CROSS JOIN LATERAL (
+         SELECT i.* FROM mio.inbox AS i
+         WHERE i.tenant_id = p_tenant
+           AND i.ready_xid = x.xid
+           AND (i.ready_xid, i.ready_seq) > (p_after_xid, p_after_seq)
+           AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
+           AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))
+           AND (cardinality(p_conversation_ids) = 0 OR i.conversation_id = ANY (p_conversation_ids))
+           AND (p_start_time IS NULL OR i.received_at >= p_start_time)
+         ORDER BY i.ready_seq
+         LIMIT p_max
+     ) AS e
+     ORDER BY e.ready_xid, e.ready_seq
      LIMIT p_max)
     UNION ALL
     (SELECT i.* FROM mio.inbox AS i
@@ -94,15 +100,20 @@ RETURNS SETOF mio.inbox
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT w.* FROM (
-    (SELECT i.* FROM mio.inbox AS i
-     WHERE i.tenant_id = p_tenant
-       AND i.xid = ANY (mio.log_ended(p_lo, p_hi))
-       AND (i.xid, i.seq) > (p_after_xid, p_after_seq)
-       AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
-       AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))
-       AND (cardinality(p_conversation_ids) = 0 OR i.conversation_id = ANY (p_conversation_ids))
-       AND (p_start_time IS NULL OR i.received_at >= p_start_time)
-     ORDER BY i.xid, i.seq
+    (SELECT e.* FROM unnest(mio.log_ended(p_lo, p_hi)) AS x (xid)
+     CROSS JOIN LATERAL (
+         SELECT i.* FROM mio.inbox AS i
+         WHERE i.tenant_id = p_tenant
+           AND i.xid = x.xid
+           AND (i.xid, i.seq) > (p_after_xid, p_after_seq)
+           AND (cardinality(p_channel_types) = 0 OR i.channel_type = ANY (p_channel_types))
+           AND (cardinality(p_account_ids) = 0 OR i.account_id = ANY (p_account_ids))
+           AND (cardinality(p_conversation_ids) = 0 OR i.conversation_id = ANY (p_conversation_ids))
+           AND (p_start_time IS NULL OR i.received_at >= p_start_time)
+         ORDER BY i.seq
+         LIMIT p_max
+     ) AS e
+     ORDER BY e.xid, e.seq
      LIMIT p_max)
     UNION ALL
     (SELECT i.* FROM mio.inbox AS i
