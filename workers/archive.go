@@ -158,7 +158,6 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 		stopped     bool
 		first, last db.StreamPos
 		firstReady  time.Time
-		ids         []uuid.UUID
 		size        int64
 		groups      = map[string]*archiveGroup{}
 		lineErr     error
@@ -180,11 +179,11 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 				lineErr = fmt.Errorf("message %s: %w", r.ID, err)
 				return false
 			}
-			if len(ids) == 0 {
+			if n == 0 {
 				first, firstReady = r.Pos, r.ReadyAt
 			}
 			last = r.Pos
-			ids = append(ids, r.ID)
+			n++
 			day := r.ReceivedAt.UTC().Truncate(24 * time.Hour)
 			gk := r.ChannelType + "/" + day.Format(time.DateOnly)
 			g := groups[gk]
@@ -206,10 +205,10 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 	if err != nil {
 		return 0, false, fmt.Errorf("read batch: %w", err)
 	}
-	if len(ids) == 0 {
+	if n == 0 {
 		return 0, false, nil
 	}
-	full := len(ids) >= w.BatchRows || size >= w.BatchBytes
+	full := n >= w.BatchRows || size >= w.BatchBytes
 	if !full && w.Now().Sub(firstReady) < w.MaxAge {
 		return 0, false, nil // too small and too young: wait for more
 	}
@@ -232,7 +231,7 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 		}
 		pos.Hi = hi
 	}
-	next := pos.Next(hi, last, len(ids), w.BatchRows)
+	next := pos.Next(hi, last, n, w.BatchRows)
 	if stopped {
 		next = db.LogPos{Lo: pos.Lo, Hi: hi, After: last}
 	}
@@ -280,10 +279,10 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 			w.Metrics.ArchiveMessages.WithLabelValues(p.ChannelType).Add(float64(p.Rows))
 		}
 	}
-	w.Logger.Debug("archived batch", "tenant_id", tenantID, "messages", len(ids), "bytes", size, "objects", len(parts))
+	w.Logger.Debug("archived batch", "tenant_id", tenantID, "messages", n, "bytes", size, "objects", len(parts))
 	// A window pinned by an earlier run (a crashed batch) ends before rows
 	// that came since: look at the next window too.
-	return len(ids), full || wasOpen, nil
+	return n, full || wasOpen, nil
 }
 
 // ArchiveObjectKey is the object of one (channel type, day) group of the
