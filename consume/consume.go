@@ -146,7 +146,6 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 // round trips: BeginPull, then TakeCommit.
 func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery, error) {
 	c, st, tx := p.Consumer, p.State, p.DB()
-	pos := c.Pos
 	// Expired lease ranges become per-message expired leases (then
 	// redelivered or dead-lettered below). An ordered consumer keeps no
 	// ranges: any left from when it was unordered become per-message
@@ -172,14 +171,17 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 	}
 	var out []Delivery
 	if ordered {
-		ds, err := s.claimOrdered(ctx, tx, c, room)
+		ds, read, err := s.claimOrdered(ctx, tx, c, room)
 		if err != nil {
 			return nil, err
 		}
 		if out, err = s.load(ctx, tx, c, ds); err != nil {
 			return nil, err
 		}
-		if c.Pos != pos || len(out) > 0 {
+		// Rows read into the pending backlog must not be read again: their
+		// position is stored. Otherwise storing is only due now and then
+		// (db.PullTx.PositionDue).
+		if read > 0 || len(out) > 0 || p.PositionDue {
 			if err := db.ConsumerAdvance(ctx, tx, c, c.Pos, len(out) > 0); err != nil {
 				return nil, err
 			}
@@ -202,8 +204,10 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 	}
 	want := room - claimed
 	if want <= 0 {
-		if err := db.ConsumerAdvance(ctx, tx, c, c.Pos, len(out) > 0); err != nil {
-			return nil, err
+		if len(out) > 0 || p.PositionDue {
+			if err := db.ConsumerAdvance(ctx, tx, c, c.Pos, len(out) > 0); err != nil {
+				return nil, err
+			}
 		}
 		return out, p.Commit(ctx)
 	}
@@ -218,37 +222,38 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 }
 
 // claimOrdered tops up the pending backlog from the stream, then leases
-// conversation heads.
-func (s *Service) claimOrdered(ctx context.Context, tx db.DBTX, c *db.Consumer, room int) ([]db.Delivery, error) {
+// conversation heads. read is how many stream rows it took.
+func (s *Service) claimOrdered(ctx context.Context, tx db.DBTX, c *db.Consumer, room int) (ds []db.Delivery, read int, err error) {
 	pending, err := db.DeliveryPendingCount(ctx, tx, c)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if want := s.materialize - pending; want > 0 {
-		if _, err := s.advance(ctx, tx, c, want, false); err != nil {
-			return nil, err
+		if read, err = s.advance(ctx, tx, c, want); err != nil {
+			return nil, 0, err
 		}
 	}
-	return db.DeliveryClaim(ctx, tx, c, room)
+	ds, err = db.DeliveryClaim(ctx, tx, c, room)
+	return ds, read, err
 }
 
-// advance takes up to want new stream rows into the consumer (leased at
-// once, or pending) and moves its log position in memory (db.LogPos.Next).
-func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want int, lease bool) ([]db.Delivery, error) {
+// advance takes up to want new stream rows into the consumer's pending
+// backlog, moves its log position in memory (db.LogPos.Next), and returns
+// how many rows it read.
+func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want int) (int, error) {
 	rows, hi, err := db.StreamNext(ctx, tx, c, want)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	var ds []db.Delivery
 	var last db.StreamPos
 	if len(rows) > 0 {
-		if ds, err = db.DeliveryInsert(ctx, tx, c, rows, lease); err != nil {
-			return nil, err
+		if _, err = db.DeliveryInsert(ctx, tx, c, rows, false); err != nil {
+			return 0, err
 		}
 		last = rows[len(rows)-1].Pos
 	}
 	c.Pos = c.Pos.Next(hi, last, len(rows), want)
-	return ds, nil
+	return len(rows), nil
 }
 
 // load attaches message bodies to leases, in lease order. A message

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -53,12 +54,24 @@ func splitLeaseIDs(ids []uuid.UUID) (leases []int64, idxs []int32, rest []uuid.U
 }
 
 // LeaseMaterialize moves the outstanding members of c's expired lease
-// ranges (of all of them when every) into per-message leased deliveries
-// with the same delivery ids and expiry, and deletes those ranges. It
-// returns how many deliveries it wrote.
+// ranges above its sweep (of all of them when every) into per-message
+// leased deliveries with the same delivery ids and expiry, recording them
+// settled in their ranges. It returns how many deliveries it wrote.
 func LeaseMaterialize(ctx context.Context, tx DBTX, c *Consumer, every bool) (int64, error) {
+	return leaseMaterialize(ctx, tx, c, every, pgtype.Int2{})
+}
+
+func leaseMaterialize(ctx context.Context, tx DBTX, c *Consumer, every bool, gen pgtype.Int2) (int64, error) {
+	ids, err := queries().LeaseMovable(ctx, tx, &dbsqlc.LeaseMovableParams{
+		TenantID: c.TenantID, ConsumerName: c.Name, Swept: c.Swept, Every: every, Gen: gen})
+	if err != nil || len(ids) == 0 {
+		return 0, translate(err)
+	}
+	if _, err := queries().LeaseLock(ctx, tx, &dbsqlc.LeaseLockParams{LeaseIds: ids}); err != nil {
+		return 0, translate(err)
+	}
 	n, err := queries().LeaseMaterialize(ctx, tx, &dbsqlc.LeaseMaterializeParams{
-		TenantID: c.TenantID, ConsumerName: c.Name, Every: every})
+		TenantID: c.TenantID, ConsumerName: c.Name, Swept: c.Swept, Every: every, Gen: gen})
 	return n, translate(err)
 }
 
@@ -70,6 +83,9 @@ func LeaseMaterializeMembers(ctx context.Context, tx DBTX, c *Consumer, ids []uu
 	leases, idxs, _ := splitLeaseIDs(ids)
 	if len(leases) == 0 {
 		return nil, nil
+	}
+	if _, err := queries().LeaseLock(ctx, tx, &dbsqlc.LeaseLockParams{LeaseIds: leases}); err != nil {
+		return nil, translate(err)
 	}
 	rows, err := queries().LeaseMaterializeMembers(ctx, tx, &dbsqlc.LeaseMaterializeMembersParams{
 		TenantID: c.TenantID, ConsumerName: c.Name, LeaseIds: leases, Idxs: idxs})

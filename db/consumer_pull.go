@@ -24,11 +24,17 @@ type PullTx struct {
 	open     bool
 	Consumer *Consumer
 	State    *PullState
+	// PositionDue: the pull appends its position even when it reads no
+	// row (its sweep moved, or the stored position is over a second old).
+	PositionDue bool
 }
 
 // BeginPull starts a pull of consumer name: BEGIN, the tenant setting
-// (bitmap scans off: a bitmap scan of the stream would sort the whole backlog to return one batch), the consumer's row lock, and
-// its pull state, in ONE round trip. The pull state is a statement of its
+// (bitmap scans off: a bitmap scan of the stream would sort the whole
+// backlog to return one batch), the consumer's row lock, then (statements
+// of their own, so their snapshots see what the previous lock holder
+// committed) the consumer with its position and its pull state, in ONE
+// round trip. The pull state is a statement of its
 // own after the lock, so the snapshot it reads as the window's hi (when
 // no window is open) is taken once the lock is granted. ErrNotFound when there is no such
 // consumer. Close must be called.
@@ -50,13 +56,16 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
 	b.Queue("SET LOCAL enable_bitmapscan = off")
 	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error {
+	var locked bool
+	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
+	b.Queue(dbsqlc.ConsumerGet, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
 			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,
-			&c.CursorXid, &c.CursorSeq, &c.LogLo, &c.LogHi, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt)
+			&c.CursorXid, &c.CursorSeq, &c.LogLo, &c.LogHi, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt,
+			&c.Swept, &c.PositionWrittenAt)
 	})
 	b.Queue(dbsqlc.ConsumerPullState, tenantID, name).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Hi)
+		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Swept, &st.Hi)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		p.Close()
@@ -64,6 +73,8 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	}
 	p.Consumer = consumerFrom(c)
 	p.State = &PullState{Leased: int(st.Leased), Due: st.Due, Ranges: st.Ranges, RangesExpired: st.RangesExpired, Hi: st.Hi}
+	p.PositionDue = p.Consumer.positionDue(st.Swept, time.Now())
+	p.Consumer.Swept = st.Swept
 	return p, nil
 }
 
@@ -72,8 +83,8 @@ func (p *PullTx) DB() DBTX { return p.conn }
 
 // TakeCommit reads up to max rows of the consumer's log window (its Lo to
 // the pull state's Hi) after its position, leases them as one lease range,
-// moves the position (stamping the last delivery when rows were read or
-// delivered), and commits: one round trip. It returns the leases in window
+// appends the new position and sweep (stamping the last delivery) when
+// rows were read, delivered, or PositionDue, and commits: one round trip. It returns the leases in window
 // order, with their bodies.
 func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]TakenDelivery, error) {
 	c := p.Consumer
@@ -85,7 +96,7 @@ func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]Tak
 	b := &pgx.Batch{}
 	b.Queue(query, c.TenantID, c.Pos.Lo, p.State.Hi, c.Pos.After.xid8(),
 		c.Pos.After.Seq, nonNil(c.FilterChannelTypes), nonNilUUIDs(c.FilterAccountIDs), nonNil(c.FilterConversationIDs),
-		c.StartTime, int32(max), c.Name, interval(c.AckWait), delivered).Query(func(rows pgx.Rows) error {
+		c.StartTime, int32(max), c.Name, interval(c.AckWait), c.Swept, delivered, c.LastDeliveredAt, p.PositionDue).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
 				r  dbsqlc.LeaseTakeReadyRow
@@ -137,7 +148,8 @@ type TakenDelivery struct {
 }
 
 // AckAll acknowledges delivery ids of a consumer in ONE round trip (BEGIN,
-// tenant, lease-range members, per-message deliveries, COMMIT) and returns
+// tenant, the ranges' settle locks, lease-range members (an appended
+// settle row per range), per-message deliveries, COMMIT) and returns
 // the ids that matched an outstanding delivery. A lease-range member is
 // either outstanding in its range or has a per-message row (moved out by
 // a nak, term, extend or expiry), never both, so trying every id both ways
@@ -152,6 +164,7 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	b.Queue("BEGIN")
 	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
 	if len(leases) > 0 {
+		b.Queue(dbsqlc.LeaseLock, leases)
 		b.Queue(dbsqlc.LeaseAck, leases, idxs, tenantID, consumer).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var r dbsqlc.LeaseAckRow

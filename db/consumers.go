@@ -42,10 +42,16 @@ type Consumer struct {
 	Ordering              string
 	Stage                 string
 	// Pos is the consumer's position in the log.
-	Pos             LogPos
+	Pos LogPos
+	// Swept: every lease range of the consumer with an id up to it is
+	// settled (migration 00008); ranges are only looked at above it.
+	Swept           int64
 	LastDeliveredAt *time.Time
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// posWrittenAt is when the position was last appended (the epoch when
+	// it is the consumer row's own).
+	posWrittenAt time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 func consumerFrom(r dbsqlc.ConsumerGetRow) *Consumer {
@@ -54,7 +60,7 @@ func consumerFrom(r dbsqlc.ConsumerGetRow) *Consumer {
 		FilterConversationIDs: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWait: time.Duration(r.AckWaitMs) * time.Millisecond, MaxDeliver: int(r.MaxDeliver), MaxAckPending: int(r.MaxAckPending),
 		Ordering: r.Ordering, Stage: r.Stage, Pos: logPosFrom(r.LogLo, &r.LogHi, r.CursorXid.Uint64, r.CursorSeq),
-		LastDeliveredAt: r.LastDeliveredAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Swept: r.Swept, LastDeliveredAt: r.LastDeliveredAt, posWrittenAt: r.PositionWrittenAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 
@@ -71,12 +77,18 @@ func ConsumerUpsert(ctx context.Context, tx DBTX, c *Consumer) (out *Consumer, c
 	if err != nil {
 		return nil, false, translate(err)
 	}
+	if !r.Created {
+		// The row's position columns are only a base (migration 00008):
+		// an existing consumer's position is its newest appended one.
+		out, err := ConsumerGet(ctx, tx, c.TenantID, c.Name)
+		return out, false, err
+	}
 	return consumerFrom(dbsqlc.ConsumerGetRow{
 		TenantID: r.TenantID, Name: r.Name, FilterChannelTypes: r.FilterChannelTypes, FilterAccountIds: r.FilterAccountIds,
 		FilterConversationIds: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWaitMs: r.AckWaitMs, MaxDeliver: r.MaxDeliver, MaxAckPending: r.MaxAckPending, Ordering: r.Ordering,
 		Stage: r.Stage, CursorXid: r.CursorXid, CursorSeq: r.CursorSeq, LogLo: r.LogLo, LogHi: r.LogHi, LastDeliveredAt: r.LastDeliveredAt,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Swept: r.Swept, PositionWrittenAt: r.PositionWrittenAt,
 	}), r.Created, nil
 }
 
@@ -114,12 +126,27 @@ func ConsumerList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*Consumer
 	return out, nil
 }
 
-// ConsumerAdvance stores a consumer's log position and, when delivered,
-// stamps its last delivery time (one write per pull).
+// ConsumerAdvance appends a consumer's log position and sweep (a pull
+// never updates a row: migration 00008) and, when delivered, stamps its
+// last delivery time.
 func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to LogPos, delivered bool) error {
 	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
 		TenantID: c.TenantID, Name: c.Name, LogLo: to.Lo, LogHi: to.hiArg(), CursorXid: to.After.xid8(), CursorSeq: to.After.Seq,
-		Delivered: delivered}))
+		Swept: c.Swept, Delivered: delivered, LastDeliveredAt: c.LastDeliveredAt}))
+}
+
+// positionRefresh is how old a stored position may grow before a pull
+// that read nothing stores its moved window anyway. A pull that read no
+// row may leave its position as it was (re-reading from there finds the
+// same nothing and more), so an idle consumer polling in a busy cluster
+// appends at most one position a second instead of one per poll.
+const positionRefresh = time.Second
+
+// positionDue reports whether a pull of c that read no row should still
+// append its position: its sweep moves to swept, or the stored position
+// is older than positionRefresh.
+func (c *Consumer) positionDue(swept int64, now time.Time) bool {
+	return c.Swept != swept || now.Sub(c.posWrittenAt) > positionRefresh
 }
 
 // StreamRow is one message in a stage's stream.

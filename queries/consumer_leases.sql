@@ -5,8 +5,10 @@
 -- Ordering none, ready stage, in one statement: read the next rows of the
 -- consumer's window (@lo, @hi] after its position (mio.log_ready; @hi was
 -- taken by an earlier statement of this transaction), lease them all as
--- one range, and move the consumer's position (stamping its last delivery
--- when rows were read or @delivered). The rows read are returned with the
+-- one range, and append the consumer's new position (stamping its last
+-- delivery) when rows were read, @delivered, or @persist (the caller's
+-- rule: its sweep moved, or the stored position is over a second old).
+-- Nothing is updated or deleted (migration 00008). The rows read are returned with the
 -- range id; member i is the i-th row in window order. The caller holds the
 -- consumer's row lock and passes the position it read under it.
 WITH s AS (
@@ -15,9 +17,11 @@ WITH s AS (
         @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz,
         @max_rows::int) AS i
 ),
+g AS (SELECT gen FROM mio.consumer_log_gen),
 l AS (
-    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT @tenant_id::uuid, @consumer_name::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + @ack_wait::interval
+    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, gen, id, message_ids, expires_at)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM g), nextval('mio.consumer_take_ids'),
+           array_agg(s.id ORDER BY s.xid, s.seq), now() + @ack_wait::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -40,15 +44,13 @@ nc AS (
     FROM k
 ),
 adv AS (
-    UPDATE mio.consumers AS c
-    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE c.last_delivered_at END
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
+           @swept::bigint, CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END
     FROM nc
-    WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name
-      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
-           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
+    WHERE nc.n > 0 OR @delivered::bool OR @persist::bool
 )
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
 FROM s CROSS JOIN l
 ORDER BY s.xid, s.seq;
 
@@ -60,9 +62,11 @@ WITH s AS (
         @channel_types::text[], @account_ids::uuid[], @conversation_ids::text[], sqlc.narg('start_time')::timestamptz,
         @max_rows::int) AS i
 ),
+g AS (SELECT gen FROM mio.consumer_log_gen),
 l AS (
-    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT @tenant_id::uuid, @consumer_name::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + @ack_wait::interval
+    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, gen, id, message_ids, expires_at)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM g), nextval('mio.consumer_take_ids'),
+           array_agg(s.id ORDER BY s.xid, s.seq), now() + @ack_wait::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -85,34 +89,58 @@ nc AS (
     FROM k
 ),
 adv AS (
-    UPDATE mio.consumers AS c
-    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE c.last_delivered_at END
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
+           @swept::bigint, CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END
     FROM nc
-    WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name
-      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
-           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR @delivered::bool)
+    WHERE nc.n > 0 OR @delivered::bool OR @persist::bool
 )
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
 FROM s CROSS JOIN l
 ORDER BY s.xid, s.seq;
 
+-- name: LeaseLock :one
+-- Serializes everything that settles members of the given lease ranges
+-- (acks, moves out) with a transaction-scoped advisory lock per range, in
+-- range order. The statements after it (each with a snapshot of its own)
+-- see every settlement committed before the lock was granted. Pure lock
+-- memory: nothing is written.
+SELECT count(pg_advisory_xact_lock(1835626348, (s.id % 2147483647)::int))::int AS locked
+FROM (SELECT DISTINCT u.id FROM unnest(@lease_ids::bigint[]) AS u (id) ORDER BY u.id OFFSET 0) AS s;
+
+-- name: LeaseMovable :many
+-- The lease ranges of a consumer a move-out applies to, for LeaseLock:
+-- those above its sweep that expired, or all of them (@every), or those of
+-- generation @gen (the rotation).
+SELECT r.id FROM mio.consumer_leases AS r
+WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id > @swept::bigint
+  AND (@every::bool OR r.expires_at <= now() OR r.gen = sqlc.narg('gen')::smallint)
+ORDER BY r.id;
+
 -- name: LeaseMaterialize :execrows
--- Moves the outstanding members of a consumer's expired lease ranges (of
--- all its ranges when @all) into per-message leased deliveries that keep
--- their delivery ids and expiry, and deletes those ranges. Expired ones
--- are then redelivered or dead-lettered like any expired lease. A member
--- whose message is gone (retention) has nothing left to deliver.
+-- Moves the outstanding members of a consumer's lease ranges above its
+-- sweep that expired (all of them when @every, those of generation @gen
+-- for the rotation) into per-message leased deliveries that keep their
+-- delivery ids and expiry, and records them settled in their ranges.
+-- Expired ones are then redelivered or dead-lettered like any expired
+-- lease. A member whose message is gone (retention) has nothing left to
+-- deliver. The caller holds LeaseLock on the ranges.
 WITH x AS (
-    DELETE FROM mio.consumer_leases AS l
-    WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name
-      AND (@every::bool OR l.expires_at <= now())
-    RETURNING l.id, l.message_ids, l.settled, l.expires_at
+    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id > @swept::bigint
+      AND (@every::bool OR r.expires_at <= now() OR r.gen = sqlc.narg('gen')::smallint)
 ),
 m AS (
     SELECT x.id AS lease_id, g.idx, x.message_ids[g.idx + 1] AS message_id, x.expires_at
     FROM x CROSS JOIN LATERAL generate_series(0, cardinality(x.message_ids) - 1) AS g (idx)
-    WHERE NOT (g.idx = ANY (x.settled))
+    WHERE NOT EXISTS (
+        SELECT 1 FROM mio.consumer_settles AS s
+        WHERE s.tenant_id = @tenant_id AND s.consumer_name = @consumer_name AND s.lease_id = x.id AND g.idx = ANY (s.idxs))
+),
+st AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM mio.consumer_log_gen), m.lease_id, array_agg(m.idx)
+    FROM m GROUP BY m.lease_id
 )
 INSERT INTO mio.consumer_deliveries (
     tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
@@ -128,24 +156,26 @@ ON CONFLICT DO NOTHING;
 -- Moves the given outstanding members (@lease_ids[k], @idxs[k]) out of
 -- their ranges into per-message leased deliveries with the same delivery
 -- ids and expiry, so that a nak, term or extend applies to them alone.
--- Returns the members moved.
+-- Returns the members moved. The caller holds LeaseLock on the ranges.
 WITH req AS (
     SELECT unnest(@lease_ids::bigint[]) AS lease_id, unnest(@idxs::int[]) AS idx
 ),
 l AS (
-    SELECT r.id, r.message_ids, r.settled, r.expires_at FROM mio.consumer_leases AS r
+    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
     WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id = ANY (@lease_ids::bigint[])
-    FOR UPDATE
 ),
 m AS (
     SELECT DISTINCT l.id AS lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id, l.expires_at
     FROM req JOIN l ON l.id = req.lease_id
-    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids) AND NOT (req.idx = ANY (l.settled))
+    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids)
+      AND NOT EXISTS (
+          SELECT 1 FROM mio.consumer_settles AS s
+          WHERE s.tenant_id = @tenant_id AND s.consumer_name = @consumer_name AND s.lease_id = l.id AND req.idx = ANY (s.idxs))
 ),
-u AS (
-    UPDATE mio.consumer_leases AS u
-    SET settled = u.settled || ARRAY(SELECT m.idx FROM m WHERE m.lease_id = u.id)
-    WHERE u.tenant_id = @tenant_id AND u.consumer_name = @consumer_name AND u.id IN (SELECT m.lease_id FROM m)
+st AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM mio.consumer_log_gen), m.lease_id, array_agg(m.idx)
+    FROM m GROUP BY m.lease_id
 ),
 ins AS (
     INSERT INTO mio.consumer_deliveries (
@@ -162,33 +192,68 @@ SELECT m.lease_id, m.idx::int AS idx FROM m;
 
 -- name: LeaseAck :many
 -- Acknowledges outstanding members (@lease_ids[k], @idxs[k]) of lease
--- ranges: a range whose members are all settled is deleted (the usual
--- case: one delete per acknowledged batch), others record the indexes.
--- Returns the members that were outstanding.
+-- ranges by appending one settle row per range (nothing is updated or
+-- deleted). Returns the members that were outstanding. The caller holds
+-- LeaseLock on the ranges, so two settlements of one member cannot both
+-- find it outstanding.
 WITH req AS (
     SELECT unnest(@lease_ids::bigint[]) AS lease_id, unnest(@idxs::int[]) AS idx
 ),
 l AS (
-    SELECT r.id, r.message_ids, r.settled FROM mio.consumer_leases AS r
+    SELECT r.id, cardinality(r.message_ids) AS n FROM mio.consumer_leases AS r
     WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id = ANY (@lease_ids::bigint[])
-    FOR UPDATE
 ),
 hit AS (
-    SELECT DISTINCT l.id AS lease_id, req.idx, cardinality(l.message_ids) - cardinality(l.settled) AS outstanding
+    SELECT DISTINCT req.lease_id, req.idx
     FROM req JOIN l ON l.id = req.lease_id
-    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids) AND NOT (req.idx = ANY (l.settled))
+    WHERE req.idx >= 0 AND req.idx < l.n
+      AND NOT EXISTS (
+          SELECT 1 FROM mio.consumer_settles AS s
+          WHERE s.tenant_id = @tenant_id AND s.consumer_name = @consumer_name AND s.lease_id = req.lease_id AND req.idx = ANY (s.idxs))
 ),
-agg AS (
-    SELECT hit.lease_id, array_agg(hit.idx) AS idxs, max(hit.outstanding) - count(*) AS remaining
+ins AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM mio.consumer_log_gen), hit.lease_id, array_agg(hit.idx)
     FROM hit GROUP BY hit.lease_id
-),
-del AS (
-    DELETE FROM mio.consumer_leases AS d USING agg
-    WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name AND d.id = agg.lease_id AND agg.remaining = 0
-),
-upd AS (
-    UPDATE mio.consumer_leases AS u SET settled = u.settled || agg.idxs
-    FROM agg
-    WHERE u.tenant_id = @tenant_id AND u.consumer_name = @consumer_name AND u.id = agg.lease_id AND agg.remaining > 0
 )
-SELECT hit.lease_id, hit.idx::int AS idx FROM hit;
+SELECT hit.lease_id::bigint AS lease_id, hit.idx::int AS idx FROM hit;
+
+-- name: ConsumerLogGen :one
+-- The ring's state (migration 00008): the generation written, whether the
+-- one after it is empty, when it last advanced.
+SELECT gen, next_clean, rotated_at FROM mio.consumer_log_gen;
+
+-- name: ConsumerLogGenLock :one
+SELECT gen, next_clean, rotated_at FROM mio.consumer_log_gen FOR UPDATE;
+
+-- name: ConsumerLogGenCleaned :exec
+UPDATE mio.consumer_log_gen SET next_clean = true WHERE gen = @gen;
+
+-- name: ConsumerLogGenAdvance :execrows
+-- Advances the ring when the next generation is empty and the current one
+-- is at least @period old.
+UPDATE mio.consumer_log_gen SET gen = (gen + 1) % 3, next_clean = false, rotated_at = now()
+WHERE next_clean AND rotated_at <= now() - @period::interval;
+
+-- name: ConsumersInGen :many
+-- Consumers of a tenant with rows in generation @gen.
+SELECT DISTINCT t.consumer_name::text AS consumer_name FROM (
+    SELECT r.consumer_name FROM mio.consumer_leases AS r WHERE r.tenant_id = @tenant_id AND r.gen = @gen::smallint
+    UNION ALL
+    SELECT p.consumer_name FROM mio.consumer_positions AS p WHERE p.tenant_id = @tenant_id AND p.gen = @gen::smallint
+) AS t;
+
+-- name: ConsumerPositionKeep :exec
+-- Copies a consumer's newest position into its own row when that position
+-- is in generation @gen, about to be retired.
+UPDATE mio.consumers AS c
+SET log_lo = p.log_lo, log_hi = p.log_hi, cursor_xid = p.cursor_xid, cursor_seq = p.cursor_seq, swept = p.swept,
+    last_delivered_at = p.last_delivered_at
+FROM (
+    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at
+    FROM mio.consumer_positions AS q
+    WHERE q.tenant_id = @tenant_id AND q.consumer_name = @consumer_name
+    ORDER BY q.n DESC
+    LIMIT 1
+) AS p
+WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name AND p.gen = @gen::smallint;

@@ -21,20 +21,23 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
     updated_at = now()
 RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at, (xmax = 0) AS created;
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, 'epoch'::timestamptz AS position_written_at, (xmax = 0) AS created;
 
 -- name: ConsumerGet :one
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: ConsumerLock :one
--- Serializes pulls of one consumer (cursor advance and claims).
-SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
-       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
+-- Serializes pulls of one consumer (position moves and claims): the row
+-- lock of mio.consumers (a lock only: no new row version). The position
+-- is read by a statement AFTER this one (mio.consumer_state), whose
+-- snapshot sees the position the previous lock holder appended: this
+-- statement's own snapshot predates its wait for the lock.
+SELECT true AS locked FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
 
 -- name: ConsumerDelete :execrows
 DELETE FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
@@ -42,15 +45,18 @@ DELETE FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
 -- name: ConsumerList :many
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = @tenant_id ORDER BY name;
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = @tenant_id ORDER BY name;
 
 -- name: ConsumerAdvance :exec
-UPDATE mio.consumers
-SET log_lo = (@log_lo::text)::pg_snapshot, log_hi = (sqlc.narg('log_hi')::text)::pg_snapshot,
-    cursor_xid = @cursor_xid, cursor_seq = @cursor_seq,
-    last_delivered_at = CASE WHEN @delivered::bool THEN now() ELSE last_delivered_at END
-WHERE tenant_id = @tenant_id AND name = @name;
+-- Appends a consumer's position (migration 00008: a pull never updates a
+-- row), stamping its last delivery when @delivered.
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+SELECT @tenant_id::uuid, @name::text, g.gen, (@log_lo::text)::pg_snapshot, (sqlc.narg('log_hi')::text)::pg_snapshot,
+       @cursor_xid::xid8, @cursor_seq::bigint, @swept::bigint,
+       CASE WHEN @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END
+FROM mio.consumer_log_gen AS g;
 
 -- name: StreamReady :many
 -- The next rows of the ready stage in the consumer's window (@lo, @hi]
@@ -79,7 +85,7 @@ SELECT pg_current_snapshot()::text AS snapshot;
 -- positions are batch * 4096 + index, the batch drawn from the lease-range
 -- id sequence, so they follow every position taken before (migration
 -- 00007). At most 4096 rows.
-WITH b AS (SELECT nextval('mio.consumer_leases_id_seq') * 4096 AS base)
+WITH b AS (SELECT nextval('mio.consumer_take_ids') * 4096 AS base)
 INSERT INTO mio.consumer_deliveries (
     tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at
@@ -206,11 +212,15 @@ WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name AND state = 'lea
 RETURNING delivery_id;
 
 -- name: ConsumerStats :one
+WITH c AS (SELECT swept FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name = @consumer_name)
 SELECT
     count(*) FILTER (WHERE d.state = 'pending') AS pending,
     (count(*) FILTER (WHERE d.state = 'leased')
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name))::bigint AS ack_pending,
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
+        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
+        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0)), 0)
+       FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id > (SELECT swept FROM c)))::bigint AS ack_pending,
     count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
     count(*) FILTER (WHERE d.state = 'dead') AS dead,
     coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
@@ -253,23 +263,33 @@ SELECT count(*) FROM (
 
 -- name: ConsumerPullState :one
 -- Everything a pull needs before claiming, in one round trip: live leases
--- (per-message and lease ranges, for max_ack_pending), whether anything is
--- due again (nak delays and expiries: the claim statements are skipped
--- when not), and the window's hi: the consumer's open window, else this
--- statement's snapshot (taken once the consumer's row lock is granted).
+-- (per-message and lease-range members, for max_ack_pending), whether
+-- anything is due again (nak delays and expiries: the claim statements are
+-- skipped when not), lease ranges outstanding and expired, the sweep (the
+-- highest range id below which every range of the consumer is settled:
+-- ranges are only ever looked at above it), and the window's hi: the
+-- consumer's open window, else this statement's snapshot (taken once the
+-- consumer's row lock is granted). Only the ranges above the sweep are
+-- read: the consumer's unsettled ones and the few settled after them.
+WITH c AS (
+    SELECT s.swept, s.log_hi FROM mio.consumer_state AS s WHERE s.tenant_id = @tenant_id AND s.name = @consumer_name
+),
+r AS (
+    SELECT r.id, r.expires_at, cardinality(r.message_ids) - coalesce((
+        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
+        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0) AS outstanding
+    FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id > (SELECT c.swept FROM c)
+)
 SELECT
     ((SELECT count(*) FROM mio.consumer_deliveries AS l
      WHERE l.tenant_id = @tenant_id AND l.consumer_name = @consumer_name AND l.state = 'leased' AND l.lease_expires_at > now())
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.expires_at > now()))::bigint AS leased,
+    + (SELECT coalesce(sum(r.outstanding), 0) FROM r WHERE r.expires_at > now()))::bigint AS leased,
     (EXISTS (SELECT 1 FROM mio.consumer_deliveries AS p
              WHERE p.tenant_id = @tenant_id AND p.consumer_name = @consumer_name AND p.state = 'pending' AND p.available_at <= now())
      OR EXISTS (SELECT 1 FROM mio.consumer_deliveries AS e
                 WHERE e.tenant_id = @tenant_id AND e.consumer_name = @consumer_name AND e.state = 'leased' AND e.lease_expires_at <= now()))::bool AS due,
-    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
-            WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name) AS ranges,
-    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
-            WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name AND x.expires_at <= now()) AS ranges_expired,
-    coalesce(c.log_hi, pg_current_snapshot())::text AS hi
-FROM mio.consumers AS c
-WHERE c.tenant_id = @tenant_id AND c.name = @consumer_name;
+    EXISTS (SELECT 1 FROM r WHERE r.outstanding > 0) AS ranges,
+    EXISTS (SELECT 1 FROM r WHERE r.outstanding > 0 AND r.expires_at <= now()) AS ranges_expired,
+    coalesce((SELECT min(r.id) - 1 FROM r WHERE r.outstanding > 0), (SELECT max(r.id) FROM r), (SELECT c.swept FROM c))::bigint AS swept,
+    coalesce((SELECT c.log_hi FROM c), pg_current_snapshot())::text AS hi;

@@ -13,34 +13,157 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const ConsumerLogGen = `-- name: ConsumerLogGen :one
+SELECT gen, next_clean, rotated_at FROM mio.consumer_log_gen
+`
+
+type ConsumerLogGenRow struct {
+	Gen       int16
+	NextClean bool
+	RotatedAt time.Time
+}
+
+// The ring's state (migration 00008): the generation written, whether the
+// one after it is empty, when it last advanced.
+func (q *Queries) ConsumerLogGen(ctx context.Context, db DBTX) (ConsumerLogGenRow, error) {
+	row := db.QueryRow(ctx, ConsumerLogGen)
+	var i ConsumerLogGenRow
+	err := row.Scan(&i.Gen, &i.NextClean, &i.RotatedAt)
+	return i, err
+}
+
+const ConsumerLogGenAdvance = `-- name: ConsumerLogGenAdvance :execrows
+UPDATE mio.consumer_log_gen SET gen = (gen + 1) % 3, next_clean = false, rotated_at = now()
+WHERE next_clean AND rotated_at <= now() - $1::interval
+`
+
+type ConsumerLogGenAdvanceParams struct {
+	Period pgtype.Interval
+}
+
+// Advances the ring when the next generation is empty and the current one
+// is at least @period old.
+func (q *Queries) ConsumerLogGenAdvance(ctx context.Context, db DBTX, arg *ConsumerLogGenAdvanceParams) (int64, error) {
+	result, err := db.Exec(ctx, ConsumerLogGenAdvance, arg.Period)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const ConsumerLogGenCleaned = `-- name: ConsumerLogGenCleaned :exec
+UPDATE mio.consumer_log_gen SET next_clean = true WHERE gen = $1
+`
+
+type ConsumerLogGenCleanedParams struct {
+	Gen int16
+}
+
+func (q *Queries) ConsumerLogGenCleaned(ctx context.Context, db DBTX, arg *ConsumerLogGenCleanedParams) error {
+	_, err := db.Exec(ctx, ConsumerLogGenCleaned, arg.Gen)
+	return err
+}
+
+const ConsumerLogGenLock = `-- name: ConsumerLogGenLock :one
+SELECT gen, next_clean, rotated_at FROM mio.consumer_log_gen FOR UPDATE
+`
+
+type ConsumerLogGenLockRow struct {
+	Gen       int16
+	NextClean bool
+	RotatedAt time.Time
+}
+
+func (q *Queries) ConsumerLogGenLock(ctx context.Context, db DBTX) (ConsumerLogGenLockRow, error) {
+	row := db.QueryRow(ctx, ConsumerLogGenLock)
+	var i ConsumerLogGenLockRow
+	err := row.Scan(&i.Gen, &i.NextClean, &i.RotatedAt)
+	return i, err
+}
+
+const ConsumerPositionKeep = `-- name: ConsumerPositionKeep :exec
+UPDATE mio.consumers AS c
+SET log_lo = p.log_lo, log_hi = p.log_hi, cursor_xid = p.cursor_xid, cursor_seq = p.cursor_seq, swept = p.swept,
+    last_delivered_at = p.last_delivered_at
+FROM (
+    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at
+    FROM mio.consumer_positions AS q
+    WHERE q.tenant_id = $1 AND q.consumer_name = $2
+    ORDER BY q.n DESC
+    LIMIT 1
+) AS p
+WHERE c.tenant_id = $1 AND c.name = $2 AND p.gen = $3::smallint
+`
+
+type ConsumerPositionKeepParams struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+}
+
+// Copies a consumer's newest position into its own row when that position
+// is in generation @gen, about to be retired.
+func (q *Queries) ConsumerPositionKeep(ctx context.Context, db DBTX, arg *ConsumerPositionKeepParams) error {
+	_, err := db.Exec(ctx, ConsumerPositionKeep, arg.TenantID, arg.ConsumerName, arg.Gen)
+	return err
+}
+
+const ConsumersInGen = `-- name: ConsumersInGen :many
+SELECT DISTINCT t.consumer_name::text AS consumer_name FROM (
+    SELECT r.consumer_name FROM mio.consumer_leases AS r WHERE r.tenant_id = $1 AND r.gen = $2::smallint
+    UNION ALL
+    SELECT p.consumer_name FROM mio.consumer_positions AS p WHERE p.tenant_id = $1 AND p.gen = $2::smallint
+) AS t
+`
+
+type ConsumersInGenParams struct {
+	TenantID uuid.UUID
+	Gen      int16
+}
+
+// Consumers of a tenant with rows in generation @gen.
+func (q *Queries) ConsumersInGen(ctx context.Context, db DBTX, arg *ConsumersInGenParams) ([]string, error) {
+	rows, err := db.Query(ctx, ConsumersInGen, arg.TenantID, arg.Gen)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var consumer_name string
+		if err := rows.Scan(&consumer_name); err != nil {
+			return nil, err
+		}
+		items = append(items, consumer_name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const LeaseAck = `-- name: LeaseAck :many
 WITH req AS (
     SELECT unnest($1::bigint[]) AS lease_id, unnest($2::int[]) AS idx
 ),
 l AS (
-    SELECT r.id, r.message_ids, r.settled FROM mio.consumer_leases AS r
+    SELECT r.id, cardinality(r.message_ids) AS n FROM mio.consumer_leases AS r
     WHERE r.tenant_id = $3 AND r.consumer_name = $4 AND r.id = ANY ($1::bigint[])
-    FOR UPDATE
 ),
 hit AS (
-    SELECT DISTINCT l.id AS lease_id, req.idx, cardinality(l.message_ids) - cardinality(l.settled) AS outstanding
+    SELECT DISTINCT req.lease_id, req.idx
     FROM req JOIN l ON l.id = req.lease_id
-    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids) AND NOT (req.idx = ANY (l.settled))
+    WHERE req.idx >= 0 AND req.idx < l.n
+      AND NOT EXISTS (
+          SELECT 1 FROM mio.consumer_settles AS s
+          WHERE s.tenant_id = $3 AND s.consumer_name = $4 AND s.lease_id = req.lease_id AND req.idx = ANY (s.idxs))
 ),
-agg AS (
-    SELECT hit.lease_id, array_agg(hit.idx) AS idxs, max(hit.outstanding) - count(*) AS remaining
+ins AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT $3::uuid, $4::text, (SELECT gen FROM mio.consumer_log_gen), hit.lease_id, array_agg(hit.idx)
     FROM hit GROUP BY hit.lease_id
-),
-del AS (
-    DELETE FROM mio.consumer_leases AS d USING agg
-    WHERE d.tenant_id = $3 AND d.consumer_name = $4 AND d.id = agg.lease_id AND agg.remaining = 0
-),
-upd AS (
-    UPDATE mio.consumer_leases AS u SET settled = u.settled || agg.idxs
-    FROM agg
-    WHERE u.tenant_id = $3 AND u.consumer_name = $4 AND u.id = agg.lease_id AND agg.remaining > 0
 )
-SELECT hit.lease_id, hit.idx::int AS idx FROM hit
+SELECT hit.lease_id::bigint AS lease_id, hit.idx::int AS idx FROM hit
 `
 
 type LeaseAckParams struct {
@@ -56,9 +179,10 @@ type LeaseAckRow struct {
 }
 
 // Acknowledges outstanding members (@lease_ids[k], @idxs[k]) of lease
-// ranges: a range whose members are all settled is deleted (the usual
-// case: one delete per acknowledged batch), others record the indexes.
-// Returns the members that were outstanding.
+// ranges by appending one settle row per range (nothing is updated or
+// deleted). Returns the members that were outstanding. The caller holds
+// LeaseLock on the ranges, so two settlements of one member cannot both
+// find it outstanding.
 func (q *Queries) LeaseAck(ctx context.Context, db DBTX, arg *LeaseAckParams) ([]LeaseAckRow, error) {
 	rows, err := db.Query(ctx, LeaseAck,
 		arg.LeaseIds,
@@ -84,17 +208,44 @@ func (q *Queries) LeaseAck(ctx context.Context, db DBTX, arg *LeaseAckParams) ([
 	return items, nil
 }
 
+const LeaseLock = `-- name: LeaseLock :one
+SELECT count(pg_advisory_xact_lock(1835626348, (s.id % 2147483647)::int))::int AS locked
+FROM (SELECT DISTINCT u.id FROM unnest($1::bigint[]) AS u (id) ORDER BY u.id OFFSET 0) AS s
+`
+
+type LeaseLockParams struct {
+	LeaseIds []int64
+}
+
+// Serializes everything that settles members of the given lease ranges
+// (acks, moves out) with a transaction-scoped advisory lock per range, in
+// range order. The statements after it (each with a snapshot of its own)
+// see every settlement committed before the lock was granted. Pure lock
+// memory: nothing is written.
+func (q *Queries) LeaseLock(ctx context.Context, db DBTX, arg *LeaseLockParams) (int32, error) {
+	row := db.QueryRow(ctx, LeaseLock, arg.LeaseIds)
+	var locked int32
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const LeaseMaterialize = `-- name: LeaseMaterialize :execrows
 WITH x AS (
-    DELETE FROM mio.consumer_leases AS l
-    WHERE l.tenant_id = $1 AND l.consumer_name = $2
-      AND ($3::bool OR l.expires_at <= now())
-    RETURNING l.id, l.message_ids, l.settled, l.expires_at
+    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > $3::bigint
+      AND ($4::bool OR r.expires_at <= now() OR r.gen = $5::smallint)
 ),
 m AS (
     SELECT x.id AS lease_id, g.idx, x.message_ids[g.idx + 1] AS message_id, x.expires_at
     FROM x CROSS JOIN LATERAL generate_series(0, cardinality(x.message_ids) - 1) AS g (idx)
-    WHERE NOT (g.idx = ANY (x.settled))
+    WHERE NOT EXISTS (
+        SELECT 1 FROM mio.consumer_settles AS s
+        WHERE s.tenant_id = $1 AND s.consumer_name = $2 AND s.lease_id = x.id AND g.idx = ANY (s.idxs))
+),
+st AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT $1::uuid, $2::text, (SELECT gen FROM mio.consumer_log_gen), m.lease_id, array_agg(m.idx)
+    FROM m GROUP BY m.lease_id
 )
 INSERT INTO mio.consumer_deliveries (
     tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
@@ -110,16 +261,26 @@ ON CONFLICT DO NOTHING
 type LeaseMaterializeParams struct {
 	TenantID     uuid.UUID
 	ConsumerName string
+	Swept        int64
 	Every        bool
+	Gen          pgtype.Int2
 }
 
-// Moves the outstanding members of a consumer's expired lease ranges (of
-// all its ranges when @all) into per-message leased deliveries that keep
-// their delivery ids and expiry, and deletes those ranges. Expired ones
-// are then redelivered or dead-lettered like any expired lease. A member
-// whose message is gone (retention) has nothing left to deliver.
+// Moves the outstanding members of a consumer's lease ranges above its
+// sweep that expired (all of them when @every, those of generation @gen
+// for the rotation) into per-message leased deliveries that keep their
+// delivery ids and expiry, and records them settled in their ranges.
+// Expired ones are then redelivered or dead-lettered like any expired
+// lease. A member whose message is gone (retention) has nothing left to
+// deliver. The caller holds LeaseLock on the ranges.
 func (q *Queries) LeaseMaterialize(ctx context.Context, db DBTX, arg *LeaseMaterializeParams) (int64, error) {
-	result, err := db.Exec(ctx, LeaseMaterialize, arg.TenantID, arg.ConsumerName, arg.Every)
+	result, err := db.Exec(ctx, LeaseMaterialize,
+		arg.TenantID,
+		arg.ConsumerName,
+		arg.Swept,
+		arg.Every,
+		arg.Gen,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -131,19 +292,21 @@ WITH req AS (
     SELECT unnest($1::bigint[]) AS lease_id, unnest($2::int[]) AS idx
 ),
 l AS (
-    SELECT r.id, r.message_ids, r.settled, r.expires_at FROM mio.consumer_leases AS r
+    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
     WHERE r.tenant_id = $3 AND r.consumer_name = $4 AND r.id = ANY ($1::bigint[])
-    FOR UPDATE
 ),
 m AS (
     SELECT DISTINCT l.id AS lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id, l.expires_at
     FROM req JOIN l ON l.id = req.lease_id
-    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids) AND NOT (req.idx = ANY (l.settled))
+    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids)
+      AND NOT EXISTS (
+          SELECT 1 FROM mio.consumer_settles AS s
+          WHERE s.tenant_id = $3 AND s.consumer_name = $4 AND s.lease_id = l.id AND req.idx = ANY (s.idxs))
 ),
-u AS (
-    UPDATE mio.consumer_leases AS u
-    SET settled = u.settled || ARRAY(SELECT m.idx FROM m WHERE m.lease_id = u.id)
-    WHERE u.tenant_id = $3 AND u.consumer_name = $4 AND u.id IN (SELECT m.lease_id FROM m)
+st AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT $3::uuid, $4::text, (SELECT gen FROM mio.consumer_log_gen), m.lease_id, array_agg(m.idx)
+    FROM m GROUP BY m.lease_id
 ),
 ins AS (
     INSERT INTO mio.consumer_deliveries (
@@ -174,7 +337,7 @@ type LeaseMaterializeMembersRow struct {
 // Moves the given outstanding members (@lease_ids[k], @idxs[k]) out of
 // their ranges into per-message leased deliveries with the same delivery
 // ids and expiry, so that a nak, term or extend applies to them alone.
-// Returns the members moved.
+// Returns the members moved. The caller holds LeaseLock on the ranges.
 func (q *Queries) LeaseMaterializeMembers(ctx context.Context, db DBTX, arg *LeaseMaterializeMembersParams) ([]LeaseMaterializeMembersRow, error) {
 	rows, err := db.Query(ctx, LeaseMaterializeMembers,
 		arg.LeaseIds,
@@ -200,6 +363,50 @@ func (q *Queries) LeaseMaterializeMembers(ctx context.Context, db DBTX, arg *Lea
 	return items, nil
 }
 
+const LeaseMovable = `-- name: LeaseMovable :many
+SELECT r.id FROM mio.consumer_leases AS r
+WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > $3::bigint
+  AND ($4::bool OR r.expires_at <= now() OR r.gen = $5::smallint)
+ORDER BY r.id
+`
+
+type LeaseMovableParams struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Swept        int64
+	Every        bool
+	Gen          pgtype.Int2
+}
+
+// The lease ranges of a consumer a move-out applies to, for LeaseLock:
+// those above its sweep that expired, or all of them (@every), or those of
+// generation @gen (the rotation).
+func (q *Queries) LeaseMovable(ctx context.Context, db DBTX, arg *LeaseMovableParams) ([]int64, error) {
+	rows, err := db.Query(ctx, LeaseMovable,
+		arg.TenantID,
+		arg.ConsumerName,
+		arg.Swept,
+		arg.Every,
+		arg.Gen,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const LeaseTakeReady = `-- name: LeaseTakeReady :many
 
 WITH s AS (
@@ -208,9 +415,11 @@ WITH s AS (
         $6::text[], $7::uuid[], $8::text[], $9::timestamptz,
         $10::int) AS i
 ),
+g AS (SELECT gen FROM mio.consumer_log_gen),
 l AS (
-    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT $1::uuid, $11::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
+    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, gen, id, message_ids, expires_at)
+    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nextval('mio.consumer_take_ids'),
+           array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -230,15 +439,13 @@ nc AS (
     FROM k
 ),
 adv AS (
-    UPDATE mio.consumers AS c
-    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR $13::bool THEN now() ELSE c.last_delivered_at END
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
+           $13::bigint, CASE WHEN nc.n > 0 OR $14::bool THEN now() ELSE $15::timestamptz END
     FROM nc
-    WHERE c.tenant_id = $1 AND c.name = $11
-      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
-           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $13::bool)
+    WHERE nc.n > 0 OR $14::bool OR $16::bool
 )
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
 FROM s CROSS JOIN l
 ORDER BY s.xid, s.seq
 `
@@ -256,7 +463,10 @@ type LeaseTakeReadyParams struct {
 	MaxRows         int32
 	ConsumerName    string
 	AckWait         pgtype.Interval
+	Swept           int64
 	Delivered       bool
+	LastDeliveredAt *time.Time
+	Persist         bool
 }
 
 type LeaseTakeReadyRow struct {
@@ -274,8 +484,10 @@ type LeaseTakeReadyRow struct {
 // Ordering none, ready stage, in one statement: read the next rows of the
 // consumer's window (@lo, @hi] after its position (mio.log_ready; @hi was
 // taken by an earlier statement of this transaction), lease them all as
-// one range, and move the consumer's position (stamping its last delivery
-// when rows were read or @delivered). The rows read are returned with the
+// one range, and append the consumer's new position (stamping its last
+// delivery) when rows were read, @delivered, or @persist (the caller's
+// rule: its sweep moved, or the stored position is over a second old).
+// Nothing is updated or deleted (migration 00008). The rows read are returned with the
 // range id; member i is the i-th row in window order. The caller holds the
 // consumer's row lock and passes the position it read under it.
 // The new position: when fewer rows than asked came back, the window
@@ -295,7 +507,10 @@ func (q *Queries) LeaseTakeReady(ctx context.Context, db DBTX, arg *LeaseTakeRea
 		arg.MaxRows,
 		arg.ConsumerName,
 		arg.AckWait,
+		arg.Swept,
 		arg.Delivered,
+		arg.LastDeliveredAt,
+		arg.Persist,
 	)
 	if err != nil {
 		return nil, err
@@ -330,9 +545,11 @@ WITH s AS (
         $6::text[], $7::uuid[], $8::text[], $9::timestamptz,
         $10::int) AS i
 ),
+g AS (SELECT gen FROM mio.consumer_log_gen),
 l AS (
-    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, message_ids, expires_at)
-    SELECT $1::uuid, $11::text, array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
+    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, gen, id, message_ids, expires_at)
+    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nextval('mio.consumer_take_ids'),
+           array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
     FROM s
     HAVING count(*) > 0
     RETURNING id
@@ -352,15 +569,13 @@ nc AS (
     FROM k
 ),
 adv AS (
-    UPDATE mio.consumers AS c
-    SET log_lo = nc.lo::pg_snapshot, log_hi = nc.hi::pg_snapshot, cursor_xid = nc.xid, cursor_seq = nc.seq,
-        last_delivered_at = CASE WHEN nc.n > 0 OR $13::bool THEN now() ELSE c.last_delivered_at END
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
+           $13::bigint, CASE WHEN nc.n > 0 OR $14::bool THEN now() ELSE $15::timestamptz END
     FROM nc
-    WHERE c.tenant_id = $1 AND c.name = $11
-      AND (c.log_lo::text <> nc.lo OR c.log_hi::text IS DISTINCT FROM nc.hi
-           OR (c.cursor_xid, c.cursor_seq) <> (nc.xid, nc.seq) OR nc.n > 0 OR $13::bool)
+    WHERE nc.n > 0 OR $14::bool OR $16::bool
 )
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id AS lease_id
+SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
 FROM s CROSS JOIN l
 ORDER BY s.xid, s.seq
 `
@@ -378,7 +593,10 @@ type LeaseTakeReceivedParams struct {
 	MaxRows         int32
 	ConsumerName    string
 	AckWait         pgtype.Interval
+	Swept           int64
 	Delivered       bool
+	LastDeliveredAt *time.Time
+	Persist         bool
 }
 
 type LeaseTakeReceivedRow struct {
@@ -409,7 +627,10 @@ func (q *Queries) LeaseTakeReceived(ctx context.Context, db DBTX, arg *LeaseTake
 		arg.MaxRows,
 		arg.ConsumerName,
 		arg.AckWait,
+		arg.Swept,
 		arg.Delivered,
+		arg.LastDeliveredAt,
+		arg.Persist,
 	)
 	if err != nil {
 		return nil, err

@@ -14,32 +14,38 @@ import (
 )
 
 const ConsumerAdvance = `-- name: ConsumerAdvance :exec
-UPDATE mio.consumers
-SET log_lo = ($1::text)::pg_snapshot, log_hi = ($2::text)::pg_snapshot,
-    cursor_xid = $3, cursor_seq = $4,
-    last_delivered_at = CASE WHEN $5::bool THEN now() ELSE last_delivered_at END
-WHERE tenant_id = $6 AND name = $7
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+SELECT $1::uuid, $2::text, g.gen, ($3::text)::pg_snapshot, ($4::text)::pg_snapshot,
+       $5::xid8, $6::bigint, $7::bigint,
+       CASE WHEN $8::bool THEN now() ELSE $9::timestamptz END
+FROM mio.consumer_log_gen AS g
 `
 
 type ConsumerAdvanceParams struct {
-	LogLo     string
-	LogHi     *string
-	CursorXid pgtype.Uint64
-	CursorSeq int64
-	Delivered bool
-	TenantID  uuid.UUID
-	Name      string
+	TenantID        uuid.UUID
+	Name            string
+	LogLo           string
+	LogHi           *string
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	Swept           int64
+	Delivered       bool
+	LastDeliveredAt *time.Time
 }
 
+// Appends a consumer's position (migration 00008: a pull never updates a
+// row), stamping its last delivery when @delivered.
 func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdvanceParams) error {
 	_, err := db.Exec(ctx, ConsumerAdvance,
+		arg.TenantID,
+		arg.Name,
 		arg.LogLo,
 		arg.LogHi,
 		arg.CursorXid,
 		arg.CursorSeq,
+		arg.Swept,
 		arg.Delivered,
-		arg.TenantID,
-		arg.Name,
+		arg.LastDeliveredAt,
 	)
 	return err
 }
@@ -64,8 +70,9 @@ func (q *Queries) ConsumerDelete(ctx context.Context, db DBTX, arg *ConsumerDele
 const ConsumerGet = `-- name: ConsumerGet :one
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = $1 AND name = $2
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = $1 AND name = $2
 `
 
 type ConsumerGetParams struct {
@@ -93,6 +100,8 @@ type ConsumerGetRow struct {
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	Swept                 int64
+	PositionWrittenAt     time.Time
 }
 
 func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetParams) (ConsumerGetRow, error) {
@@ -118,6 +127,8 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 		&i.LastDeliveredAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Swept,
+		&i.PositionWrittenAt,
 	)
 	return i, err
 }
@@ -125,8 +136,9 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 const ConsumerList = `-- name: ConsumerList :many
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = $1 ORDER BY name
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = $1 ORDER BY name
 `
 
 type ConsumerListParams struct {
@@ -153,6 +165,8 @@ type ConsumerListRow struct {
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	Swept                 int64
+	PositionWrittenAt     time.Time
 }
 
 func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListParams) ([]ConsumerListRow, error) {
@@ -184,6 +198,8 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 			&i.LastDeliveredAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Swept,
+			&i.PositionWrittenAt,
 		); err != nil {
 			return nil, err
 		}
@@ -196,10 +212,7 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 }
 
 const ConsumerLock = `-- name: ConsumerLock :one
-SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
-       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at
-FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR UPDATE
+SELECT true AS locked FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR UPDATE
 `
 
 type ConsumerLockParams struct {
@@ -207,73 +220,41 @@ type ConsumerLockParams struct {
 	Name     string
 }
 
-type ConsumerLockRow struct {
-	TenantID              uuid.UUID
-	Name                  string
-	FilterChannelTypes    []string
-	FilterAccountIds      []uuid.UUID
-	FilterConversationIds []string
-	DeliverPolicy         string
-	StartTime             *time.Time
-	AckWaitMs             int64
-	MaxDeliver            int32
-	MaxAckPending         int32
-	Ordering              string
-	Stage                 string
-	CursorXid             pgtype.Uint64
-	CursorSeq             int64
-	LogLo                 string
-	LogHi                 string
-	LastDeliveredAt       *time.Time
-	CreatedAt             time.Time
-	UpdatedAt             time.Time
-}
-
-// Serializes pulls of one consumer (cursor advance and claims).
-func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockParams) (ConsumerLockRow, error) {
+// Serializes pulls of one consumer (position moves and claims): the row
+// lock of mio.consumers (a lock only: no new row version). The position
+// is read by a statement AFTER this one (mio.consumer_state), whose
+// snapshot sees the position the previous lock holder appended: this
+// statement's own snapshot predates its wait for the lock.
+func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockParams) (bool, error) {
 	row := db.QueryRow(ctx, ConsumerLock, arg.TenantID, arg.Name)
-	var i ConsumerLockRow
-	err := row.Scan(
-		&i.TenantID,
-		&i.Name,
-		&i.FilterChannelTypes,
-		&i.FilterAccountIds,
-		&i.FilterConversationIds,
-		&i.DeliverPolicy,
-		&i.StartTime,
-		&i.AckWaitMs,
-		&i.MaxDeliver,
-		&i.MaxAckPending,
-		&i.Ordering,
-		&i.Stage,
-		&i.CursorXid,
-		&i.CursorSeq,
-		&i.LogLo,
-		&i.LogHi,
-		&i.LastDeliveredAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
 }
 
 const ConsumerPullState = `-- name: ConsumerPullState :one
+WITH c AS (
+    SELECT s.swept, s.log_hi FROM mio.consumer_state AS s WHERE s.tenant_id = $1 AND s.name = $2
+),
+r AS (
+    SELECT r.id, r.expires_at, cardinality(r.message_ids) - coalesce((
+        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
+        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0) AS outstanding
+    FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > (SELECT c.swept FROM c)
+)
 SELECT
     ((SELECT count(*) FROM mio.consumer_deliveries AS l
      WHERE l.tenant_id = $1 AND l.consumer_name = $2 AND l.state = 'leased' AND l.lease_expires_at > now())
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.expires_at > now()))::bigint AS leased,
+    + (SELECT coalesce(sum(r.outstanding), 0) FROM r WHERE r.expires_at > now()))::bigint AS leased,
     (EXISTS (SELECT 1 FROM mio.consumer_deliveries AS p
              WHERE p.tenant_id = $1 AND p.consumer_name = $2 AND p.state = 'pending' AND p.available_at <= now())
      OR EXISTS (SELECT 1 FROM mio.consumer_deliveries AS e
                 WHERE e.tenant_id = $1 AND e.consumer_name = $2 AND e.state = 'leased' AND e.lease_expires_at <= now()))::bool AS due,
-    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
-            WHERE x.tenant_id = $1 AND x.consumer_name = $2) AS ranges,
-    EXISTS (SELECT 1 FROM mio.consumer_leases AS x
-            WHERE x.tenant_id = $1 AND x.consumer_name = $2 AND x.expires_at <= now()) AS ranges_expired,
-    coalesce(c.log_hi, pg_current_snapshot())::text AS hi
-FROM mio.consumers AS c
-WHERE c.tenant_id = $1 AND c.name = $2
+    EXISTS (SELECT 1 FROM r WHERE r.outstanding > 0) AS ranges,
+    EXISTS (SELECT 1 FROM r WHERE r.outstanding > 0 AND r.expires_at <= now()) AS ranges_expired,
+    coalesce((SELECT min(r.id) - 1 FROM r WHERE r.outstanding > 0), (SELECT max(r.id) FROM r), (SELECT c.swept FROM c))::bigint AS swept,
+    coalesce((SELECT c.log_hi FROM c), pg_current_snapshot())::text AS hi
 `
 
 type ConsumerPullStateParams struct {
@@ -286,14 +267,19 @@ type ConsumerPullStateRow struct {
 	Due           bool
 	Ranges        bool
 	RangesExpired bool
+	Swept         int64
 	Hi            string
 }
 
 // Everything a pull needs before claiming, in one round trip: live leases
-// (per-message and lease ranges, for max_ack_pending), whether anything is
-// due again (nak delays and expiries: the claim statements are skipped
-// when not), and the window's hi: the consumer's open window, else this
-// statement's snapshot (taken once the consumer's row lock is granted).
+// (per-message and lease-range members, for max_ack_pending), whether
+// anything is due again (nak delays and expiries: the claim statements are
+// skipped when not), lease ranges outstanding and expired, the sweep (the
+// highest range id below which every range of the consumer is settled:
+// ranges are only ever looked at above it), and the window's hi: the
+// consumer's open window, else this statement's snapshot (taken once the
+// consumer's row lock is granted). Only the ranges above the sweep are
+// read: the consumer's unsettled ones and the few settled after them.
 func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerPullStateParams) (ConsumerPullStateRow, error) {
 	row := db.QueryRow(ctx, ConsumerPullState, arg.TenantID, arg.ConsumerName)
 	var i ConsumerPullStateRow
@@ -302,17 +288,22 @@ func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerP
 		&i.Due,
 		&i.Ranges,
 		&i.RangesExpired,
+		&i.Swept,
 		&i.Hi,
 	)
 	return i, err
 }
 
 const ConsumerStats = `-- name: ConsumerStats :one
+WITH c AS (SELECT swept FROM mio.consumer_state WHERE tenant_id = $1 AND name = $2)
 SELECT
     count(*) FILTER (WHERE d.state = 'pending') AS pending,
     (count(*) FILTER (WHERE d.state = 'leased')
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0) FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = $1 AND r.consumer_name = $2))::bigint AS ack_pending,
+    + (SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
+        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
+        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0)), 0)
+       FROM mio.consumer_leases AS r
+       WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > (SELECT swept FROM c)))::bigint AS ack_pending,
     count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
     count(*) FILTER (WHERE d.state = 'dead') AS dead,
     coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
@@ -367,7 +358,8 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
     updated_at = now()
 RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
-       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at, (xmax = 0) AS created
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, 'epoch'::timestamptz AS position_written_at, (xmax = 0) AS created
 `
 
 type ConsumerUpsertParams struct {
@@ -405,6 +397,8 @@ type ConsumerUpsertRow struct {
 	LastDeliveredAt       *time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	Swept                 int64
+	PositionWrittenAt     time.Time
 	Created               bool
 }
 
@@ -446,6 +440,8 @@ func (q *Queries) ConsumerUpsert(ctx context.Context, db DBTX, arg *ConsumerUpse
 		&i.LastDeliveredAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Swept,
+		&i.PositionWrittenAt,
 		&i.Created,
 	)
 	return i, err
@@ -694,7 +690,7 @@ func (q *Queries) DeliveryExtend(ctx context.Context, db DBTX, arg *DeliveryExte
 }
 
 const DeliveryInsertBatch = `-- name: DeliveryInsertBatch :many
-WITH b AS (SELECT nextval('mio.consumer_leases_id_seq') * 4096 AS base)
+WITH b AS (SELECT nextval('mio.consumer_take_ids') * 4096 AS base)
 INSERT INTO mio.consumer_deliveries (
     tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
     delivery_id, delivery_count, lease_expires_at

@@ -116,6 +116,7 @@ type MioConsumer struct {
 	UpdatedAt             time.Time
 	LogLo                 interface{}
 	LogHi                 interface{}
+	Swept                 int64
 }
 
 type MioConsumerDelivery struct {
@@ -138,11 +139,64 @@ type MioConsumerDelivery struct {
 type MioConsumerLease struct {
 	TenantID     uuid.UUID
 	ConsumerName string
+	Gen          int16
 	ID           int64
 	MessageIds   []uuid.UUID
-	Settled      []int32
 	ExpiresAt    time.Time
 	CreatedAt    time.Time
+}
+
+type MioConsumerLogGen struct {
+	Singleton bool
+	Gen       int16
+	NextClean bool
+	RotatedAt time.Time
+}
+
+type MioConsumerPosition struct {
+	TenantID        uuid.UUID
+	ConsumerName    string
+	Gen             int16
+	N               int64
+	LogLo           interface{}
+	LogHi           interface{}
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	Swept           int64
+	LastDeliveredAt *time.Time
+	WrittenAt       time.Time
+}
+
+type MioConsumerSettle struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	LeaseID      int64
+	Idxs         []int32
+}
+
+type MioConsumerState struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LogLo                 interface{}
+	LogHi                 interface{}
+	Swept                 int64
+	LastDeliveredAt       *time.Time
+	PositionWrittenAt     time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
 }
 
 type MioDeadLetter struct {
