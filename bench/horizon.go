@@ -49,7 +49,7 @@ type HorizonPhase struct {
 type HorizonSample struct {
 	At            time.Duration // since the start
 	Phase         string
-	DeadTuples    int64 // n_dead_tup summed over MIO's tables
+	DeadTuples    int64 // n_dead_tup summed over MIO's tables (schemas mio and river)
 	Pulls         int64 // pulls in the interval
 	RowsPerPull   float64
 	TopDeadTables string
@@ -328,7 +328,8 @@ func (r *horizonRun) sample(ctx context.Context, conn *pgx.Conn) []HorizonSample
 			dead, read int64
 			top        []string
 		)
-		rows, err := conn.Query(ctx, `SELECT relname, n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'mio' ORDER BY n_dead_tup DESC`)
+		rows, err := conn.Query(ctx, `SELECT schemaname || '.' || relname, n_dead_tup FROM pg_stat_user_tables
+			WHERE schemaname IN ('mio', 'river') ORDER BY n_dead_tup DESC`)
 		if err != nil {
 			return out
 		}
@@ -386,7 +387,7 @@ func (r *HorizonResult) Print(w io.Writer) {
 				100*float64(p.Delivered)/float64(max(p.Sent, 1)), float64(p.P95)/float64(clean.P95))
 		}
 	}
-	fmt.Fprintf(w, "samples (dead tuples summed over schema mio; inbox stream-index tuples read per pull):\n")
+	fmt.Fprintf(w, "samples (dead tuples summed over schemas mio and river; inbox stream-index tuples read per pull):\n")
 	deads := map[string][]int64{}
 	for _, s := range r.Samples {
 		fmt.Fprintf(w, "  %6s %-6s dead %8d  pulls %6d  rows/pull %7.1f  %s\n", s.At, s.Phase, s.DeadTuples, s.Pulls, s.RowsPerPull, s.TopDeadTables)
