@@ -35,6 +35,8 @@ type HorizonOptions struct {
 	After   time.Duration // phase after the hold ends; default 15s
 	Kind    string        // HoldWriter (default) or HoldReaders
 	Sample  time.Duration // sampling interval of the table statistics; default 10s
+	// Ordering of the consumer: none (default) or conversation.
+	Ordering string
 }
 
 // HorizonPhase holds the figures of one phase.
@@ -76,6 +78,11 @@ func Horizon(ctx context.Context, env *Env, opts HorizonOptions) (*HorizonResult
 		return nil, err
 	}
 	defer cs.pool.Close()
+	if opts.Ordering != "" {
+		if _, err := cs.client.PutConsumer(ctx, "bench", client.ConsumerConfig{MaxAckPending: 100000, Ordering: opts.Ordering}); err != nil {
+			return nil, err
+		}
+	}
 	stats, err := pgx.Connect(ctx, env.DatabaseURL)
 	if err != nil {
 		return nil, err
@@ -367,8 +374,12 @@ func (r *HorizonResult) Print(w io.Writer) {
 	if r.Opts.Kind == HoldReaders {
 		what = "four REPEATABLE READ transactions holding their snapshots"
 	}
-	fmt.Fprintf(w, "mio bench horizon — %d webhooks/s offered, %d long-polling pullers (pull + ack over HTTP); hold: %s for %s\n",
-		r.Opts.Rate, r.Opts.Pullers, what, r.Opts.Hold)
+	ordering := r.Opts.Ordering
+	if ordering == "" {
+		ordering = "none"
+	}
+	fmt.Fprintf(w, "mio bench horizon — %d webhooks/s offered, %d long-polling pullers (pull + ack over HTTP, ordering %s); hold: %s for %s\n",
+		r.Opts.Rate, r.Opts.Pullers, ordering, what, r.Opts.Hold)
 	fmt.Fprintf(w, "  %-6s %9s %9s %10s %10s %10s %10s\n", "phase", "sent/s", "deliv/s", "e2e p50", "e2e p95", "e2e p99", "delivered")
 	var clean HorizonPhase
 	for _, p := range r.Phases {

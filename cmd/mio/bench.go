@@ -24,6 +24,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		rate     int
 		hold     time.Duration
 		holdKind string
+		ordering string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -33,6 +34,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
+		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 	})
 	if err != nil {
 		return err
@@ -84,13 +86,16 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if holdKind != bench.HoldWriter && holdKind != bench.HoldReaders {
 			return &usageError{fmt.Sprintf("--hold-kind %q: want writer or readers", holdKind)}
 		}
+		if ordering != "none" && ordering != "conversation" {
+			return &usageError{fmt.Sprintf("--ordering %q: want none or conversation", ordering)}
+		}
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
 			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Horizon(ctx, env, bench.HorizonOptions{Rate: rate, Hold: hold, Kind: holdKind, Clean: duration})
+		res, err := bench.Horizon(ctx, env, bench.HorizonOptions{Rate: rate, Hold: hold, Kind: holdKind, Clean: duration, Ordering: ordering})
 		if res != nil {
 			res.Print(stdout)
 		}
