@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -35,11 +36,18 @@ type RingStep struct {
 	Advanced  bool  // the ring advanced onto the next generation
 }
 
-// ringRetireLockTimeout bounds how long the TRUNCATE of a retired
-// generation waits for its lock (a long query reading a partition holds
-// it off): it gives up and the next step tries again, rather than queue
-// every pull behind it.
-const ringRetireLockTimeout = 2 * time.Second
+// ringRetireWithin bounds how long a retirement keeps trying to take its
+// partitions' locks. Every pull and ack locks all partitions of the
+// consumers' tables (generic plans lock before pruning), so a TRUNCATE that
+// queued for its lock would stall every pull behind it, and could
+// deadlock with a pull that already holds one partition: the locks are
+// tried with NOWAIT, all three in one statement, again and again until a
+// moment when no transaction holds any of them. ErrRingBusy when none
+// came (a long query reading a partition): the next step tries again.
+const ringRetireWithin = 5 * time.Second
+
+// ErrRingBusy: the retired generation's partitions stayed locked.
+var ErrRingBusy = errors.New("consumer ring: partitions busy, retire postponed")
 
 // ConsumerRingStep runs one step of the ring: retire the oldest generation
 // when it is not empty yet, else advance the ring when the current
@@ -98,25 +106,46 @@ func ConsumerRingStep(ctx context.Context, pool *pgxpool.Pool, period time.Durat
 	}
 	// Nothing is appended to a generation that is not current, so what
 	// was moved out stays moved out; retire it under the ring's lock.
-	err = InTx(ctx, pool, func(tx pgx.Tx) error {
-		cur, err := queries().ConsumerLogGenLock(ctx, tx)
-		if err != nil {
-			return translate(err)
-		}
-		if cur.Gen != st.Gen || cur.NextClean {
-			return nil // another step got there first
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", ringRetireLockTimeout.Milliseconds())); err != nil {
-			return translate(err)
-		}
-		if _, err := tx.Exec(ctx, fmt.Sprintf("TRUNCATE mio.consumer_leases_%[1]d, mio.consumer_settles_%[1]d, mio.consumer_positions_%[1]d", old)); err != nil {
-			return translate(err)
-		}
-		return translate(queries().ConsumerLogGenCleaned(ctx, tx, &dbsqlc.ConsumerLogGenCleanedParams{Gen: st.Gen}))
-	})
-	if err != nil {
+	if err := retireGen(ctx, pool, st.Gen, old); err != nil {
 		return out, fmt.Errorf("ring retire generation %d: %w", old, err)
 	}
 	out.Retired = old
 	return out, nil
+}
+
+// retireGen truncates generation old (the one after gen) and marks it
+// clean, when the ring is still at gen and old is not clean yet.
+func retireGen(ctx context.Context, pool *pgxpool.Pool, gen, old int16) error {
+	parts := fmt.Sprintf("mio.consumer_leases_%[1]d, mio.consumer_settles_%[1]d, mio.consumer_positions_%[1]d", old)
+	deadline := time.Now().Add(ringRetireWithin)
+	for wait := time.Millisecond; ; wait = min(wait*2, 50*time.Millisecond) {
+		err := InTx(ctx, pool, func(tx pgx.Tx) error {
+			cur, err := queries().ConsumerLogGenLock(ctx, tx)
+			if err != nil {
+				return translate(err)
+			}
+			if cur.Gen != gen || cur.NextClean {
+				return nil // another step got there first
+			}
+			if _, err := tx.Exec(ctx, "LOCK TABLE "+parts+" IN ACCESS EXCLUSIVE MODE NOWAIT"); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "TRUNCATE "+parts); err != nil {
+				return translate(err)
+			}
+			return translate(queries().ConsumerLogGenCleaned(ctx, tx, &dbsqlc.ConsumerLogGenCleanedParams{Gen: gen}))
+		})
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+			return translate(err)
+		}
+		if time.Now().After(deadline) {
+			return ErrRingBusy
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -40,6 +41,12 @@ type ConsumerRingWorker struct {
 func (w *ConsumerRingWorker) Work(ctx context.Context, _ *river.Job[ConsumerRingArgs]) error {
 	for range 2 {
 		st, err := db.ConsumerRingStep(ctx, w.Pool, w.Period)
+		if errors.Is(err, db.ErrRingBusy) {
+			if w.Log != nil {
+				w.Log.Warn("consumer ring: retire postponed, a query holds the oldest generation's partitions")
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("consumer ring: %w", err)
 		}
