@@ -205,6 +205,7 @@ func (r *Resolver) build(row *db.Account) *Account {
 			break
 		}
 		a.Inbound = in
+		r.buildPrevious(a, row)
 	}
 
 	oc, canSend := ch.(channels.OutboundChannel)

@@ -329,7 +329,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	token := func(roles ...db.AdminRole) string {
 		tok, hash := db.NewAdminTokenSecret()
-		_, err := db.AdminTokenInsert(ctx, o.env.Pool, "t", roles, hash)
+		_, err := db.AdminTokenInsert(ctx, o.env.Pool, "t", roles, hash, nil)
 		require.NoError(t, err)
 		return tok
 	}
@@ -362,8 +362,11 @@ func TestAdminDeadLetters(t *testing.T) {
 	status, m = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
 	require.Equal(t, http.StatusOK, status, m)
 	require.EqualValues(t, 1, m["items"])
-	status, _ = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
-	require.Equal(t, http.StatusNotFound, status, "no longer a dead letter")
+	status, m = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
+	require.Equal(t, http.StatusOK, status, "no longer a dead letter: a no-op")
+	require.EqualValues(t, 0, m["items"])
+	status, _ = o.do(t, http.MethodPost, base+"/"+uuid.NewString()+"/requeue", operator, "")
+	require.Equal(t, http.StatusNotFound, status, "names nothing")
 
 	status, _ = o.do(t, http.MethodPost, base+"/"+dead[1]+"/discard", operator, "")
 	require.Equal(t, http.StatusOK, status)

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
@@ -53,6 +54,9 @@ type Deps struct {
 	// makes GET /v1/attachments/{id} redirect to a signed URL valid this
 	// long instead of streaming the bytes. Default 0 (stream).
 	AttachmentURLTTL time.Duration
+	// Admin serves /admin/v1; nil: one on Pool without master key (account
+	// secrets cannot be set) nor public URL.
+	Admin *admin.Service
 }
 
 // Server holds the handlers of both listeners.
@@ -74,6 +78,7 @@ type Server struct {
 	blob            blob.Store
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
+	admin           *admin.Service
 }
 
 // New returns a Server.
@@ -95,5 +100,9 @@ func New(d Deps) *Server {
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
+	s.admin = d.Admin
+	if s.admin == nil {
+		s.admin = admin.New(d.Pool, nil, "")
+	}
 	return s
 }

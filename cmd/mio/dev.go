@@ -170,7 +170,8 @@ func devSeed(ctx context.Context, cfg *config.Config) (*devInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	adminToken, _, err := svc.AdminTokenCreate(ctx, "demo", []db.AdminRole{db.AdminRoleViewer, db.AdminRoleOperator, db.AdminRoleCredentialAdmin})
+	adminToken, _, err := svc.AdminTokenCreate(ctx, admin.AdminTokenCreateParams{Name: "demo",
+		Roles: []db.AdminRole{db.AdminRoleViewer, db.AdminRoleOperator, db.AdminRoleCredentialAdmin}})
 	if err != nil {
 		return nil, err
 	}

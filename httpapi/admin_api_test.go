@@ -1,0 +1,258 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/channels/builtin"
+	"github.com/miohq/mio/channels/slack"
+	"github.com/miohq/mio/channels/webhook"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/metrics"
+)
+
+// adminAPI is the admin listener beside a testBundle's public one.
+type adminAPI struct {
+	*testBundle
+	adm *httptest.Server
+}
+
+func newAdminAPI(t *testing.T) *adminAPI {
+	t.Helper()
+	b := setup(t)
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(),
+		Admin: b.svc.WithRegistry(builtin.Registry(builtin.Options{}))})
+	adm := httptest.NewServer(api.AdminHandler())
+	t.Cleanup(adm.Close)
+	return &adminAPI{testBundle: b, adm: adm}
+}
+
+func (a *adminAPI) token(t *testing.T, roles ...db.AdminRole) string {
+	t.Helper()
+	tok, hash := db.NewAdminTokenSecret()
+	_, err := db.AdminTokenInsert(context.Background(), a.env.Pool, "test", roles, hash, nil)
+	require.NoError(t, err)
+	return tok
+}
+
+func (a *adminAPI) call(t *testing.T, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, a.adm.URL+path, bytes.NewReader([]byte(body)))
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	if len(bytes.TrimSpace(raw)) > 0 {
+		require.NoError(t, json.Unmarshal(raw, &m), string(raw))
+	}
+	return resp.StatusCode, m
+}
+
+// auditCount counts the audit rows of action ("" = all).
+func (a *adminAPI) auditCount(t *testing.T, action string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, a.env.Pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM mio.audit_log WHERE $1 = '' OR action = $1`, action).Scan(&n))
+	return n
+}
+
+// TestAdminAPIRolesAndAudit: viewers read and cannot mutate, operators
+// change settings but cannot rotate secrets, credential-admins rotate;
+// every mutation writes one audit row; bad input answers 4xx and writes
+// nothing.
+func TestAdminAPIRolesAndAudit(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	viewer, operator, cred := a.token(t, "viewer"), a.token(t, "operator"), a.token(t, "credential-admin")
+	acct := "/admin/v1/accounts/" + a.accounts["slack"].String()
+
+	status, m := a.call(t, http.MethodGet, "/admin/v1/tenants", viewer, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 1)
+	status, m = a.call(t, http.MethodGet, acct, viewer, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, true, m["has_webhook_secret"])
+	require.NotContains(t, fmt.Sprint(m), a.slackSecret, "secrets are never shown")
+
+	before := a.auditCount(t, "")
+	for _, c := range []struct{ method, path, body string }{
+		{http.MethodPost, "/admin/v1/tenants", `{"name":"x"}`},
+		{http.MethodPatch, acct, `{"max_attempts":3}`},
+		{http.MethodPost, acct + "/disable", ""},
+		{http.MethodPost, acct + "/rotate-webhook-secret", `{"webhook_secret":"new"}`},
+		{http.MethodPost, "/admin/v1/admin-tokens", `{"name":"x","roles":["viewer"]}`},
+		{http.MethodPost, "/admin/v1/dead-letters/requeue", `{}`},
+	} {
+		status, _ := a.call(t, c.method, c.path, viewer, c.body)
+		require.Equal(t, http.StatusForbidden, status, "a viewer cannot %s %s", c.method, c.path)
+	}
+	status, _ = a.call(t, http.MethodPost, acct+"/rotate-webhook-secret", operator, `{"webhook_secret":"new"}`)
+	require.Equal(t, http.StatusForbidden, status, "an operator cannot rotate secrets")
+	status, _ = a.call(t, http.MethodGet, "/admin/v1/admin-tokens", operator, "")
+	require.Equal(t, http.StatusForbidden, status, "an operator cannot list admin tokens")
+
+	// Bad input: 400, nothing written.
+	for _, body := range []string{`{"max_attempts":0}`, `{"rate_limit_per_sec":-1}`, `{"settings":[1]}`,
+		`{"settings":{"api_base_url":"not a url"}}`, `{"display_name":""}`, `{"nope":1}`, `{`} {
+		status, m := a.call(t, http.MethodPatch, acct, operator, body)
+		require.Equal(t, http.StatusBadRequest, status, "%s: %v", body, m)
+	}
+	status, _ = a.call(t, http.MethodPost, "/admin/v1/tenants/"+a.tenant.String()+"/accounts", cred, `{"channel_type":"fax"}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = a.call(t, http.MethodPost, "/admin/v1/admin-tokens", cred, `{"name":"x","roles":["root"]}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = a.call(t, http.MethodPost, acct+"/rotate-webhook-secret", cred, `{"webhook_secret":"s","grace":"forever"}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Equal(t, before, a.auditCount(t, ""), "refused requests write nothing")
+
+	// Operators change settings and limits; the audit row holds before and after.
+	status, m = a.call(t, http.MethodPatch, acct, operator,
+		`{"max_attempts":3,"rate_limit_per_sec":2.5,"rate_limit_burst":5,"settings":{"api_base_url":"https://slack.example.com/api"}}`)
+	require.Equal(t, http.StatusOK, status, m)
+	require.EqualValues(t, 3, m["max_attempts"])
+	require.EqualValues(t, 2.5, m["rate_limit_per_sec"])
+	require.Equal(t, "https://slack.example.com/api", m["settings"].(map[string]any)["api_base_url"])
+	status, m = a.call(t, http.MethodPatch, acct, operator, `{"rate_limit_per_sec":null}`)
+	require.Equal(t, http.StatusOK, status, m)
+	require.Nil(t, m["rate_limit_per_sec"], "null: back to the channel default")
+	require.EqualValues(t, 3, m["max_attempts"], "absent: unchanged")
+
+	status, m = a.call(t, http.MethodPost, acct+"/disable", operator, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, "disabled", m["status"])
+	status, _ = a.call(t, http.MethodPost, acct+"/disable", operator, "")
+	require.Equal(t, http.StatusOK, status, "disabling twice is a no-op")
+	status, _ = a.call(t, http.MethodPost, acct+"/enable", operator, "")
+	require.Equal(t, http.StatusOK, status)
+
+	status, m = a.call(t, http.MethodPost, acct+"/rotate-webhook-secret", cred, `{"webhook_secret":"rotated-signing-secret","grace":"1h"}`)
+	require.Equal(t, http.StatusOK, status, m)
+	require.NotEmpty(t, m["webhook_secret_prev_until"])
+	require.NotContains(t, fmt.Sprint(m), "rotated-signing-secret")
+
+	status, m = a.call(t, http.MethodPost, "/admin/v1/tenants", operator, `{"name":"second"}`)
+	require.Equal(t, http.StatusCreated, status, m)
+	tid := m["id"].(string)
+	status, m = a.call(t, http.MethodPost, "/admin/v1/tenants/"+tid+"/disable", operator, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, true, m["changed"])
+	status, m = a.call(t, http.MethodPost, "/admin/v1/tenants/"+tid+"/tokens", operator, `{"name":"agent","roles":["consume"]}`)
+	require.Equal(t, http.StatusCreated, status, m)
+	require.Contains(t, m["token"], "mio_", "shown once")
+	tokPath := "/admin/v1/tenants/" + tid + "/tokens/" + m["id"].(string) + "/revoke"
+	status, m = a.call(t, http.MethodPost, tokPath, operator, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, true, m["changed"])
+	status, m = a.call(t, http.MethodPost, tokPath, operator, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, false, m["changed"], "revoking twice is a no-op")
+	status, m = a.call(t, http.MethodGet, "/admin/v1/tenants/"+tid+"/tokens", viewer, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 1)
+	require.NotContains(t, m["items"].([]any)[0], "token")
+
+	for action, n := range map[string]int{"account.update": 2, "account.disable": 1, "account.enable": 1,
+		"account.rotate_webhook_secret": 1, "tenant.create": 2 /* the bundle's, as system */, "tenant.disable": 1, "api_token.create": 1,
+		"api_token.revoke": 1} {
+		require.Equal(t, n, a.auditCount(t, action), action)
+	}
+	status, m = a.call(t, http.MethodGet, "/admin/v1/audit?limit=2", viewer, "")
+	require.Equal(t, http.StatusOK, status, m)
+	items := m["items"].([]any)
+	require.Len(t, items, 2)
+	first := items[0].(map[string]any)
+	require.Equal(t, "api_token.revoke", first["action"])
+	require.Contains(t, first["actor"], "admin:")
+	require.NotEmpty(t, m["next"])
+	status, m = a.call(t, http.MethodGet, "/admin/v1/audit?limit=2&before="+m["next"].(string), viewer, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, "tenant.disable", m["items"].([]any)[0].(map[string]any)["action"])
+	var auditText string
+	require.NoError(t, a.env.Pool.QueryRow(context.Background(), `SELECT string_agg(coalesce(before::text,'') || coalesce(after::text,''), ' ') FROM mio.audit_log`).Scan(&auditText))
+	require.NotContains(t, auditText, "rotated-signing-secret")
+	require.NotContains(t, auditText, a.slackSecret)
+}
+
+// TestAdminTokenRevocationAndExpiry: a revoked or expired admin token is
+// refused; revocation is itself audited.
+func TestAdminTokenRevocationAndExpiry(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	cred := a.token(t, "credential-admin")
+	status, m := a.call(t, http.MethodPost, "/admin/v1/admin-tokens", cred, `{"name":"ops","roles":["viewer","operator"],"ttl":"720h"}`)
+	require.Equal(t, http.StatusCreated, status, m)
+	require.NotEmpty(t, m["expires_at"])
+	newTok, id := m["token"].(string), m["id"].(string)
+	status, m = a.call(t, http.MethodPost, "/admin/v1/admin-tokens/"+id+"/revoke", cred, "")
+	require.Equal(t, http.StatusOK, status, m)
+	status, _ = a.call(t, http.MethodGet, "/admin/v1/tenants", newTok, "")
+	require.Equal(t, http.StatusUnauthorized, status, "revoked")
+	require.Equal(t, 1, a.auditCount(t, "admin_token.revoke"))
+
+	tok, hash := db.NewAdminTokenSecret()
+	past := time.Now().Add(-time.Minute)
+	_, err := db.AdminTokenInsert(context.Background(), a.env.Pool, "old", []db.AdminRole{"viewer"}, hash, &past)
+	require.NoError(t, err)
+	status, _ = a.call(t, http.MethodGet, "/admin/v1/tenants", tok, "")
+	require.Equal(t, http.StatusUnauthorized, status, "expired")
+
+	status, m = a.call(t, http.MethodGet, "/admin/v1/admin-tokens", cred, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 3)
+	require.NotContains(t, fmt.Sprint(m), tok)
+}
+
+// TestWebhookSecretGrace: after a rotation with a grace period, webhooks
+// signed with the old or the new secret verify; once the grace period is
+// over, only the new one does.
+func TestWebhookSecretGrace(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	cred := a.token(t, "credential-admin")
+	newSecret := "whsec_" + base64.StdEncoding.EncodeToString(randBytes(32))
+	status, m := a.call(t, http.MethodPost, "/admin/v1/accounts/"+a.accounts["webhook"].String()+"/rotate-webhook-secret", cred,
+		`{"webhook_secret":"`+newSecret+`","grace":"1h"}`)
+	require.Equal(t, http.StatusOK, status, m)
+	for i, secret := range []string{a.webhookSecret, newSecret} {
+		body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"c"},"sender":{"id":"u1"},"text":"hi %d"}}`,
+			time.Now().UTC().Format(time.RFC3339), i))
+		now := time.Now()
+		sig, err := webhook.Sign(secret, fmt.Sprint("evt", i), now, body)
+		require.NoError(t, err)
+		resp, out := post(t, a.url("webhook"), body, map[string]string{"webhook-id": fmt.Sprint("evt", i),
+			"webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": sig})
+		require.Equal(t, http.StatusOK, resp.StatusCode, "secret %d: %s", i, out)
+	}
+
+	// Slack, rotated with a grace period already over: the old secret fails.
+	status, m = a.call(t, http.MethodPost, "/admin/v1/accounts/"+a.accounts["slack"].String()+"/rotate-webhook-secret", cred,
+		`{"webhook_secret":"new-slack-signing-secret","grace":"1ns"}`)
+	require.Equal(t, http.StatusOK, status, m)
+	body := []byte(`{"type":"event_callback","event_id":"Ev1","team_id":"T1","event":{"type":"message","channel":"C1","user":"U1","text":"hi","ts":"1.000001"}}`)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	resp, _ := post(t, a.url("slack"), body, map[string]string{"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": slack.Signature(a.slackSecret, ts, body)})
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	resp, out := post(t, a.url("slack"), body, map[string]string{"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": slack.Signature("new-slack-signing-secret", ts, body)})
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+}
