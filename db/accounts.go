@@ -32,11 +32,11 @@ type Account struct {
 	// keeps verifying until WebhookSecretPrevUntil (after a rotation).
 	WebhookSecretPrevEnc   []byte     `json:"-"`
 	WebhookSecretPrevUntil *time.Time `json:"webhook_secret_prev_until,omitempty"`
-	RateLimitPerSec  *float64        `json:"rate_limit_per_sec,omitempty"`
-	RateLimitBurst   *int32          `json:"rate_limit_burst,omitempty"`
-	MaxAttempts      *int32          `json:"max_attempts,omitempty"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
+	RateLimitPerSec        *float64   `json:"rate_limit_per_sec,omitempty"`
+	RateLimitBurst         *int32     `json:"rate_limit_burst,omitempty"`
+	MaxAttempts            *int32     `json:"max_attempts,omitempty"`
+	CreatedAt              time.Time  `json:"created_at"`
+	UpdatedAt              time.Time  `json:"updated_at"`
 }
 
 func accountFrom(r dbsqlc.MioAccount) *Account {

@@ -15,7 +15,7 @@ import (
 // AuditEntry is one row of mio.audit_log: who did what to which target,
 // when, and the target's secrets-free state before and after.
 type AuditEntry struct {
-	ID int64 `json:"id"`
+	ID int64     `json:"id"`
 	At time.Time `json:"at"`
 	// Actor is "admin:<admin token id>" or "cli:<os user>".
 	Actor    string          `json:"actor"`
