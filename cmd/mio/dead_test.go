@@ -62,9 +62,13 @@ func TestAdminDeadCLI(t *testing.T) {
 
 	r = runMio(t, base, "admin", "dead", "requeue", dead["a"].String())
 	require.Zero(t, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"requeued": 1`)
+	require.Contains(t, r.stdout, `"items": 1`)
+	require.Contains(t, r.stdout, `"changed": true`)
 	r = runMio(t, base, "admin", "dead", "requeue", dead["a"].String())
-	require.NotZero(t, r.code, "no longer a dead letter")
+	require.Zero(t, r.code, "requeueing twice is a safe no-op: %s", r.stderr)
+	require.Contains(t, r.stdout, `"changed": false`)
+	r = runMio(t, base, "admin", "dead", "requeue", uuid.NewString())
+	require.Equal(t, 1, r.code, "an id naming nothing")
 	require.Contains(t, r.stderr, "no dead letter")
 
 	r = runMio(t, base, "admin", "dead", "discard", dead["b"].String())
