@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -255,4 +257,79 @@ func TestWebhookSecretGrace(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 	resp, out := post(t, a.url("slack"), body, map[string]string{"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": slack.Signature("new-slack-signing-secret", ts, body)})
 	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+}
+
+// TestAdminOutboundSearch: outbound messages by state, account,
+// conversation and time, newest first, keyset-paged.
+func TestAdminOutboundSearch(t *testing.T) {
+	t.Parallel()
+	o := newOutAPI(t)
+	tok, hash := db.NewAdminTokenSecret()
+	_, err := db.AdminTokenInsert(context.Background(), o.env.Pool, "v", []db.AdminRole{"viewer"}, hash, nil)
+	require.NoError(t, err)
+	for i := range 3 {
+		status, m := o.send(t, o.a, cmd(fmt.Sprintf("s%d", i), o.a.account, ""))
+		require.Equal(t, http.StatusAccepted, status, m)
+	}
+	base := o.adm.URL + "/admin/v1/tenants/" + o.a.id.String() + "/outbound"
+	status, m := o.do(t, http.MethodGet, base+"?state=queued&conversation_id=c-1&account_id="+o.a.account.String()+"&limit=2", tok, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 2)
+	require.NotEmpty(t, m["next_cursor"])
+	status, m = o.do(t, http.MethodGet, base+"?limit=2&cursor="+m["next_cursor"].(string), tok, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 1)
+
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	status, m = o.do(t, http.MethodGet, base+"?until="+past, tok, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Empty(t, m["items"])
+	status, m = o.do(t, http.MethodGet, base+"?since="+future, tok, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Empty(t, m["items"])
+	status, m = o.do(t, http.MethodGet, base+"?since="+past+"&until="+future, tok, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Len(t, m["items"], 3)
+	for _, bad := range []string{"?since=yesterday", "?state=lost", "?x=1"} {
+		status, _ := o.do(t, http.MethodGet, base+bad, tok, "")
+		require.Equal(t, http.StatusBadRequest, status, bad)
+	}
+}
+
+// TestAdminLiveTail: a webhook's message shows on the tenant's live tail
+// (Server-Sent Events).
+func TestAdminLiveTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(), Hub: b.hub, Admin: b.svc})
+	adm := httptest.NewServer(api.AdminHandler())
+	t.Cleanup(adm.Close)
+	a := &adminAPI{testBundle: b, adm: adm}
+	viewer := a.token(t, "viewer")
+
+	req, err := http.NewRequest(http.MethodGet, adm.URL+"/admin/v1/tenants/"+b.tenant.String()+"/tail", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+viewer)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	lines := bufio.NewScanner(resp.Body)
+	require.True(t, lines.Scan()) // the opening comment: the subscription is live
+
+	body, hdr := b.webhookEvent(t, "evt-tail", "conv-tail", "hello tail")
+	wr, out := post(t, b.url("webhook"), body, hdr)
+	require.Equal(t, http.StatusOK, wr.StatusCode, out)
+	for lines.Scan() {
+		if data, ok := strings.CutPrefix(lines.Text(), "data: "); ok {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(data), &m))
+			require.Equal(t, "conv-tail", m["conversation_id"])
+			require.Contains(t, fmt.Sprint(m["envelope"]), "hello tail")
+			return
+		}
+	}
+	t.Fatal("the stream ended without the message")
 }

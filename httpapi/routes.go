@@ -115,6 +115,9 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.With(viewer).Get("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerShow)
 		r.With(operator).Delete("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerDelete)
 
+		r.With(viewer).Get("/tenants/{tenant_id}/outbound", s.adminOutboundSearch)
+		r.With(viewer).Get("/tenants/{tenant_id}/tail", s.adminTail)
+
 		r.With(viewer).Get("/audit", s.adminAuditList)
 	})
 }
