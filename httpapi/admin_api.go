@@ -455,6 +455,21 @@ func (s *Server) adminConsumerDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// --- queue health
+
+func (s *Server) adminQueueHealth(w http.ResponseWriter, r *http.Request) {
+	tid, ok := deadLetterTenant(w, r)
+	if !ok {
+		return
+	}
+	rows, err := s.admin.QueueHealth(r.Context(), tid)
+	if err != nil {
+		s.adminError(w, "queue health", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, admin.Page[*db.QueueHealth]{Items: rows})
+}
+
 // --- audit
 
 func (s *Server) adminAuditList(w http.ResponseWriter, r *http.Request) {

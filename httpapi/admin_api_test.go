@@ -20,6 +20,7 @@ import (
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/slack"
 	"github.com/miohq/mio/channels/webhook"
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/metrics"
@@ -332,4 +333,62 @@ func TestAdminLiveTail(t *testing.T) {
 		}
 	}
 	t.Fatal("the stream ended without the message")
+}
+
+// TestQueueHealth: a consumer behind the stream shows its untaken
+// messages in mio.queue_health (pending and oldest_pending_age), in the
+// admin API and in GET /v1/consumers/{name}'s stats.
+func TestQueueHealth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	consumers := consume.New(b.env.Pool, b.hub, nil, nil, consume.Options{})
+	_, _, err := consumers.Put(ctx, b.tenant, "behind", consume.Config{})
+	require.NoError(t, err)
+	for i := range 3 {
+		body, hdr := b.webhookEvent(t, fmt.Sprint("qh", i), "c", fmt.Sprint("m", i))
+		resp, out := post(t, b.url("webhook"), body, hdr)
+		require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	}
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(), Consumers: consumers, Admin: b.svc})
+	adm := httptest.NewServer(api.AdminHandler())
+	t.Cleanup(adm.Close)
+	pub := httptest.NewServer(api.PublicHandler())
+	t.Cleanup(pub.Close)
+	a := &adminAPI{testBundle: b, adm: adm}
+
+	status, m := a.call(t, http.MethodGet, "/admin/v1/queue-health", a.token(t, "viewer"), "")
+	require.Equal(t, http.StatusOK, status, m)
+	var row map[string]any
+	for _, it := range m["items"].([]any) {
+		if it := it.(map[string]any); it["consumer"] == "behind" {
+			row = it
+		}
+	}
+	require.NotNil(t, row, m)
+	require.EqualValues(t, 3, row["pending"], "messages not yet taken are pending")
+	require.Greater(t, row["oldest_pending_age_seconds"].(float64), 0.0)
+
+	token, _, err := b.svc.TokenCreate(ctx, b.tenant, "c", []db.Role{db.RoleConsume})
+	require.NoError(t, err)
+	req, err := http.NewRequest(http.MethodGet, pub.URL+"/v1/consumers/behind", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var got struct {
+		Stats struct {
+			Pending          int    `json:"pending"`
+			OldestPendingAge string `json:"oldest_pending_age"`
+		} `json:"stats"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&got))
+	require.Equal(t, 3, got.Stats.Pending)
+	require.NotEqual(t, "0s", got.Stats.OldestPendingAge, "stats count the messages not yet taken")
+
+	// Without a tenant, the runtime role sees the River queues only.
+	var n int
+	require.NoError(t, b.env.Pool.QueryRow(ctx, `SELECT count(*) FROM mio.queue_health WHERE kind = 'consumer'`).Scan(&n))
+	require.Zero(t, n, "row-level security hides consumers without a tenant")
 }

@@ -118,6 +118,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.With(viewer).Get("/tenants/{tenant_id}/outbound", s.adminOutboundSearch)
 		r.With(viewer).Get("/tenants/{tenant_id}/tail", s.adminTail)
 
+		r.With(viewer).Get("/queue-health", s.adminQueueHealth)
 		r.With(viewer).Get("/audit", s.adminAuditList)
 	})
 }

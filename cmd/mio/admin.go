@@ -44,6 +44,7 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin dead show ID | requeue ID | discard ID [--tenant ID]
   mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
   mio admin audit list [--tenant ID] [--action A] [--before ID] [--limit N]
+  mio admin queue health [--tenant ID]
 
 Each command takes its own flags above, plus --database-url, --db-runtime-role,
 --master-key, --data-dir and --log-level (or their environment variables);
@@ -98,6 +99,7 @@ func adminCommands() map[string]adminCommand {
 		"dead requeue-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
 		"dead discard-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
 		"audit list":                 {flags: []string{"tenant", "action", "before", "limit"}},
+		"queue health":               {flags: []string{"tenant"}},
 	}
 }
 
@@ -273,6 +275,12 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 		return adminDeadApply(ctx, svc, command, a)
 	case "audit list":
 		return adminAuditList(ctx, svc, a)
+	case "queue health":
+		tid, err := a.optionalTenant()
+		if err != nil {
+			return nil, err
+		}
+		return svc.QueueHealth(ctx, tid)
 	}
 	return nil, fmt.Errorf("mio admin: command %q has no implementation", command)
 }

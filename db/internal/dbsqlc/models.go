@@ -268,6 +268,23 @@ type MioProviderEvent struct {
 	AppliedAt         *time.Time
 }
 
+type MioQueueHealth struct {
+	Kind               string
+	TenantID           uuid.UUID
+	Consumer           string
+	Queue              *string
+	Pending            int32
+	AckPending         int32
+	Redelivered        int64
+	Dead               int64
+	OldestPendingAge   interface{}
+	LastDeliveredAt    *time.Time
+	Available          pgtype.Int8
+	Running            pgtype.Int8
+	Retryable          pgtype.Int8
+	OldestAvailableAge pgtype.Interval
+}
+
 type MioRateBucket struct {
 	TenantID  uuid.UUID
 	BucketKey string
