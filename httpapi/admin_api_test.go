@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,4 +392,41 @@ func TestQueueHealth(t *testing.T) {
 	var n int
 	require.NoError(t, b.env.Pool.QueryRow(ctx, `SELECT count(*) FROM mio.queue_health WHERE kind = 'consumer'`).Scan(&n))
 	require.Zero(t, n, "row-level security hides consumers without a tenant")
+}
+
+// TestAdminListenerHardening: the admin listener answers only allowed
+// networks, and pprof is off unless configured, then for operators only.
+func TestAdminListenerHardening(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	serve := func(d httpapi.Deps) *httptest.Server {
+		d.Pool, d.Metrics, d.Admin = b.env.Pool, metrics.New(), b.svc
+		srv := httptest.NewServer(httpapi.New(d).AdminHandler())
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	get := func(url, token string) int {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	def := serve(httpapi.Deps{})
+	require.Equal(t, http.StatusOK, get(def.URL+"/metrics", ""), "loopback is allowed by default")
+	require.Equal(t, http.StatusNotFound, get(def.URL+"/debug/pprof/", ""), "pprof is off by default")
+
+	other := serve(httpapi.Deps{AdminAllowCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	require.Equal(t, http.StatusForbidden, get(other.URL+"/metrics", ""))
+	require.Equal(t, http.StatusForbidden, get(other.URL+"/admin/v1/tenants", ""))
+
+	prof := serve(httpapi.Deps{Pprof: true})
+	a := &adminAPI{testBundle: b, adm: prof}
+	require.Equal(t, http.StatusUnauthorized, get(prof.URL+"/debug/pprof/", ""))
+	require.Equal(t, http.StatusForbidden, get(prof.URL+"/debug/pprof/", a.token(t, "viewer")))
+	require.Equal(t, http.StatusOK, get(prof.URL+"/debug/pprof/", a.token(t, "operator")))
 }

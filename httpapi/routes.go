@@ -59,7 +59,7 @@ func (s *Server) PublicHandler() http.Handler {
 // AdminHandler is the admin listener's route table.
 func (s *Server) AdminHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	r.Use(s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
 	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
@@ -70,12 +70,17 @@ func (s *Server) AdminHandler() http.Handler {
 	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/requeue", s.adminDeadBulk(admin.DeadRequeue))
 	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/discard", s.adminDeadBulk(admin.DeadDiscard))
 	s.adminRoutes(r)
-	// Profiling for operators (the admin listener is loopback by default).
-	r.HandleFunc("/debug/pprof/*", pprof.Index)
-	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	r.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	// Profiling: off unless configured, then for operator tokens only.
+	if s.pprof {
+		r.Route("/debug/pprof", func(r chi.Router) {
+			r.Use(s.adminAuth(db.AdminRoleOperator))
+			r.HandleFunc("/*", pprof.Index)
+			r.HandleFunc("/cmdline", pprof.Cmdline)
+			r.HandleFunc("/profile", pprof.Profile)
+			r.HandleFunc("/symbol", pprof.Symbol)
+			r.HandleFunc("/trace", pprof.Trace)
+		})
+	}
 	return r
 }
 

@@ -10,6 +10,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,6 +58,12 @@ type Deps struct {
 	// Admin serves /admin/v1; nil: one on Pool without master key (account
 	// secrets cannot be set) nor public URL.
 	Admin *admin.Service
+	// AdminAllowCIDRs are the client networks the admin listener answers;
+	// others get 403. Empty: loopback only.
+	AdminAllowCIDRs []netip.Prefix
+	// Pprof serves /debug/pprof on the admin listener to operator admin
+	// tokens. Default off.
+	Pprof bool
 }
 
 // Server holds the handlers of both listeners.
@@ -79,6 +86,8 @@ type Server struct {
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
 	admin           *admin.Service
+	adminAllow      []netip.Prefix
+	pprof           bool
 }
 
 // New returns a Server.
@@ -100,7 +109,11 @@ func New(d Deps) *Server {
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
-	s.admin = d.Admin
+	s.admin, s.pprof = d.Admin, d.Pprof
+	s.adminAllow = d.AdminAllowCIDRs
+	if len(s.adminAllow) == 0 {
+		s.adminAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
 	if s.admin == nil {
 		s.admin = admin.New(d.Pool, nil, "")
 	}

@@ -125,7 +125,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
-		Admin: admin.New(pool, box, cfg.PublicURL).WithRegistry(registry),
+		Admin:           admin.New(pool, box, cfg.PublicURL).WithRegistry(registry),
+		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof,
 	})
 
 	servers := newListeners(2)
