@@ -430,3 +430,26 @@ func TestAdminListenerHardening(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, get(prof.URL+"/debug/pprof/", a.token(t, "viewer")))
 	require.Equal(t, http.StatusOK, get(prof.URL+"/debug/pprof/", a.token(t, "operator")))
 }
+
+// TestTenantDisable: a disabled tenant's API tokens answer 403 and its
+// webhooks 404.
+func TestTenantDisable(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	token, _, err := a.svc.TokenCreate(context.Background(), a.tenant, "r", []db.Role{db.RoleRead})
+	require.NoError(t, err)
+	status, m := a.call(t, http.MethodPost, "/admin/v1/tenants/"+a.tenant.String()+"/disable", a.token(t, "operator"), "")
+	require.Equal(t, http.StatusOK, status, m)
+
+	req, err := http.NewRequest(http.MethodGet, a.srv.URL+"/v1/messages/"+db.IDFloor(time.Now()).String(), nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+
+	body, hdr := a.webhookEvent(t, "evt-off", "c", "hi")
+	wr, _ := post(t, a.url("webhook"), body, hdr)
+	require.Equal(t, http.StatusNotFound, wr.StatusCode)
+}
