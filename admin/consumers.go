@@ -41,16 +41,9 @@ type ConsumerInfo struct {
 // ConsumerList lists the consumers of tenantID (every tenant when
 // uuid.Nil) with their statistics.
 func (s *Service) ConsumerList(ctx context.Context, tenantID uuid.UUID) ([]*ConsumerInfo, error) {
-	tenants := []uuid.UUID{tenantID}
-	if tenantID == uuid.Nil {
-		ts, err := db.TenantList(ctx, s.pool)
-		if err != nil {
-			return nil, err
-		}
-		tenants = tenants[:0]
-		for _, t := range ts {
-			tenants = append(tenants, t.ID)
-		}
+	tenants, err := s.tenantsOrOne(ctx, tenantID)
+	if err != nil {
+		return nil, err
 	}
 	out := []*ConsumerInfo{}
 	for _, t := range tenants {
@@ -117,4 +110,20 @@ func consumerInfo(ctx context.Context, tx pgx.Tx, c *db.Consumer) (*ConsumerInfo
 		OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), LastDeliveredAt: c.LastDeliveredAt,
 		DeliverPolicy: c.DeliverPolicy, Ordering: c.Ordering, Stage: c.Stage, MaxDeliver: c.MaxDeliver,
 		AckWait: c.AckWait.String(), CreatedAt: c.CreatedAt}, nil
+}
+
+// tenantsOrOne is tenantID, or every tenant when it is uuid.Nil.
+func (s *Service) tenantsOrOne(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
+	if tenantID != uuid.Nil {
+		return []uuid.UUID{tenantID}, nil
+	}
+	ts, err := db.TenantList(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uuid.UUID, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out, nil
 }

@@ -15,16 +15,9 @@ import (
 // QueueHealth returns mio.queue_health: the consumers of tenantID (every
 // tenant when uuid.Nil) and every River queue.
 func (s *Service) QueueHealth(ctx context.Context, tenantID uuid.UUID) ([]*db.QueueHealth, error) {
-	tenants := []uuid.UUID{tenantID}
-	if tenantID == uuid.Nil {
-		ts, err := db.TenantList(ctx, s.pool)
-		if err != nil {
-			return nil, err
-		}
-		tenants = tenants[:0]
-		for _, t := range ts {
-			tenants = append(tenants, t.ID)
-		}
+	tenants, err := s.tenantsOrOne(ctx, tenantID)
+	if err != nil {
+		return nil, err
 	}
 	out := []*db.QueueHealth{}
 	var queues []*db.QueueHealth

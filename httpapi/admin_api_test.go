@@ -2,12 +2,10 @@ package httpapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -53,23 +51,7 @@ func (a *adminAPI) token(t *testing.T, roles ...db.AdminRole) string {
 
 func (a *adminAPI) call(t *testing.T, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(method, a.adm.URL+path, bytes.NewReader([]byte(body)))
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	if len(bytes.TrimSpace(raw)) > 0 {
-		require.NoError(t, json.Unmarshal(raw, &m), string(raw))
-	}
-	return resp.StatusCode, m
+	return (&outAPI{}).do(t, method, a.adm.URL+path, token, body)
 }
 
 // auditCount counts the audit rows of action ("" = all).
