@@ -127,3 +127,32 @@ func (s *Service) tenantsOrOne(ctx context.Context, tenantID uuid.UUID) ([]uuid.
 	}
 	return out, nil
 }
+
+// ConsumerSeek moves a consumer to the messages received at or after t
+// (t in the future: the end of the stream). See db.ConsumerSeek.
+func (s *Service) ConsumerSeek(ctx context.Context, tenantID uuid.UUID, name string, t time.Time) (*ConsumerInfo, error) {
+	if t.IsZero() {
+		return nil, invalidf("seek needs a time")
+	}
+	var out *ConsumerInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		before, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		pos, err := db.ConsumerSeek(ctx, tx, tenantID, name, t)
+		if err != nil {
+			return err
+		}
+		after, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		if out, err = consumerInfo(ctx, tx, after); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, "consumer.seek", tenantID, name,
+			map[string]any{"position": before.Pos.String()}, map[string]any{"time": t, "position": pos})
+	})
+	return out, err
+}

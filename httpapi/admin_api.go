@@ -455,6 +455,26 @@ func (s *Server) adminConsumerDelete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (s *Server) adminConsumerSeek(w http.ResponseWriter, r *http.Request) {
+	tid, ok := uuidParam(w, r, "tenant_id")
+	if !ok {
+		return
+	}
+	var req struct {
+		// Time: deliver the messages received from then on (RFC 3339).
+		Time time.Time `json:"time"`
+	}
+	if !decodeAdmin(w, r, &req) {
+		return
+	}
+	c, err := s.adminService(r).ConsumerSeek(r.Context(), tid, chi.URLParam(r, "name"), req.Time)
+	if err != nil {
+		s.adminError(w, "consumer", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
 // --- queue health
 
 func (s *Server) adminQueueHealth(w http.ResponseWriter, r *http.Request) {

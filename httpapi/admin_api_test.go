@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels/builtin"
@@ -434,4 +435,57 @@ func TestTenantDisable(t *testing.T) {
 	body, hdr := a.webhookEvent(t, "evt-off", "c", "hi")
 	wr, _ := post(t, a.url("webhook"), body, hdr)
 	require.Equal(t, http.StatusNotFound, wr.StatusCode)
+}
+
+// TestConsumerSeek: seeking a consumer back re-delivers the messages
+// received since; seeking to the future skips to the end of the stream.
+func TestConsumerSeek(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	ctx := context.Background()
+	consumers := consume.New(a.env.Pool, a.hub, nil, nil, consume.Options{})
+	_, _, err := consumers.Put(ctx, a.tenant, "agent", consume.Config{})
+	require.NoError(t, err)
+	start := time.Now().Add(-time.Second)
+	ingest := func(id string) {
+		body, hdr := a.webhookEvent(t, id, "c", id)
+		resp, out := post(t, a.url("webhook"), body, hdr)
+		require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	}
+	drain := func() int {
+		ds, err := consumers.Pull(ctx, a.tenant, "agent", 100, 0)
+		require.NoError(t, err)
+		ids := make([]uuid.UUID, len(ds))
+		for i, d := range ds {
+			ids[i] = d.DeliveryID
+		}
+		if len(ids) > 0 {
+			_, err = consumers.Settle(ctx, a.tenant, "agent", consume.ActionAck, ids, consume.SettleOptions{})
+			require.NoError(t, err)
+		}
+		return len(ds)
+	}
+	for i := range 3 {
+		ingest(fmt.Sprint("seek", i))
+	}
+	require.Equal(t, 3, drain())
+	require.Equal(t, 0, drain())
+
+	operator := a.token(t, "operator")
+	path := "/admin/v1/tenants/" + a.tenant.String() + "/consumers/agent/seek"
+	status, m := a.call(t, http.MethodPost, path, operator, `{"time":"`+start.UTC().Format(time.RFC3339Nano)+`"}`)
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, 3, drain(), "seeking back re-delivers")
+
+	status, m = a.call(t, http.MethodPost, path, operator, `{"time":"`+time.Now().Add(time.Hour).UTC().Format(time.RFC3339)+`"}`)
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, 0, drain())
+	ingest("after-seek")
+	require.Equal(t, 1, drain(), "a message after the seek is delivered")
+
+	status, _ = a.call(t, http.MethodPost, path, operator, `{"time":"soon"}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	status, _ = a.call(t, http.MethodPost, "/admin/v1/tenants/"+a.tenant.String()+"/consumers/nope/seek", operator, `{"time":"2026-01-01T00:00:00Z"}`)
+	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, 2, a.auditCount(t, "consumer.seek"))
 }

@@ -119,6 +119,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.With(viewer).Get("/consumers", s.adminConsumerList)
 		r.With(viewer).Get("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerShow)
 		r.With(operator).Delete("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerDelete)
+		r.With(operator).Post("/tenants/{tenant_id}/consumers/{name}/seek", s.adminConsumerSeek)
 
 		r.With(viewer).Get("/tenants/{tenant_id}/outbound", s.adminOutboundSearch)
 		r.With(viewer).Get("/tenants/{tenant_id}/tail", s.adminTail)

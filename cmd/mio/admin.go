@@ -40,6 +40,7 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin admin-token create --name NAME --roles viewer,operator,credential-admin [--ttl 720h]
   mio admin admin-token list | revoke ID
   mio admin consumer list [--tenant ID] | show NAME --tenant ID | delete NAME --tenant ID
+  mio admin consumer seek NAME --tenant ID --time RFC3339   (deliver messages received from then on)
   mio admin dead list [outbound|consumer|attachment] [--tenant ID] [--channel SLUG]
   mio admin dead show ID | requeue ID | discard ID [--tenant ID]
   mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
@@ -92,6 +93,7 @@ func adminCommands() map[string]adminCommand {
 		"consumer list":              {flags: []string{"tenant"}},
 		"consumer show":              {flags: []string{"tenant"}},
 		"consumer delete":            {flags: []string{"tenant"}},
+		"consumer seek":              {flags: []string{"tenant", "time"}},
 		"dead list":                  {flags: []string{"tenant", "channel"}},
 		"dead show":                  {flags: []string{"tenant"}},
 		"dead requeue":               {flags: []string{"tenant"}},
@@ -108,6 +110,7 @@ type adminArgs struct {
 	name, tenant, channel, externalID                      string
 	settingsFile, credFile, credEnv, secretFile, secretEnv string
 	roles, ttl, grace, kind, limit, after, action, before  string
+	seekTime                                               string
 	rateLimit, burst, maxAttempts, apiBaseURL              string
 	positional                                             []string
 }
@@ -135,6 +138,7 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 		"after":               {&a.after, "page cursor (the previous page's next)"},
 		"action":              {&a.action, "audit action, e.g. account.update"},
 		"before":              {&a.before, "audit entries older than this id (the previous page's next)"},
+		"time":                {&a.seekTime, "RFC 3339 time, e.g. 2026-11-22T06:00:00Z"},
 		"rate-limit":          {&a.rateLimit, "outbound messages per second, or 'default'"},
 		"burst":               {&a.burst, "outbound burst, or 'default'"},
 		"max-attempts":        {&a.maxAttempts, "send attempts per series (1 to 100), or 'default'"},
@@ -267,7 +271,7 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 		return adminToken(ctx, svc, command, a)
 	case "admin-token create", "admin-token list", "admin-token revoke":
 		return adminAdminToken(ctx, svc, command, a)
-	case "consumer list", "consumer show", "consumer delete":
+	case "consumer list", "consumer show", "consumer delete", "consumer seek":
 		return adminConsumer(ctx, svc, command, a)
 	case "dead list", "dead show":
 		return nil, cmdAdminDead(ctx, pool, strings.TrimPrefix(command, "dead "), a.tenant, a.channel, a.positional, stdout)

@@ -277,8 +277,15 @@ func adminConsumer(ctx context.Context, svc *admin.Service, command string, a *a
 		return nil, &usageError{"give one consumer name"}
 	}
 	name := a.positional[0]
-	if command == "consumer show" {
+	switch command {
+	case "consumer show":
 		return svc.ConsumerShow(ctx, tid, name)
+	case "consumer seek":
+		at, err := time.Parse(time.RFC3339Nano, a.seekTime)
+		if err != nil {
+			return nil, &usageError{"--time must be an RFC 3339 time such as 2026-11-22T06:00:00Z"}
+		}
+		return svc.ConsumerSeek(ctx, tid, name, at)
 	}
 	if err := svc.ConsumerDelete(ctx, tid, name); err != nil {
 		return nil, err
