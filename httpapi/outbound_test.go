@@ -374,6 +374,19 @@ func TestAdminDeadLetters(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	require.Empty(t, m["items"])
 
+	// One audit row per change, none for the no-op or the refusals.
+	audits := map[string]int{}
+	rows, err := o.owner.Query(ctx, `SELECT action, actor FROM mio.audit_log WHERE action LIKE 'dead_letter.%'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var action, actor string
+		require.NoError(t, rows.Scan(&action, &actor))
+		require.Contains(t, actor, "admin:")
+		audits[action]++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"dead_letter.requeue": 1, "dead_letter.discard": 1}, audits)
+
 	// The requeued message is queued again, as a new series.
 	var state string
 	var series int
