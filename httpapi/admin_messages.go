@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
 )
 
@@ -47,21 +48,14 @@ func (s *Server) adminOutboundSearch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
-	if !until.IsZero() && (lp.BeforeID == uuid.Nil || db.IDFloor(until).String() < lp.BeforeID.String()) {
-		lp.BeforeID = db.IDFloor(until)
-	}
-	page, err := s.outbox.List(r.Context(), tid, lp)
+	page, err := s.admin.OutboundSearch(r.Context(), tid, admin.OutboundSearch{Filter: lp, Since: since, Until: until})
 	if err != nil {
-		s.outboxError(w, "search outbound", "", err)
+		s.adminError(w, "search outbound", err)
 		return
 	}
-	out := outboundPage{Items: []*outboundView{}}
-	for _, o := range page.Items {
-		if !since.IsZero() && o.CreatedAt.Before(since) {
-			page.Next = uuid.Nil // older than since: the search is over
-			break
-		}
-		out.Items = append(out.Items, outboundViewOf(o, nil))
+	out := outboundPage{Items: make([]*outboundView, len(page.Items))}
+	for i, o := range page.Items {
+		out.Items[i] = outboundViewOf(o, nil)
 	}
 	if page.Next != uuid.Nil {
 		out.NextCursor = encodeCursor(page.Next)

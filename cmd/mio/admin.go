@@ -46,6 +46,8 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
   mio admin audit list [--tenant ID] [--action A] [--before ID] [--limit N]
   mio admin queue health [--tenant ID]
+  mio admin outbound search --tenant ID [--state S] [--account ID] [--conversation C]
+        [--since RFC3339] [--until RFC3339] [--limit N] [--after ID (the previous page's next)]
 
 Each command takes its own flags above, plus --database-url, --db-runtime-role,
 --master-key, --data-dir and --log-level (or their environment variables);
@@ -102,6 +104,7 @@ func adminCommands() map[string]adminCommand {
 		"dead discard-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
 		"audit list":                 {flags: []string{"tenant", "action", "before", "limit"}},
 		"queue health":               {flags: []string{"tenant"}},
+		"outbound search":            {flags: []string{"tenant", "state", "account", "conversation", "since", "until", "limit", "after"}},
 	}
 }
 
@@ -110,7 +113,7 @@ type adminArgs struct {
 	name, tenant, channel, externalID                      string
 	settingsFile, credFile, credEnv, secretFile, secretEnv string
 	roles, ttl, grace, kind, limit, after, action, before  string
-	seekTime                                               string
+	seekTime, state, accountID, conversation, since, until string
 	rateLimit, burst, maxAttempts, apiBaseURL              string
 	positional                                             []string
 }
@@ -138,6 +141,11 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 		"after":               {&a.after, "page cursor (the previous page's next)"},
 		"action":              {&a.action, "audit action, e.g. account.update"},
 		"before":              {&a.before, "audit entries older than this id (the previous page's next)"},
+		"state":               {&a.state, "outbound handoff state: queued, sending, handed_off or dead"},
+		"account":             {&a.accountID, "account id"},
+		"conversation":        {&a.conversation, "conversation id"},
+		"since":               {&a.since, "from this RFC 3339 time on"},
+		"until":               {&a.until, "before this RFC 3339 time"},
 		"time":                {&a.seekTime, "RFC 3339 time, e.g. 2026-11-22T06:00:00Z"},
 		"rate-limit":          {&a.rateLimit, "outbound messages per second, or 'default'"},
 		"burst":               {&a.burst, "outbound burst, or 'default'"},
@@ -279,6 +287,8 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 		return adminDeadApply(ctx, svc, command, a)
 	case "audit list":
 		return adminAuditList(ctx, svc, a)
+	case "outbound search":
+		return adminOutboundSearch(ctx, svc, a)
 	case "queue health":
 		tid, err := a.optionalTenant()
 		if err != nil {
