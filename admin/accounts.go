@@ -158,6 +158,9 @@ type AccountUpdate struct {
 
 // validate checks the update's values.
 func (u *AccountUpdate) validate() error {
+	if !u.DisplayName.Set && len(u.Settings) == 0 && !u.RateLimitPerSec.Set && !u.RateLimitBurst.Set && !u.MaxAttempts.Set {
+		return invalidf("nothing to change: give display_name, settings, rate_limit_per_sec, rate_limit_burst or max_attempts")
+	}
 	if v := u.DisplayName.Value; u.DisplayName.Set && (v == nil || strings.TrimSpace(*v) == "" || len(*v) > 200) {
 		return invalidf("display_name must be 1 to 200 characters")
 	}
