@@ -86,6 +86,11 @@ type Account struct {
 	// an error wrapping ErrCannotSend).
 	Outbound channels.Outbound
 
+	// prevInbound verifies with the previous webhook secret until
+	// prevUntil, after a rotation (VerifyWebhook).
+	prevInbound channels.Inbound
+	prevUntil   time.Time
+
 	openErr     error // the secrets did not open
 	inboundErr  error // why Inbound is nil
 	outboundErr error // why Outbound is nil, wrapping ErrCannotSend

@@ -168,9 +168,13 @@ func (r *Resolver) load(ctx context.Context, tenantID, id uuid.UUID) (entry, err
 		tenantID = route.TenantID
 	}
 	var row *db.Account
+	var tenant *db.Tenant
 	err := db.InTenantTx(ctx, r.pool, tenantID, func(tx pgx.Tx) error {
 		var err error
-		row, err = db.AccountGet(ctx, tx, tenantID, id)
+		if row, err = db.AccountGet(ctx, tx, tenantID, id); err != nil {
+			return err
+		}
+		tenant, err = db.TenantGet(ctx, tx, tenantID)
 		return err
 	})
 	if errors.Is(err, db.ErrNotFound) {
@@ -179,7 +183,11 @@ func (r *Resolver) load(ctx context.Context, tenantID, id uuid.UUID) (entry, err
 	if err != nil {
 		return entry{}, err
 	}
-	return entry{acct: r.build(row)}, nil
+	a := r.build(row)
+	if tenant.Status == db.TenantDisabled {
+		a.inboundErr, a.Inbound = ErrUnknown, nil // a disabled tenant's webhooks answer 404
+	}
+	return entry{acct: a}, nil
 }
 
 // build opens the row's secrets and builds its adapters, recording why
@@ -205,6 +213,7 @@ func (r *Resolver) build(row *db.Account) *Account {
 			break
 		}
 		a.Inbound = in
+		r.buildPrevious(a, row)
 	}
 
 	oc, canSend := ch.(channels.OutboundChannel)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -31,6 +32,11 @@ type Config struct {
 	// AdminAddr (MIO_ADMIN_ADDR) is the admin listener: /metrics and the
 	// admin API. Default 127.0.0.1:9090.
 	AdminAddr string
+	// AdminAllowCIDRs (MIO_ADMIN_ALLOW_CIDRS) are the client networks the
+	// admin listener answers (/metrics included); others get 403. The
+	// client is the TCP peer (a proxy in front is the peer). Default
+	// 127.0.0.0/8,::1/128 (loopback).
+	AdminAllowCIDRs []netip.Prefix
 	// ArchiveBatchRows (MIO_ARCHIVE_BATCH_ROWS) is the most messages one
 	// archive batch (NDJSON objects + cursor commit) holds. Default 10000.
 	ArchiveBatchRows int
@@ -108,6 +114,9 @@ type Config struct {
 	// HTTPAddr (http://localhost:PORT); PublicURLDerived is then true.
 	PublicURL        string
 	PublicURLDerived bool
+	// Pprof (MIO_PPROF) serves /debug/pprof on the admin listener, to
+	// operator admin tokens only. Default false.
+	Pprof bool
 	// RetentionInterval (MIO_RETENTION_INTERVAL) is how often inbox and
 	// blob retention run. Default 1h.
 	RetentionInterval time.Duration
@@ -144,6 +153,24 @@ func options() []option {
 	return []option{
 		{flag: "admin-addr", envs: []string{"MIO_ADMIN_ADDR"}, def: "127.0.0.1:9090", usage: "admin listener (metrics, admin API)",
 			set: func(c *Config, v string) error { return addr(&c.AdminAddr, v) }},
+		{flag: "admin-allow-cidrs", envs: []string{"MIO_ADMIN_ALLOW_CIDRS"}, def: "127.0.0.0/8,::1/128", usage: "client networks the admin listener answers (comma-separated CIDRs)",
+			set: func(c *Config, v string) error {
+				c.AdminAllowCIDRs = nil
+				for _, f := range strings.Split(v, ",") {
+					if f = strings.TrimSpace(f); f == "" {
+						continue
+					}
+					p, err := netip.ParsePrefix(f)
+					if err != nil {
+						return fmt.Errorf("want comma-separated CIDRs (10.0.0.0/8,::1/128): %q", f)
+					}
+					c.AdminAllowCIDRs = append(c.AdminAllowCIDRs, p.Masked())
+				}
+				if len(c.AdminAllowCIDRs) == 0 {
+					return errors.New("want at least one CIDR (0.0.0.0/0,::/0 allows every client)")
+				}
+				return nil
+			}},
 		{flag: "archive-batch-rows", envs: []string{"MIO_ARCHIVE_BATCH_ROWS"}, def: "10000", usage: "most messages in one archive batch",
 			set: func(c *Config, v string) error {
 				n, err := strconv.Atoi(v)
@@ -275,6 +302,15 @@ func options() []option {
 					return errors.New("want nats://host:port")
 				}
 				c.NatsURL = v
+				return nil
+			}},
+		{flag: "pprof", envs: []string{"MIO_PPROF"}, def: "false", usage: "serve /debug/pprof on the admin listener (operator admin tokens only)",
+			set: func(c *Config, v string) error {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return errors.New("want true or false")
+				}
+				c.Pprof = b
 				return nil
 			}},
 		{flag: "public-url", envs: []string{"MIO_PUBLIC_URL"}, usage: "external base URL of the public listener (default http://localhost:PORT)",

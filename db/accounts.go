@@ -28,11 +28,15 @@ type Account struct {
 	Settings         json.RawMessage `json:"settings"`
 	CredentialsEnc   []byte          `json:"-"`
 	WebhookSecretEnc []byte          `json:"-"`
-	RateLimitPerSec  *float64        `json:"rate_limit_per_sec,omitempty"`
-	RateLimitBurst   *int32          `json:"rate_limit_burst,omitempty"`
-	MaxAttempts      *int32          `json:"max_attempts,omitempty"`
-	CreatedAt        time.Time       `json:"created_at"`
-	UpdatedAt        time.Time       `json:"updated_at"`
+	// WebhookSecretPrevEnc is the sealed previous webhook secret, which
+	// keeps verifying until WebhookSecretPrevUntil (after a rotation).
+	WebhookSecretPrevEnc   []byte     `json:"-"`
+	WebhookSecretPrevUntil *time.Time `json:"webhook_secret_prev_until,omitempty"`
+	RateLimitPerSec        *float64   `json:"rate_limit_per_sec,omitempty"`
+	RateLimitBurst         *int32     `json:"rate_limit_burst,omitempty"`
+	MaxAttempts            *int32     `json:"max_attempts,omitempty"`
+	CreatedAt              time.Time  `json:"created_at"`
+	UpdatedAt              time.Time  `json:"updated_at"`
 }
 
 func accountFrom(r dbsqlc.MioAccount) *Account {
@@ -40,6 +44,7 @@ func accountFrom(r dbsqlc.MioAccount) *Account {
 		TenantID: r.TenantID, ID: r.ID, ChannelType: r.ChannelType, DisplayName: r.DisplayName,
 		ExternalID: r.ExternalID, Status: r.Status, Settings: r.Settings,
 		CredentialsEnc: r.CredentialsEnc, WebhookSecretEnc: r.WebhookSecretEnc,
+		WebhookSecretPrevEnc: r.WebhookSecretPrevEnc, WebhookSecretPrevUntil: r.WebhookSecretPrevUntil,
 		RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst, MaxAttempts: r.MaxAttempts,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}

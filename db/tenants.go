@@ -13,11 +13,12 @@ import (
 type Tenant struct {
 	ID        uuid.UUID `json:"id"`
 	Name      string    `json:"name"`
+	Status    string    `json:"status"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 func tenantFrom(r dbsqlc.MioTenant) *Tenant {
-	return &Tenant{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt}
+	return &Tenant{ID: r.ID, Name: r.Name, Status: r.Status, CreatedAt: r.CreatedAt}
 }
 
 // TenantInsert creates a tenant. A zero id is replaced with a new one.

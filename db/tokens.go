@@ -160,6 +160,15 @@ func APITokenList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*APIToken
 	return out, nil
 }
 
+// APITokenGet returns one of the tenant's tokens, locked for update in tx.
+func APITokenGet(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*APIToken, error) {
+	r, err := queries().APITokenGet(ctx, tx, &dbsqlc.APITokenGetParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return apiTokenFrom(r), nil
+}
+
 // APITokenRevoke revokes a token (idempotent).
 func APITokenRevoke(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*APIToken, error) {
 	r, err := queries().APITokenRevoke(ctx, tx, &dbsqlc.APITokenRevokeParams{TenantID: tenantID, ID: id})
@@ -178,27 +187,43 @@ func NewAdminTokenSecret() (token string, hash []byte) {
 	return token, sum[:]
 }
 
-// AdminToken is an operator token for the admin listener.
+// AdminToken is an operator token for the admin listener (metadata only:
+// the token itself is shown once at creation and stored as a sha-256 hash).
 type AdminToken struct {
-	ID        uuid.UUID   `json:"id"`
-	Name      string      `json:"name"`
-	Roles     []AdminRole `json:"roles"`
-	CreatedAt time.Time   `json:"created_at"`
-	RevokedAt *time.Time  `json:"revoked_at,omitempty"`
+	ID         uuid.UUID   `json:"id"`
+	Name       string      `json:"name"`
+	Roles      []AdminRole `json:"roles"`
+	CreatedAt  time.Time   `json:"created_at"`
+	LastUsedAt *time.Time  `json:"last_used_at,omitempty"`
+	// ExpiresAt, when set, is when the token stops authenticating.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
 }
 
-// AdminTokenInsert stores an admin token's hash.
-func AdminTokenInsert(ctx context.Context, tx DBTX, name string, roles []AdminRole, hash []byte) (*AdminToken, error) {
-	r, err := queries().AdminTokenInsert(ctx, tx, &dbsqlc.AdminTokenInsertParams{ID: uuid.New(), Name: name, Roles: roleStrings(roles), TokenSha256: hash})
+// Valid reports whether r is an admin token role.
+func (r AdminRole) Valid() bool {
+	return r == AdminRoleViewer || r == AdminRoleOperator || r == AdminRoleCredentialAdmin
+}
+
+func adminTokenFrom(r dbsqlc.MioAdminToken) *AdminToken {
+	return &AdminToken{ID: r.ID, Name: r.Name, Roles: rolesFrom[AdminRole](r.Roles), CreatedAt: r.CreatedAt,
+		LastUsedAt: r.LastUsedAt, ExpiresAt: r.ExpiresAt, RevokedAt: r.RevokedAt}
+}
+
+// AdminTokenInsert stores an admin token's hash; expiresAt nil: it never
+// expires.
+func AdminTokenInsert(ctx context.Context, tx DBTX, name string, roles []AdminRole, hash []byte, expiresAt *time.Time) (*AdminToken, error) {
+	r, err := queries().AdminTokenInsert(ctx, tx, &dbsqlc.AdminTokenInsertParams{ID: uuid.New(), Name: name,
+		Roles: roleStrings(roles), TokenSha256: hash, ExpiresAt: expiresAt})
 	if err != nil {
 		return nil, translate(err)
 	}
-	return &AdminToken{ID: r.ID, Name: r.Name, Roles: rolesFrom[AdminRole](r.Roles), CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt}, nil
+	return adminTokenFrom(r), nil
 }
 
 // AdminTokenAuthenticate returns the live admin token for a plaintext
-// token, or ErrBadToken.
-func AdminTokenAuthenticate(ctx context.Context, tx DBTX, token string) (*AdminToken, error) {
+// token, or ErrBadToken when it is unknown, revoked or expired at now.
+func AdminTokenAuthenticate(ctx context.Context, tx DBTX, token string, now time.Time) (*AdminToken, error) {
 	sum := sha256.Sum256([]byte(token))
 	r, err := queries().AdminTokenGetByHash(ctx, tx, &dbsqlc.AdminTokenGetByHashParams{TokenSha256: sum[:]})
 	if err != nil {
@@ -207,8 +232,47 @@ func AdminTokenAuthenticate(ctx context.Context, tx DBTX, token string) (*AdminT
 		}
 		return nil, translate(err)
 	}
-	if r.RevokedAt != nil {
+	if r.RevokedAt != nil || (r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)) {
 		return nil, ErrBadToken
 	}
-	return &AdminToken{ID: r.ID, Name: r.Name, Roles: rolesFrom[AdminRole](r.Roles), CreatedAt: r.CreatedAt}, nil
+	return adminTokenFrom(r), nil
+}
+
+// AdminTokenTouch records use of a token (at most once a minute).
+func AdminTokenTouch(ctx context.Context, tx DBTX, id uuid.UUID) error {
+	return translate(queries().AdminTokenTouch(ctx, tx, &dbsqlc.AdminTokenTouchParams{ID: id}))
+}
+
+// AdminTokenList returns a keyset page of admin tokens, oldest first,
+// after the cursor (zero: from the start).
+func AdminTokenList(ctx context.Context, tx DBTX, after Cursor, limit int) ([]*AdminToken, error) {
+	rows, err := queries().AdminTokenList(ctx, tx, &dbsqlc.AdminTokenListParams{
+		AfterCreatedAt: after.At, AfterID: after.ID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*AdminToken, len(rows))
+	for i, r := range rows {
+		out[i] = adminTokenFrom(r)
+	}
+	return out, nil
+}
+
+// AdminTokenGet returns one admin token, locked for update in tx.
+func AdminTokenGet(ctx context.Context, tx DBTX, id uuid.UUID) (*AdminToken, error) {
+	r, err := queries().AdminTokenGet(ctx, tx, &dbsqlc.AdminTokenGetParams{ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return adminTokenFrom(r), nil
+}
+
+// AdminTokenRevoke revokes a token (idempotent: revoked_at keeps its
+// first value).
+func AdminTokenRevoke(ctx context.Context, tx DBTX, id uuid.UUID) (*AdminToken, error) {
+	r, err := queries().AdminTokenRevoke(ctx, tx, &dbsqlc.AdminTokenRevokeParams{ID: id})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return adminTokenFrom(r), nil
 }

@@ -1,15 +1,14 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 )
@@ -101,39 +100,60 @@ func (s *Server) adminDeadShow(w http.ResponseWriter, r *http.Request) {
 }
 
 // adminDeadRequeue answers POST /admin/v1/dead-letters/{id}/requeue: it
-// calls mio.requeue(id), exactly what an operator does from SQL.
+// calls mio.requeue(id), exactly what an operator does from SQL. An id
+// that is no longer a dead letter answers 200 with items 0 (idempotent).
 func (s *Server) adminDeadRequeue(w http.ResponseWriter, r *http.Request) {
-	s.adminDeadApply(w, r, "requeue", db.DeadLettersRequeue)
+	s.adminDeadApply(w, r, admin.DeadRequeue)
 }
 
 // adminDeadDiscard answers POST /admin/v1/dead-letters/{id}/discard: it
 // calls mio.discard(id).
 func (s *Server) adminDeadDiscard(w http.ResponseWriter, r *http.Request) {
-	s.adminDeadApply(w, r, "discard", db.DeadLettersDiscard)
+	s.adminDeadApply(w, r, admin.DeadDiscard)
 }
 
-type deadLetterChanged struct {
-	ID    uuid.UUID `json:"id"`
-	Items int       `json:"items"`
-}
-
-func (s *Server) adminDeadApply(w http.ResponseWriter, r *http.Request, action string,
-	fn func(ctx context.Context, pool *pgxpool.Pool, tenantID, id uuid.UUID) (int, error)) {
+func (s *Server) adminDeadApply(w http.ResponseWriter, r *http.Request, action string) {
 	id, tenantID, ok := s.deadLetterTarget(w, r)
 	if !ok {
 		return
 	}
-	n, err := fn(r.Context(), s.pool, tenantID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, http.StatusNotFound, "not_found", "no such dead letter")
-		return
-	}
+	res, err := s.adminService(r).DeadApply(r.Context(), action, tenantID, id)
 	if err != nil {
-		s.dbError(w, action+" dead letter", err)
+		s.adminError(w, action+" dead letter", err)
 		return
 	}
-	s.audit(r, "dead_letter."+action, "id", id, "items", n)
-	writeJSON(w, http.StatusOK, deadLetterChanged{ID: id, Items: n})
+	writeJSON(w, http.StatusOK, res)
+}
+
+// deadBulkRequest is the body of POST /admin/v1/dead-letters/requeue and
+// /discard: the filter of the dead letters to act on.
+type deadBulkRequest struct {
+	TenantID    uuid.UUID `json:"tenant_id"`
+	Kind        string    `json:"kind"`
+	ChannelType string    `json:"channel_type"`
+	Limit       int       `json:"limit"`
+}
+
+// adminDeadBulk answers POST /admin/v1/dead-letters/{action}: requeue or
+// discard every dead letter matching the filter (at most limit).
+func (s *Server) adminDeadBulk(action string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req deadBulkRequest
+		if !decodeAdmin(w, r, &req) {
+			return
+		}
+		if req.ChannelType != "" && !validChannelType(req.ChannelType) {
+			writeError(w, http.StatusBadRequest, "bad_request", "channel_type: unknown channel")
+			return
+		}
+		res, err := s.adminService(r).DeadApplyAll(r.Context(), action, admin.DeadFilter{TenantID: req.TenantID,
+			Kind: req.Kind, ChannelType: req.ChannelType, Limit: req.Limit})
+		if err != nil {
+			s.adminError(w, action+" dead letters", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, admin.Page[*admin.DeadResult]{Items: res})
+	}
 }
 
 func (s *Server) deadLetterTarget(w http.ResponseWriter, r *http.Request) (uuid.UUID, uuid.UUID, bool) {

@@ -108,6 +108,9 @@ func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler 
 					var err error
 					tok, err = db.APITokenAuthenticate(r.Context(), tx, tenantID, hash)
 					if err == nil {
+						err = tenantActive(r.Context(), tx, tenantID)
+					}
+					if err == nil {
 						err = db.APITokenTouch(r.Context(), tx, tenantID, tok.ID)
 					}
 					return err
@@ -115,6 +118,9 @@ func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler 
 				switch {
 				case errors.Is(err, db.ErrBadToken):
 					writeError(w, http.StatusUnauthorized, "unauthorized", "invalid or revoked token")
+					return
+				case errors.Is(err, errTenantDisabled):
+					writeError(w, http.StatusForbidden, "tenant_disabled", "the token's tenant is disabled")
 					return
 				case err != nil:
 					s.dbError(w, "authenticate", err)
@@ -134,4 +140,20 @@ func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler 
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 		})
 	}
+}
+
+// errTenantDisabled: the token's tenant was disabled by an operator.
+var errTenantDisabled = errors.New("tenant disabled")
+
+// tenantActive returns errTenantDisabled when the tenant is disabled (a
+// disabled tenant's tokens stop working within the token cache bound).
+func tenantActive(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
+	t, err := db.TenantGet(ctx, tx, tenantID)
+	if err != nil {
+		return err
+	}
+	if t.Status == db.TenantDisabled {
+		return errTenantDisabled
+	}
+	return nil
 }

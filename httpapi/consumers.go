@@ -8,8 +8,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/consume"
+	"github.com/miohq/mio/db"
 )
 
 // consumerRequest is the body of PUT /v1/consumers/{name}.
@@ -97,6 +99,17 @@ func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	info, err := s.consumers.Get(r.Context(), p.TenantID, chi.URLParam(r, "name"))
+	if err != nil {
+		s.consumerError(w, "get consumer", err)
+		return
+	}
+	// stats.oldest_pending_age counts messages not yet taken too
+	// (mio.queue_health's definition), not only deliveries waiting.
+	err = db.InTenantTx(r.Context(), s.pool, p.TenantID, func(tx pgx.Tx) error {
+		age, err := db.ConsumerOldestPendingAge(r.Context(), tx, p.TenantID, info.Consumer.Name)
+		info.Stats.OldestPendingAge = max(info.Stats.OldestPendingAge, age)
+		return err
+	})
 	if err != nil {
 		s.consumerError(w, "get consumer", err)
 		return

@@ -329,7 +329,7 @@ func TestAdminDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	token := func(roles ...db.AdminRole) string {
 		tok, hash := db.NewAdminTokenSecret()
-		_, err := db.AdminTokenInsert(ctx, o.env.Pool, "t", roles, hash)
+		_, err := db.AdminTokenInsert(ctx, o.env.Pool, "t", roles, hash, nil)
 		require.NoError(t, err)
 		return tok
 	}
@@ -362,14 +362,30 @@ func TestAdminDeadLetters(t *testing.T) {
 	status, m = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
 	require.Equal(t, http.StatusOK, status, m)
 	require.EqualValues(t, 1, m["items"])
-	status, _ = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
-	require.Equal(t, http.StatusNotFound, status, "no longer a dead letter")
+	status, m = o.do(t, http.MethodPost, base+"/"+dead[0]+"/requeue", operator, "")
+	require.Equal(t, http.StatusOK, status, "no longer a dead letter: a no-op")
+	require.EqualValues(t, 0, m["items"])
+	status, _ = o.do(t, http.MethodPost, base+"/"+uuid.NewString()+"/requeue", operator, "")
+	require.Equal(t, http.StatusNotFound, status, "names nothing")
 
 	status, _ = o.do(t, http.MethodPost, base+"/"+dead[1]+"/discard", operator, "")
 	require.Equal(t, http.StatusOK, status)
 	status, m = o.do(t, http.MethodGet, base, operator, "")
 	require.Equal(t, http.StatusOK, status)
 	require.Empty(t, m["items"])
+
+	// One audit row per change, none for the no-op or the refusals.
+	audits := map[string]int{}
+	rows, err := o.owner.Query(ctx, `SELECT action, actor FROM mio.audit_log WHERE action LIKE 'dead_letter.%'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var action, actor string
+		require.NoError(t, rows.Scan(&action, &actor))
+		require.Contains(t, actor, "admin:")
+		audits[action]++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"dead_letter.requeue": 1, "dead_letter.discard": 1}, audits)
 
 	// The requeued message is queued again, as a new series.
 	var state string

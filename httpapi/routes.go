@@ -7,6 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 )
@@ -58,7 +59,7 @@ func (s *Server) PublicHandler() http.Handler {
 // AdminHandler is the admin listener's route table.
 func (s *Server) AdminHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer)
+	r.Use(s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
 	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
@@ -66,11 +67,64 @@ func (s *Server) AdminHandler() http.Handler {
 	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)
 	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/requeue", s.adminDeadRequeue)
 	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/{id}/discard", s.adminDeadDiscard)
-	// Profiling for operators (the admin listener is loopback by default).
-	r.HandleFunc("/debug/pprof/*", pprof.Index)
-	r.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	r.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	r.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	r.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/requeue", s.adminDeadBulk(admin.DeadRequeue))
+	r.With(s.adminAuth(db.AdminRoleOperator)).Post("/admin/v1/dead-letters/discard", s.adminDeadBulk(admin.DeadDiscard))
+	s.adminRoutes(r)
+	// Profiling: off unless configured, then for operator tokens only.
+	if s.pprof {
+		r.Route("/debug/pprof", func(r chi.Router) {
+			r.Use(s.adminAuth(db.AdminRoleOperator))
+			r.HandleFunc("/*", pprof.Index)
+			r.HandleFunc("/cmdline", pprof.Cmdline)
+			r.HandleFunc("/profile", pprof.Profile)
+			r.HandleFunc("/symbol", pprof.Symbol)
+			r.HandleFunc("/trace", pprof.Trace)
+		})
+	}
 	return r
+}
+
+// adminRoutes is the /admin/v1 operator API (admin_api.go). Viewers read;
+// operators change tenants, accounts' settings and status, API tokens,
+// consumers and dead letters; credential-admins create accounts with
+// secrets, rotate secrets and manage admin tokens. Every mutation is
+// written to mio.audit_log.
+func (s *Server) adminRoutes(r chi.Router) {
+	viewer, operator, credAdmin := s.adminAuth(db.AdminRoleViewer), s.adminAuth(db.AdminRoleOperator),
+		s.adminAuth(db.AdminRoleCredentialAdmin)
+	r.Route("/admin/v1", func(r chi.Router) {
+		r.With(viewer).Get("/tenants", s.adminTenantList)
+		r.With(operator).Post("/tenants", s.adminTenantCreate)
+		r.With(viewer).Get("/tenants/{tenant_id}", s.adminTenantShow)
+		r.With(operator).Post("/tenants/{tenant_id}/disable", s.adminTenantStatus(db.TenantDisabled))
+		r.With(operator).Post("/tenants/{tenant_id}/enable", s.adminTenantStatus(db.TenantActive))
+
+		r.With(viewer).Get("/tenants/{tenant_id}/accounts", s.adminAccountList)
+		r.With(credAdmin).Post("/tenants/{tenant_id}/accounts", s.adminAccountCreate)
+		r.With(viewer).Get("/accounts/{account_id}", s.adminAccountShow)
+		r.With(operator).Patch("/accounts/{account_id}", s.adminAccountUpdate)
+		r.With(operator).Post("/accounts/{account_id}/disable", s.adminAccountStatus(db.AccountDisabled))
+		r.With(operator).Post("/accounts/{account_id}/enable", s.adminAccountStatus(db.AccountActive))
+		r.With(credAdmin).Post("/accounts/{account_id}/rotate-webhook-secret", s.adminAccountRotateSecret)
+		r.With(credAdmin).Post("/accounts/{account_id}/rotate-credentials", s.adminAccountRotateCredentials)
+
+		r.With(viewer).Get("/tenants/{tenant_id}/tokens", s.adminTokenList)
+		r.With(operator).Post("/tenants/{tenant_id}/tokens", s.adminTokenCreate)
+		r.With(operator).Post("/tenants/{tenant_id}/tokens/{token_id}/revoke", s.adminTokenRevoke)
+
+		r.With(credAdmin).Get("/admin-tokens", s.adminAdminTokenList)
+		r.With(credAdmin).Post("/admin-tokens", s.adminAdminTokenCreate)
+		r.With(credAdmin).Post("/admin-tokens/{token_id}/revoke", s.adminAdminTokenRevoke)
+
+		r.With(viewer).Get("/consumers", s.adminConsumerList)
+		r.With(viewer).Get("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerShow)
+		r.With(operator).Delete("/tenants/{tenant_id}/consumers/{name}", s.adminConsumerDelete)
+		r.With(operator).Post("/tenants/{tenant_id}/consumers/{name}/seek", s.adminConsumerSeek)
+
+		r.With(viewer).Get("/tenants/{tenant_id}/outbound", s.adminOutboundSearch)
+		r.With(viewer).Get("/tenants/{tenant_id}/tail", s.adminTail)
+
+		r.With(viewer).Get("/queue-health", s.adminQueueHealth)
+		r.With(viewer).Get("/audit", s.adminAuditList)
+	})
 }

@@ -10,11 +10,13 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
@@ -53,6 +55,15 @@ type Deps struct {
 	// makes GET /v1/attachments/{id} redirect to a signed URL valid this
 	// long instead of streaming the bytes. Default 0 (stream).
 	AttachmentURLTTL time.Duration
+	// Admin serves /admin/v1; nil: one on Pool without master key (account
+	// secrets cannot be set) nor public URL.
+	Admin *admin.Service
+	// AdminAllowCIDRs are the client networks the admin listener answers;
+	// others get 403. Empty: loopback only.
+	AdminAllowCIDRs []netip.Prefix
+	// Pprof serves /debug/pprof on the admin listener to operator admin
+	// tokens. Default off.
+	Pprof bool
 }
 
 // Server holds the handlers of both listeners.
@@ -74,6 +85,9 @@ type Server struct {
 	blob            blob.Store
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
+	admin           *admin.Service
+	adminAllow      []netip.Prefix
+	pprof           bool
 }
 
 // New returns a Server.
@@ -95,5 +109,13 @@ func New(d Deps) *Server {
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
+	s.admin, s.pprof = d.Admin, d.Pprof
+	s.adminAllow = d.AdminAllowCIDRs
+	if len(s.adminAllow) == 0 {
+		s.adminAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+	}
+	if s.admin == nil {
+		s.admin = admin.New(d.Pool, nil, "")
+	}
 	return s
 }

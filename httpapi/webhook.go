@@ -84,7 +84,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &channels.Request{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, Now: start}
-	if err := acct.Inbound.Verify(ctx, req); err != nil {
+	if err := acct.VerifyWebhook(ctx, req, time.Now()); err != nil {
 		outcome = outcomeUnauthorized
 		writeError(w, http.StatusUnauthorized, "unauthorized", "signature or token invalid")
 		return

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
@@ -19,19 +21,33 @@ import (
 	"github.com/miohq/mio/secretbox"
 )
 
-const adminUsage = `mio admin — operator commands (connects with MIO_DATABASE_URL; MIO_MASTER_KEY seals secrets)
+const adminUsage = `mio admin — operator commands (connects with MIO_DATABASE_URL, else the database of
+the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
 
   mio admin tenant create --name NAME
-  mio admin tenant list
+  mio admin tenant list | show ID | disable ID | enable ID
   mio admin account create --tenant ID --channel SLUG [--name NAME] [--external-id ID]
         [--settings-file F] [--credentials-file F|-] [--credentials-env VAR]
         [--webhook-secret-file F|-] [--webhook-secret-env VAR]
   mio admin account list --tenant ID
-  mio admin account show ID
-  mio admin account disable ID | enable ID
+  mio admin account show ID | disable ID | enable ID
+  mio admin account update ID [--name NAME] [--rate-limit N|default] [--burst N|default]
+        [--max-attempts N|default] [--api-base-url URL|default] [--settings-file F (merged)]
+  mio admin account rotate-secret ID (--webhook-secret-file F|- | --webhook-secret-env VAR) [--grace 24h]
+  mio admin account rotate-credentials ID (--credentials-file F|- | --credentials-env VAR)
   mio admin token create --tenant ID --name NAME --roles consume,produce,read
+  mio admin token list --tenant ID | revoke ID --tenant ID
+  mio admin admin-token create --name NAME --roles viewer,operator,credential-admin [--ttl 720h]
+  mio admin admin-token list | revoke ID
+  mio admin consumer list [--tenant ID] | show NAME --tenant ID | delete NAME --tenant ID
+  mio admin consumer seek NAME --tenant ID --time RFC3339   (deliver messages received from then on)
   mio admin dead list [outbound|consumer|attachment] [--tenant ID] [--channel SLUG]
   mio admin dead show ID | requeue ID | discard ID [--tenant ID]
+  mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
+  mio admin audit list [--tenant ID] [--action A] [--before ID] [--limit N]
+  mio admin queue health [--tenant ID]
+  mio admin outbound search --tenant ID [--state S] [--account ID] [--conversation C]
+        [--since RFC3339] [--until RFC3339] [--limit N] [--after ID (the previous page's next)]
 
 Each command takes its own flags above, plus --database-url, --db-runtime-role,
 --master-key, --data-dir and --log-level (or their environment variables);
@@ -40,6 +56,8 @@ account commands also --public-url. Other server flags are refused.
 Secrets are never taken as plain flags (they would land in shell history):
 give a file, '-' for standard input, or the name of an environment variable.
 Output is JSON; secrets are never printed back (a new token is shown once).
+Every change is written to mio.audit_log as cli:<os user>. Repeating an
+idempotent change (revoke, disable, requeue) exits 0 with "changed": false.
 `
 
 // adminCommand is what one admin command accepts on the command line
@@ -53,19 +71,40 @@ type adminCommand struct {
 func adminCommands() map[string]adminCommand {
 	printsURLs := []string{"public-url"} // account commands print webhook URLs
 	return map[string]adminCommand{
-		"tenant create": {flags: []string{"name"}},
-		"tenant list":   {},
+		"tenant create":  {flags: []string{"name"}},
+		"tenant list":    {},
+		"tenant show":    {},
+		"tenant disable": {},
+		"tenant enable":  {},
 		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
 			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
 		"account list":    {flags: []string{"tenant"}, config: printsURLs},
 		"account show":    {config: printsURLs},
 		"account disable": {config: printsURLs},
 		"account enable":  {config: printsURLs},
-		"token create":    {flags: []string{"tenant", "name", "roles"}},
-		"dead list":       {flags: []string{"tenant", "channel"}},
-		"dead show":       {flags: []string{"tenant"}},
-		"dead requeue":    {flags: []string{"tenant"}},
-		"dead discard":    {flags: []string{"tenant"}},
+		"account update": {flags: []string{"name", "rate-limit", "burst", "max-attempts", "api-base-url", "settings-file"},
+			config: printsURLs},
+		"account rotate-secret":      {flags: []string{"webhook-secret-file", "webhook-secret-env", "grace"}, config: printsURLs},
+		"account rotate-credentials": {flags: []string{"credentials-file", "credentials-env"}, config: printsURLs},
+		"token create":               {flags: []string{"tenant", "name", "roles"}},
+		"token list":                 {flags: []string{"tenant"}},
+		"token revoke":               {flags: []string{"tenant"}},
+		"admin-token create":         {flags: []string{"name", "roles", "ttl"}},
+		"admin-token list":           {flags: []string{"limit", "after"}},
+		"admin-token revoke":         {},
+		"consumer list":              {flags: []string{"tenant"}},
+		"consumer show":              {flags: []string{"tenant"}},
+		"consumer delete":            {flags: []string{"tenant"}},
+		"consumer seek":              {flags: []string{"tenant", "time"}},
+		"dead list":                  {flags: []string{"tenant", "channel"}},
+		"dead show":                  {flags: []string{"tenant"}},
+		"dead requeue":               {flags: []string{"tenant"}},
+		"dead discard":               {flags: []string{"tenant"}},
+		"dead requeue-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
+		"dead discard-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
+		"audit list":                 {flags: []string{"tenant", "action", "before", "limit"}},
+		"queue health":               {flags: []string{"tenant"}},
+		"outbound search":            {flags: []string{"tenant", "state", "account", "conversation", "since", "until", "limit", "after"}},
 	}
 }
 
@@ -73,7 +112,9 @@ func adminCommands() map[string]adminCommand {
 type adminArgs struct {
 	name, tenant, channel, externalID                      string
 	settingsFile, credFile, credEnv, secretFile, secretEnv string
-	roles                                                  string
+	roles, ttl, grace, kind, limit, after, action, before  string
+	seekTime, state, accountID, conversation, since, until string
+	rateLimit, burst, maxAttempts, apiBaseURL              string
 	positional                                             []string
 }
 
@@ -93,6 +134,23 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 		"webhook-secret-file": {&a.secretFile, "file holding the webhook secret ('-' for stdin)"},
 		"webhook-secret-env":  {&a.secretEnv, "environment variable holding the webhook secret"},
 		"roles":               {&a.roles, "comma-separated token roles"},
+		"ttl":                 {&a.ttl, "admin token lifetime (e.g. 720h); empty: no expiry"},
+		"grace":               {&a.grace, "how long the previous webhook secret keeps verifying (default 24h; 0s: none)"},
+		"kind":                {&a.kind, "dead letter kind: outbound, consumer or attachment"},
+		"limit":               {&a.limit, "page size or how many to act on (1 to 1000)"},
+		"after":               {&a.after, "page cursor (the previous page's next)"},
+		"action":              {&a.action, "audit action, e.g. account.update"},
+		"before":              {&a.before, "audit entries older than this id (the previous page's next)"},
+		"state":               {&a.state, "outbound handoff state: queued, sending, handed_off or dead"},
+		"account":             {&a.accountID, "account id"},
+		"conversation":        {&a.conversation, "conversation id"},
+		"since":               {&a.since, "from this RFC 3339 time on"},
+		"until":               {&a.until, "before this RFC 3339 time"},
+		"time":                {&a.seekTime, "RFC 3339 time, e.g. 2026-11-22T06:00:00Z"},
+		"rate-limit":          {&a.rateLimit, "outbound messages per second, or 'default'"},
+		"burst":               {&a.burst, "outbound burst, or 'default'"},
+		"max-attempts":        {&a.maxAttempts, "send attempts per series (1 to 100), or 'default'"},
+		"api-base-url":        {&a.apiBaseURL, "the platform API base URL (settings.api_base_url), or 'default'"},
 	}
 	for _, n := range names {
 		f, ok := flags[n]
@@ -114,6 +172,11 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fmt.Fprint(stderr, adminUsage)
 		return &usageError{fmt.Sprintf("mio admin: unknown command %q", command)}
 	}
+	// Positional arguments may come first ("account update ID --flag").
+	var lead []string
+	for len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		lead, rest = append(lead, rest[0]), rest[1:]
+	}
 	var a adminArgs
 	configFlags := append([]string{"database-url", "db-runtime-role", "master-key", "data-dir", "log-level"}, c.config...)
 	cfg, positional, err := loadConfigOnly("admin "+command, rest, getenv, stderr,
@@ -121,9 +184,12 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	a.positional = positional
+	a.positional = append(lead, positional...)
 	if cfg.DatabaseURL == "" {
-		return &usageError{"MIO_DATABASE_URL (or DATABASE_URL) is required for mio admin"}
+		cfg.DatabaseURL = devDatabaseURL(cfg.DataDir)
+	}
+	if cfg.DatabaseURL == "" {
+		return &usageError{"MIO_DATABASE_URL (or DATABASE_URL) is required for mio admin (or run it beside a mio dev: MIO_DATA_DIR/dev.json)"}
 	}
 	pool, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: cfg.DBRuntimeRole, ApplicationName: "mio-admin"})
 	if err != nil {
@@ -131,99 +197,119 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	defer pool.Close()
 	var box *secretbox.Box
+	if cfg.MasterKey == nil {
+		cfg.MasterKey = devMasterKey(cfg.DataDir)
+	}
 	if cfg.MasterKey != nil {
 		if box, err = secretbox.New(cfg.MasterKey); err != nil {
 			return err
 		}
 	}
-	svc := admin.New(pool, box, cfg.PublicURL)
+	svc := admin.New(pool, box, cfg.PublicURL).As(cliActor(getenv)).WithRegistry(builtin.Registry(builtin.Options{}))
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
+	res, err := runAdmin(ctx, svc, pool, command, &a, getenv, stdout)
+	if err != nil {
+		return adminErr(err)
+	}
+	if res == nil {
+		return nil
+	}
+	return out.Encode(res)
+}
 
+// cliActor is who the CLI's changes are audited as: cli:<os user>.
+func cliActor(getenv env) string {
+	name := getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		name = u.Username
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return "cli:" + name
+}
+
+// changedResult is the output of an idempotent change.
+type changedResult struct {
+	Item    any  `json:"item"`
+	Changed bool `json:"changed"`
+}
+
+// runAdmin runs one admin command and returns what to print as JSON (nil:
+// it printed itself).
+func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, command string, a *adminArgs, getenv env, stdout io.Writer) (any, error) {
 	switch command {
 	case "tenant create":
-		t, err := svc.TenantCreate(ctx, a.name)
-		if err != nil {
-			return adminErr(err)
-		}
-		return out.Encode(t)
+		return svc.TenantCreate(ctx, a.name)
 	case "tenant list":
-		ts, err := svc.TenantList(ctx)
+		return adminTenantList(ctx, svc, stdout)
+	case "tenant show":
+		id, err := a.oneID("tenant")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCREATED")
-		for _, t := range ts {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.Format("2006-01-02T15:04:05Z07:00"))
+		return svc.TenantShow(ctx, id)
+	case "tenant disable", "tenant enable":
+		id, err := a.oneID("tenant")
+		if err != nil {
+			return nil, err
 		}
-		return tw.Flush()
+		status := db.TenantDisabled
+		if command == "tenant enable" {
+			status = db.TenantActive
+		}
+		t, ch, err := svc.TenantSetStatus(ctx, id, status)
+		return changedResult{t, ch}, err
 	case "account create":
-		info, err := adminAccountCreate(ctx, svc, &a, getenv)
-		if err != nil {
-			return err
-		}
-		return out.Encode(info)
+		return adminAccountCreate(ctx, svc, a, getenv)
 	case "account list":
 		tid, err := a.tenantID()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		list, err := svc.AccountList(ctx, tid)
-		if err != nil {
-			return err
-		}
 		if list == nil {
 			list = []*admin.AccountInfo{}
 		}
-		return out.Encode(list)
-	case "account show":
-		tid, id, err := a.account(ctx, svc)
+		return list, err
+	case "account show", "account disable", "account enable", "account update", "account rotate-secret", "account rotate-credentials":
+		return adminAccount(ctx, svc, command, a, getenv)
+	case "token create", "token list", "token revoke":
+		return adminToken(ctx, svc, command, a)
+	case "admin-token create", "admin-token list", "admin-token revoke":
+		return adminAdminToken(ctx, svc, command, a)
+	case "consumer list", "consumer show", "consumer delete", "consumer seek":
+		return adminConsumer(ctx, svc, command, a)
+	case "dead list", "dead show":
+		return nil, cmdAdminDead(ctx, pool, strings.TrimPrefix(command, "dead "), a.tenant, a.channel, a.positional, stdout)
+	case "dead requeue", "dead discard", "dead requeue-all", "dead discard-all":
+		return adminDeadApply(ctx, svc, command, a)
+	case "audit list":
+		return adminAuditList(ctx, svc, a)
+	case "outbound search":
+		return adminOutboundSearch(ctx, svc, a)
+	case "queue health":
+		tid, err := a.optionalTenant()
 		if err != nil {
-			return err
+			return nil, err
 		}
-		info, err := svc.AccountShow(ctx, tid, id)
-		if err != nil {
-			return err
-		}
-		return out.Encode(info)
-	case "account disable", "account enable":
-		tid, id, err := a.account(ctx, svc)
-		if err != nil {
-			return err
-		}
-		status := db.AccountDisabled
-		if command == "account enable" {
-			status = db.AccountActive
-		}
-		info, err := svc.AccountSetStatus(ctx, tid, id, status)
-		if err != nil {
-			return err
-		}
-		return out.Encode(info)
-	case "dead list", "dead show", "dead requeue", "dead discard":
-		return cmdAdminDead(ctx, pool, args[1], a.tenant, a.channel, a.positional, stdout)
-	case "token create":
-		tid, err := a.tenantID()
-		if err != nil {
-			return err
-		}
-		var roles []db.Role
-		for _, r := range strings.Split(a.roles, ",") {
-			if r = strings.TrimSpace(r); r != "" {
-				roles = append(roles, db.Role(r))
-			}
-		}
-		token, meta, err := svc.TokenCreate(ctx, tid, a.name, roles)
-		if err != nil {
-			return adminErr(err)
-		}
-		return out.Encode(struct {
-			Token string `json:"token"`
-			*db.APIToken
-		}{token, meta})
+		return svc.QueueHealth(ctx, tid)
 	}
-	return fmt.Errorf("mio admin: command %q has no implementation", command)
+	return nil, fmt.Errorf("mio admin: command %q has no implementation", command)
+}
+
+func adminTenantList(ctx context.Context, svc *admin.Service, stdout io.Writer) (any, error) {
+	ts, err := svc.TenantList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tSTATUS\tCREATED")
+	for _, t := range ts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Status, t.CreatedAt.Format("2006-01-02T15:04:05Z07:00"))
+	}
+	return nil, tw.Flush()
 }
 
 // adminAccountCreate creates an account from the flags: secrets from

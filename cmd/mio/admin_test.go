@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,4 +137,99 @@ func TestAdminCommandsTakeOnlyTheirFlags(t *testing.T) {
 			require.Empty(t, r.stdout)
 		})
 	}
+}
+
+// TestAdminCLIOperations: the operator commands beyond creation — token
+// and admin-token list/revoke, account update and rotation, tenant
+// disable, consumers, audit — each audited as cli:<user>, idempotent
+// repeats exiting 0.
+func TestAdminCLIOperations(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	base := []string{"MIO_DATABASE_URL=" + env.OwnerURL, "MIO_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key), "USER=ops"}
+	run := func(args ...string) map[string]any {
+		t.Helper()
+		r := runMio(t, base, append([]string{"admin"}, args...)...)
+		require.Zero(t, r.code, "%v: %s", args, r.stderr)
+		var m map[string]any
+		if strings.HasPrefix(strings.TrimSpace(r.stdout), "{") {
+			require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)
+		}
+		return m
+	}
+	tenant := run("tenant", "create", "--name", "acme")["id"].(string)
+	acct := run("account", "create", "--tenant", tenant, "--channel", "slack", "--webhook-secret-env", "USER")["id"].(string)
+
+	m := run("account", "update", acct, "--rate-limit", "2", "--burst", "4", "--max-attempts", "3", "--api-base-url", "https://slack.example.com/api")
+	require.EqualValues(t, 2, m["rate_limit_per_sec"])
+	require.EqualValues(t, 3, m["max_attempts"])
+	m = run("account", "update", acct, "--rate-limit", "default")
+	require.Nil(t, m["rate_limit_per_sec"])
+	require.EqualValues(t, 4, m["rate_limit_burst"])
+	r := runMio(t, base, "admin", "account", "update", acct, "--max-attempts", "0")
+	require.Equal(t, 2, r.code, "bad input is a usage error")
+
+	m = run("account", "rotate-secret", acct, "--webhook-secret-env", "MIO_MASTER_KEY", "--grace", "1h")
+	require.NotEmpty(t, m["webhook_secret_prev_until"])
+
+	tok := run("token", "create", "--tenant", tenant, "--name", "agent", "--roles", "consume")["id"].(string)
+	require.Equal(t, true, run("token", "revoke", tok, "--tenant", tenant)["changed"])
+	require.Equal(t, false, run("token", "revoke", tok, "--tenant", tenant)["changed"], "a repeat is a no-op, exit 0")
+	r = runMio(t, base, "admin", "token", "list", "--tenant", tenant)
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"revoked_at"`)
+
+	adm := run("admin-token", "create", "--name", "ops", "--roles", "viewer,operator", "--ttl", "24h")
+	require.Contains(t, adm["token"], "mioadm_")
+	require.NotEmpty(t, adm["expires_at"])
+	require.Len(t, run("admin-token", "list")["items"], 1)
+	require.Equal(t, true, run("admin-token", "revoke", adm["id"].(string))["changed"])
+	require.Equal(t, false, run("admin-token", "revoke", adm["id"].(string))["changed"])
+
+	require.Equal(t, true, run("tenant", "disable", tenant)["changed"])
+	require.Equal(t, "disabled", run("tenant", "show", tenant)["status"])
+
+	r = runMio(t, base, "admin", "consumer", "list")
+	require.Zero(t, r.code, r.stderr)
+	r = runMio(t, base, "admin", "consumer", "delete", "nope", "--tenant", tenant)
+	require.Equal(t, 1, r.code, "no such consumer")
+
+	audit := run("audit", "list", "--limit", "100")["items"].([]any)
+	actions := map[string]int{}
+	for _, e := range audit {
+		e := e.(map[string]any)
+		require.Equal(t, "cli:"+currentUser(t, "ops"), e["actor"])
+		actions[e["action"].(string)]++
+	}
+	require.Equal(t, map[string]int{"tenant.create": 1, "account.create": 1, "account.update": 2,
+		"account.rotate_webhook_secret": 1, "api_token.create": 1, "api_token.revoke": 1,
+		"admin_token.create": 1, "admin_token.revoke": 1, "tenant.disable": 1}, actions)
+}
+
+// currentUser is the OS user name the CLI audits as (the USER variable
+// when the OS has no name for the process).
+func currentUser(t *testing.T, fallback string) string {
+	t.Helper()
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return fallback
+}
+
+// TestAdminFindsDevDatabase: without a database URL, mio admin reads
+// the one in $MIO_DATA_DIR/dev.json.
+func TestAdminFindsDevDatabase(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	dir := t.TempDir()
+	b, err := json.Marshal(map[string]string{"database_url": env.OwnerURL})
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dev.json"), b, 0o600))
+	r := runMio(t, []string{"MIO_DATA_DIR=" + dir}, "admin", "tenant", "create", "--name", "dev")
+	require.Zero(t, r.code, r.stderr)
+	r = runMio(t, []string{"MIO_DATA_DIR=" + t.TempDir()}, "admin", "tenant", "list")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "dev.json")
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// cmdAdminDead runs `mio admin dead list|show|requeue|discard`: the
-// operators' view of mio.dead_letters and the same mio.requeue /
-// mio.discard an operator can call from SQL. tenant (--tenant) narrows to
+// cmdAdminDead runs `mio admin dead list|show`: the operators' view of
+// mio.dead_letters (requeue and discard go through package admin, which
+// audits them: admin_ops.go). tenant (--tenant) narrows to
 // one tenant; without it every tenant is searched. channel (--channel)
 // filters the list; list takes an optional kind (outbound, consumer,
 // attachment).
@@ -95,19 +95,6 @@ func cmdAdminDead(ctx context.Context, pool *pgxpool.Pool, verb, tenant, channel
 			res = append(res, s)
 		}
 		return out.Encode(res)
-	case "requeue", "discard":
-		fn, key := db.DeadLettersRequeue, "requeued"
-		if verb == "discard" {
-			fn, key = db.DeadLettersDiscard, "discarded"
-		}
-		n, err := fn(ctx, pool, tenantID, id)
-		if errors.Is(err, db.ErrNotFound) {
-			return fmt.Errorf("no dead letter %s", id)
-		}
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"id": id, key: n})
 	}
 	return &usageError{fmt.Sprintf("mio admin dead: unknown verb %q: want list, show, requeue or discard", verb)}
 }

@@ -21,10 +21,11 @@ func TestAdminDeadCLI(t *testing.T) {
 	env := dbtest.New(t)
 	base := []string{"MIO_DATABASE_URL=" + env.OwnerURL}
 
-	dead := map[string]uuid.UUID{}
+	dead, tenants := map[string]uuid.UUID{}, map[string]uuid.UUID{}
 	for _, name := range []string{"a", "b"} {
 		tn, err := db.TenantInsert(ctx, env.Pool, uuid.Nil, name)
 		require.NoError(t, err)
+		tenants[name] = tn.ID
 		require.NoError(t, db.InTenantTx(ctx, env.Pool, tn.ID, func(tx pgx.Tx) error {
 			acct, err := db.AccountInsert(ctx, tx, &db.AccountInsertParams{TenantID: tn.ID, ChannelType: "slack", DisplayName: "s"})
 			if err != nil {
@@ -62,9 +63,13 @@ func TestAdminDeadCLI(t *testing.T) {
 
 	r = runMio(t, base, "admin", "dead", "requeue", dead["a"].String())
 	require.Zero(t, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"requeued": 1`)
+	require.Contains(t, r.stdout, `"items": 1`)
+	require.Contains(t, r.stdout, `"changed": true`)
 	r = runMio(t, base, "admin", "dead", "requeue", dead["a"].String())
-	require.NotZero(t, r.code, "no longer a dead letter")
+	require.Zero(t, r.code, "requeueing twice is a safe no-op: %s", r.stderr)
+	require.Contains(t, r.stdout, `"changed": false`)
+	r = runMio(t, base, "admin", "dead", "requeue", uuid.NewString())
+	require.Equal(t, 1, r.code, "an id naming nothing")
 	require.Contains(t, r.stderr, "no dead letter")
 
 	r = runMio(t, base, "admin", "dead", "discard", dead["b"].String())
@@ -75,5 +80,15 @@ func TestAdminDeadCLI(t *testing.T) {
 	require.NotContains(t, r.stdout, dead["a"].String())
 
 	r = runMio(t, base, "admin", "dead", "show", "not-a-uuid")
+	require.Equal(t, 2, r.code)
+
+	// The requeued message, found by state and conversation.
+	r = runMio(t, base, "admin", "outbound", "search", "--tenant", tenants["a"].String(), "--state", "queued", "--conversation", "C1")
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, dead["a"].String())
+	r = runMio(t, base, "admin", "outbound", "search", "--tenant", tenants["a"].String(), "--state", "dead")
+	require.Zero(t, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"items": []`)
+	r = runMio(t, base, "admin", "outbound", "search", "--tenant", tenants["a"].String(), "--state", "lost")
 	require.Equal(t, 2, r.code)
 }

@@ -35,6 +35,10 @@ type devInfo struct {
 	WebhookSecret string    `json:"webhook_secret"`
 	APIToken      string    `json:"api_token"`
 	AdminToken    string    `json:"admin_token"`
+	// DatabaseURL lets `mio admin` find the dev database (owner role).
+	DatabaseURL string `json:"database_url"`
+	// ConsoleURL is the admin listener's root (the operator console).
+	ConsoleURL string `json:"console_url"`
 }
 
 func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
@@ -110,6 +114,8 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 
 	return serve(ctx, cfg, log, func(publicAddr, adminAddr string) {
 		info.AdminURL = "http://" + loopbackURLHost(adminAddr)
+		info.ConsoleURL = info.AdminURL + "/"
+		info.DatabaseURL = cfg.DatabaseURL
 		if cfg.PublicURLDerived && publicAddr != "" {
 			// The listener may have picked its port (":0"): show the real one.
 			info.PublicURL = "http://" + loopbackURLHost(publicAddr)
@@ -170,7 +176,8 @@ func devSeed(ctx context.Context, cfg *config.Config) (*devInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	adminToken, _, err := svc.AdminTokenCreate(ctx, "demo", []db.AdminRole{db.AdminRoleViewer, db.AdminRoleOperator, db.AdminRoleCredentialAdmin})
+	adminToken, _, err := svc.AdminTokenCreate(ctx, admin.AdminTokenCreateParams{Name: "demo",
+		Roles: []db.AdminRole{db.AdminRoleViewer, db.AdminRoleOperator, db.AdminRoleCredentialAdmin}})
 	if err != nil {
 		return nil, err
 	}

@@ -52,6 +52,16 @@ func TestDevFromEmptyDirectory(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res[0].OK)
 
+	// mio admin, run in the same directory, finds the dev database
+	// through dev.json.
+	require.NotEmpty(t, first.info.DatabaseURL)
+	require.Equal(t, first.info.AdminURL+"/", first.info.ConsoleURL)
+	adm := exec.Command(mioBin, "admin", "consumer", "list")
+	adm.Dir, adm.Env = work, baseEnv()
+	out, err = adm.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), `"name": "agent"`)
+
 	pgPID := postmasterPID(t, work)
 	first.interrupt(t)
 	require.False(t, processAlive(pgPID), "postgres (pid %d) must be gone after Ctrl-C", pgPID)

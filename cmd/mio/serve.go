@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
@@ -117,6 +118,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
+	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
@@ -124,6 +126,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
+		Admin:           admin.New(pool, box, cfg.PublicURL).WithRegistry(registry),
+		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof,
 	})
 
 	servers := newListeners(2)

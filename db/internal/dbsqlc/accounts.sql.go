@@ -12,7 +12,7 @@ import (
 )
 
 const AccountGet = `-- name: AccountGet :one
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at FROM mio.accounts WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts WHERE tenant_id = $1 AND id = $2
 `
 
 type AccountGetParams struct {
@@ -38,6 +38,8 @@ func (q *Queries) AccountGet(ctx context.Context, db DBTX, arg *AccountGetParams
 		&i.MaxAttempts,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookSecretPrevEnc,
+		&i.WebhookSecretPrevUntil,
 	)
 	return i, err
 }
@@ -50,7 +52,7 @@ INSERT INTO mio.accounts (
     $1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $11
 )
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
 `
 
 type AccountInsertParams struct {
@@ -97,12 +99,14 @@ func (q *Queries) AccountInsert(ctx context.Context, db DBTX, arg *AccountInsert
 		&i.MaxAttempts,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookSecretPrevEnc,
+		&i.WebhookSecretPrevUntil,
 	)
 	return i, err
 }
 
 const AccountList = `-- name: AccountList :many
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at FROM mio.accounts
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR channel_type = $2)
 ORDER BY created_at, id
@@ -137,6 +141,8 @@ func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListPara
 			&i.MaxAttempts,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.WebhookSecretPrevEnc,
+			&i.WebhookSecretPrevUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -168,7 +174,7 @@ func (q *Queries) AccountRoute(ctx context.Context, db DBTX, arg *AccountRoutePa
 const AccountSetStatus = `-- name: AccountSetStatus :one
 UPDATE mio.accounts SET status = $1, updated_at = now()
 WHERE tenant_id = $2 AND id = $3
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
 `
 
 type AccountSetStatusParams struct {
@@ -195,6 +201,8 @@ func (q *Queries) AccountSetStatus(ctx context.Context, db DBTX, arg *AccountSet
 		&i.MaxAttempts,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.WebhookSecretPrevEnc,
+		&i.WebhookSecretPrevUntil,
 	)
 	return i, err
 }

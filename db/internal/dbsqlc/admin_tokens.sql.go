@@ -7,12 +7,62 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
 
+const APITokenGet = `-- name: APITokenGet :one
+SELECT tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.api_tokens WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+`
+
+type APITokenGetParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+func (q *Queries) APITokenGet(ctx context.Context, db DBTX, arg *APITokenGetParams) (MioApiToken, error) {
+	row := db.QueryRow(ctx, APITokenGet, arg.TenantID, arg.ID)
+	var i MioApiToken
+	err := row.Scan(
+		&i.TenantID,
+		&i.ID,
+		&i.Name,
+		&i.Roles,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+		&i.RevokedAt,
+	)
+	return i, err
+}
+
+const AdminTokenGet = `-- name: AdminTokenGet :one
+SELECT id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at FROM mio.admin_tokens WHERE id = $1 FOR UPDATE
+`
+
+type AdminTokenGetParams struct {
+	ID uuid.UUID
+}
+
+func (q *Queries) AdminTokenGet(ctx context.Context, db DBTX, arg *AdminTokenGetParams) (MioAdminToken, error) {
+	row := db.QueryRow(ctx, AdminTokenGet, arg.ID)
+	var i MioAdminToken
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Roles,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+		&i.RevokedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
 const AdminTokenGetByHash = `-- name: AdminTokenGetByHash :one
-SELECT id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.admin_tokens WHERE token_sha256 = $1
+SELECT id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at FROM mio.admin_tokens WHERE token_sha256 = $1
 `
 
 type AdminTokenGetByHashParams struct {
@@ -30,14 +80,15 @@ func (q *Queries) AdminTokenGetByHash(ctx context.Context, db DBTX, arg *AdminTo
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.ExpiresAt,
 	)
 	return i, err
 }
 
 const AdminTokenInsert = `-- name: AdminTokenInsert :one
-INSERT INTO mio.admin_tokens (id, name, roles, token_sha256)
-VALUES ($1, $2, $3, $4)
-RETURNING id, name, roles, token_sha256, created_at, last_used_at, revoked_at
+INSERT INTO mio.admin_tokens (id, name, roles, token_sha256, expires_at)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at
 `
 
 type AdminTokenInsertParams struct {
@@ -45,6 +96,7 @@ type AdminTokenInsertParams struct {
 	Name        string
 	Roles       []string
 	TokenSha256 []byte
+	ExpiresAt   *time.Time
 }
 
 func (q *Queries) AdminTokenInsert(ctx context.Context, db DBTX, arg *AdminTokenInsertParams) (MioAdminToken, error) {
@@ -53,6 +105,7 @@ func (q *Queries) AdminTokenInsert(ctx context.Context, db DBTX, arg *AdminToken
 		arg.Name,
 		arg.Roles,
 		arg.TokenSha256,
+		arg.ExpiresAt,
 	)
 	var i MioAdminToken
 	err := row.Scan(
@@ -63,6 +116,90 @@ func (q *Queries) AdminTokenInsert(ctx context.Context, db DBTX, arg *AdminToken
 		&i.CreatedAt,
 		&i.LastUsedAt,
 		&i.RevokedAt,
+		&i.ExpiresAt,
 	)
 	return i, err
+}
+
+const AdminTokenList = `-- name: AdminTokenList :many
+SELECT id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at FROM mio.admin_tokens
+WHERE (created_at, id) > ($1, $2::uuid)
+ORDER BY created_at, id
+LIMIT $3
+`
+
+type AdminTokenListParams struct {
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	MaxRows        int32
+}
+
+// Keyset page, oldest first.
+func (q *Queries) AdminTokenList(ctx context.Context, db DBTX, arg *AdminTokenListParams) ([]MioAdminToken, error) {
+	rows, err := db.Query(ctx, AdminTokenList, arg.AfterCreatedAt, arg.AfterID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioAdminToken
+	for rows.Next() {
+		var i MioAdminToken
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Roles,
+			&i.TokenSha256,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const AdminTokenRevoke = `-- name: AdminTokenRevoke :one
+UPDATE mio.admin_tokens SET revoked_at = coalesce(revoked_at, now())
+WHERE id = $1
+RETURNING id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at
+`
+
+type AdminTokenRevokeParams struct {
+	ID uuid.UUID
+}
+
+func (q *Queries) AdminTokenRevoke(ctx context.Context, db DBTX, arg *AdminTokenRevokeParams) (MioAdminToken, error) {
+	row := db.QueryRow(ctx, AdminTokenRevoke, arg.ID)
+	var i MioAdminToken
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.Roles,
+		&i.TokenSha256,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+		&i.RevokedAt,
+		&i.ExpiresAt,
+	)
+	return i, err
+}
+
+const AdminTokenTouch = `-- name: AdminTokenTouch :exec
+UPDATE mio.admin_tokens SET last_used_at = now()
+WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+`
+
+type AdminTokenTouchParams struct {
+	ID uuid.UUID
+}
+
+func (q *Queries) AdminTokenTouch(ctx context.Context, db DBTX, arg *AdminTokenTouchParams) error {
+	_, err := db.Exec(ctx, AdminTokenTouch, arg.ID)
+	return err
 }

@@ -12,20 +12,22 @@ import (
 )
 
 type MioAccount struct {
-	TenantID         uuid.UUID
-	ID               uuid.UUID
-	ChannelType      string
-	DisplayName      string
-	ExternalID       string
-	Status           string
-	Settings         []byte
-	CredentialsEnc   []byte
-	WebhookSecretEnc []byte
-	RateLimitPerSec  *float64
-	RateLimitBurst   *int32
-	MaxAttempts      *int32
-	CreatedAt        time.Time
-	UpdatedAt        time.Time
+	TenantID               uuid.UUID
+	ID                     uuid.UUID
+	ChannelType            string
+	DisplayName            string
+	ExternalID             string
+	Status                 string
+	Settings               []byte
+	CredentialsEnc         []byte
+	WebhookSecretEnc       []byte
+	RateLimitPerSec        *float64
+	RateLimitBurst         *int32
+	MaxAttempts            *int32
+	CreatedAt              time.Time
+	UpdatedAt              time.Time
+	WebhookSecretPrevEnc   []byte
+	WebhookSecretPrevUntil *time.Time
 }
 
 type MioAccountRoute struct {
@@ -42,6 +44,7 @@ type MioAdminToken struct {
 	CreatedAt   time.Time
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
+	ExpiresAt   *time.Time
 }
 
 type MioApiToken struct {
@@ -94,6 +97,17 @@ type MioAttachment struct {
 	Error         string
 	Attempts      int32
 	CreatedAt     time.Time
+}
+
+type MioAuditLog struct {
+	ID       int64
+	At       time.Time
+	Actor    string
+	Action   string
+	TenantID *uuid.UUID
+	Target   string
+	Before   []byte
+	After    []byte
 }
 
 type MioConsumer struct {
@@ -308,6 +322,23 @@ type MioProviderEvent struct {
 	AppliedAt         *time.Time
 }
 
+type MioQueueHealth struct {
+	Kind               string
+	TenantID           uuid.UUID
+	Consumer           string
+	Queue              *string
+	Pending            int32
+	AckPending         int32
+	Redelivered        int64
+	Dead               int64
+	OldestPendingAge   interface{}
+	LastDeliveredAt    *time.Time
+	Available          pgtype.Int8
+	Running            pgtype.Int8
+	Retryable          pgtype.Int8
+	OldestAvailableAge pgtype.Interval
+}
+
 type MioRateBucket struct {
 	TenantID  uuid.UUID
 	BucketKey string
@@ -319,4 +350,5 @@ type MioTenant struct {
 	ID        uuid.UUID
 	Name      string
 	CreatedAt time.Time
+	Status    string
 }

@@ -12,7 +12,7 @@ import (
 )
 
 const TenantGet = `-- name: TenantGet :one
-SELECT id, name, created_at FROM mio.tenants WHERE id = $1
+SELECT id, name, created_at, status FROM mio.tenants WHERE id = $1
 `
 
 type TenantGetParams struct {
@@ -22,13 +22,18 @@ type TenantGetParams struct {
 func (q *Queries) TenantGet(ctx context.Context, db DBTX, arg *TenantGetParams) (MioTenant, error) {
 	row := db.QueryRow(ctx, TenantGet, arg.ID)
 	var i MioTenant
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Status,
+	)
 	return i, err
 }
 
 const TenantInsert = `-- name: TenantInsert :one
 INSERT INTO mio.tenants (id, name) VALUES ($1, $2)
-RETURNING id, name, created_at
+RETURNING id, name, created_at, status
 `
 
 type TenantInsertParams struct {
@@ -39,12 +44,17 @@ type TenantInsertParams struct {
 func (q *Queries) TenantInsert(ctx context.Context, db DBTX, arg *TenantInsertParams) (MioTenant, error) {
 	row := db.QueryRow(ctx, TenantInsert, arg.ID, arg.Name)
 	var i MioTenant
-	err := row.Scan(&i.ID, &i.Name, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Status,
+	)
 	return i, err
 }
 
 const TenantList = `-- name: TenantList :many
-SELECT id, name, created_at FROM mio.tenants ORDER BY created_at, id
+SELECT id, name, created_at, status FROM mio.tenants ORDER BY created_at, id
 `
 
 func (q *Queries) TenantList(ctx context.Context, db DBTX) ([]MioTenant, error) {
@@ -56,7 +66,12 @@ func (q *Queries) TenantList(ctx context.Context, db DBTX) ([]MioTenant, error) 
 	var items []MioTenant
 	for rows.Next() {
 		var i MioTenant
-		if err := rows.Scan(&i.ID, &i.Name, &i.CreatedAt); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.CreatedAt,
+			&i.Status,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -1,0 +1,158 @@
+package admin
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+)
+
+// backlogCap bounds the count of stream messages a consumer has not taken
+// (no unbounded count over the inbox).
+const backlogCap = 10_000
+
+// ConsumerInfo is a consumer with its live statistics.
+type ConsumerInfo struct {
+	TenantID uuid.UUID `json:"tenant_id"`
+	Name     string    `json:"name"`
+	Pending  int64     `json:"pending"`
+	// Backlog counts matching messages not yet taken, up to BacklogCap;
+	// lag is Backlog + Pending.
+	Backlog     int64 `json:"backlog"`
+	BacklogCap  int64 `json:"backlog_cap"`
+	AckPending  int64 `json:"ack_pending"`
+	Redelivered int64 `json:"redelivered"`
+	Dead        int64 `json:"dead"`
+	// OldestPendingAgeSeconds is the age of the oldest delivery waiting to
+	// be redelivered.
+	OldestPendingAgeSeconds float64    `json:"oldest_pending_age_seconds"`
+	LastDeliveredAt         *time.Time `json:"last_delivered_at,omitempty"`
+	DeliverPolicy           string     `json:"deliver_policy"`
+	Ordering                string     `json:"ordering"`
+	Stage                   string     `json:"stage"`
+	MaxDeliver              int        `json:"max_deliver"`
+	AckWait                 string     `json:"ack_wait"`
+	CreatedAt               time.Time  `json:"created_at"`
+}
+
+// ConsumerList lists the consumers of tenantID (every tenant when
+// uuid.Nil) with their statistics.
+func (s *Service) ConsumerList(ctx context.Context, tenantID uuid.UUID) ([]*ConsumerInfo, error) {
+	tenants, err := s.tenantsOrOne(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := []*ConsumerInfo{}
+	for _, t := range tenants {
+		err := db.InTenantTx(ctx, s.pool, t, func(tx pgx.Tx) error {
+			cs, err := db.ConsumerList(ctx, tx, t)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				info, err := consumerInfo(ctx, tx, c)
+				if err != nil {
+					return err
+				}
+				out = append(out, info)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ConsumerShow returns one consumer with its statistics.
+func (s *Service) ConsumerShow(ctx context.Context, tenantID uuid.UUID, name string) (*ConsumerInfo, error) {
+	var out *ConsumerInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		c, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		out, err = consumerInfo(ctx, tx, c)
+		return err
+	})
+	return out, err
+}
+
+// ConsumerDelete deletes a consumer and its deliveries.
+func (s *Service) ConsumerDelete(ctx context.Context, tenantID uuid.UUID, name string) error {
+	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		c, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		if err := db.ConsumerDelete(ctx, tx, tenantID, name); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, "consumer.delete", tenantID, name, c, nil)
+	})
+}
+
+func consumerInfo(ctx context.Context, tx pgx.Tx, c *db.Consumer) (*ConsumerInfo, error) {
+	st, err := db.ConsumerStatsGet(ctx, tx, c.TenantID, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	backlog, err := db.StreamBacklog(ctx, tx, c, backlogCap)
+	if err != nil {
+		return nil, err
+	}
+	return &ConsumerInfo{TenantID: c.TenantID, Name: c.Name, Pending: st.Pending, Backlog: backlog, BacklogCap: backlogCap,
+		AckPending: st.AckPending, Redelivered: st.Redelivered, Dead: st.Dead,
+		OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), LastDeliveredAt: c.LastDeliveredAt,
+		DeliverPolicy: c.DeliverPolicy, Ordering: c.Ordering, Stage: c.Stage, MaxDeliver: c.MaxDeliver,
+		AckWait: c.AckWait.String(), CreatedAt: c.CreatedAt}, nil
+}
+
+// tenantsOrOne is tenantID, or every tenant when it is uuid.Nil.
+func (s *Service) tenantsOrOne(ctx context.Context, tenantID uuid.UUID) ([]uuid.UUID, error) {
+	if tenantID != uuid.Nil {
+		return []uuid.UUID{tenantID}, nil
+	}
+	ts, err := db.TenantList(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]uuid.UUID, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out, nil
+}
+
+// ConsumerSeek moves a consumer to the messages received at or after t
+// (t in the future: the end of the stream). See db.ConsumerSeek.
+func (s *Service) ConsumerSeek(ctx context.Context, tenantID uuid.UUID, name string, t time.Time) (*ConsumerInfo, error) {
+	if t.IsZero() {
+		return nil, invalidf("seek needs a time")
+	}
+	var out *ConsumerInfo
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		before, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		pos, err := db.ConsumerSeek(ctx, tx, tenantID, name, t)
+		if err != nil {
+			return err
+		}
+		after, err := db.ConsumerGet(ctx, tx, tenantID, name)
+		if err != nil {
+			return err
+		}
+		if out, err = consumerInfo(ctx, tx, after); err != nil {
+			return err
+		}
+		return s.audit(ctx, tx, "consumer.seek", tenantID, name,
+			map[string]any{"position": before.Pos.String()}, map[string]any{"time": t, "position": pos})
+	})
+	return out, err
+}
