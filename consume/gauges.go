@@ -7,11 +7,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/metrics"
 )
 
 // RunGauges refreshes mio_consumer_lag and mio_consumer_ack_pending every
-// interval until ctx is done. Consumer names are operator-chosen and few;
-// the same name in several tenants is summed (no tenant label).
+// interval until ctx is done. Consumer names are chosen by tenants: the
+// same name in several tenants is summed (no tenant label), and only the
+// metrics.MaxConsumerLabels largest keep their name, the rest summed under
+// one label (metrics.CapLabels), so the series stay bounded.
 func (s *Service) RunGauges(ctx context.Context, interval time.Duration) {
 	if s.metrics == nil {
 		return
@@ -59,9 +62,11 @@ func (s *Service) refreshGauges(ctx context.Context) error {
 	}
 	s.metrics.ConsumerLag.Reset()
 	s.metrics.ConsumerAckPending.Reset()
-	for name, v := range lag {
+	for name, v := range metrics.CapLabels(lag, metrics.MaxConsumerLabels) {
 		s.metrics.ConsumerLag.WithLabelValues(name).Set(v)
-		s.metrics.ConsumerAckPending.WithLabelValues(name).Set(pending[name])
+	}
+	for name, v := range metrics.CapLabels(pending, metrics.MaxConsumerLabels) {
+		s.metrics.ConsumerAckPending.WithLabelValues(name).Set(v)
 	}
 	return nil
 }

@@ -36,13 +36,14 @@ lo AS (
            END AS lo
     FROM p
 )
-UPDATE mio.consumers AS k
-SET log_lo = lo.lo::pg_snapshot, log_hi = NULL, cursor_xid = lo.x, cursor_seq = 0, updated_at = now()
-FROM lo, c
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+SELECT $1, $2, g.gen, lo.lo::pg_snapshot, NULL, '0', 0, k.swept, k.last_delivered_at
+FROM lo, c, mio.consumer_log_gen AS g, mio.consumer_state AS k
 WHERE k.tenant_id = $1 AND k.name = $2
-RETURNING lo.lo`
+RETURNING log_lo::text`
 
-// ConsumerSeek moves a consumer to the messages received at or after t:
+// ConsumerSeek moves a consumer to the messages received at or after t
+// (appending its new position, as a pull does: migration 00008):
 // those are delivered (again), earlier ones are skipped. Its pending and
 // leased deliveries are dropped (their acks then match nothing); dead
 // ones stay dead letters. Returns the new position.

@@ -75,7 +75,7 @@ SELECT 'consumer'::text AS kind, c.tenant_id, c.name AS consumer, NULL::text AS 
        c.last_delivered_at,
        NULL::bigint AS available, NULL::bigint AS running, NULL::bigint AS retryable,
        NULL::interval AS oldest_available_age
-FROM mio.consumers AS c
+FROM mio.consumer_state AS c
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE x.state = 'pending') AS pending,
            count(*) FILTER (WHERE x.state = 'leased') AS ack_pending,
@@ -86,9 +86,13 @@ CROSS JOIN LATERAL (
     WHERE x.tenant_id = c.tenant_id AND x.consumer_name = c.name
 ) AS d
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(cardinality(r.message_ids) - cardinality(r.settled)), 0)::bigint AS leased
+    -- Outstanding lease-range members (migration 00008): ranges above the
+    -- consumer's sweep, less the members their settle rows name.
+    SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
+               SELECT sum(cardinality(s.idxs)) FROM mio.consumer_settles AS s
+               WHERE s.tenant_id = r.tenant_id AND s.consumer_name = r.consumer_name AND s.lease_id = r.id), 0)), 0)::bigint AS leased
     FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name
+    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
 ) AS l
 CROSS JOIN LATERAL (
     SELECT count(*) AS untaken, min(s.received_at) AS oldest_untaken
