@@ -275,7 +275,7 @@ func (in *inbound) message(ctx context.Context, p outerPayload, ev *messageEvent
 		if team == "" {
 			team = ev.Team
 		}
-		msg.Sender.DisplayName = in.ch.displayName(ctx, in.accountID, in.cfg.BotToken, team, body.User)
+		msg.Sender.DisplayName = in.ch.displayName(ctx, in.cfg.APIBaseURL, in.accountID, in.cfg.BotToken, team, body.User)
 	}
 	return msg, nil
 }

@@ -28,6 +28,9 @@ type Options struct {
 	// APIBaseURL is the Bot API base URL (file downloads and, later, sends).
 	// Default DefaultAPIBaseURL; tests point it at a local fake.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient makes Bot API calls. Default http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -71,6 +74,9 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := c.accountAPIBase(acct); err != nil {
+		return nil, err
+	}
 	return &inbound{cfg: cfg}, nil
 }
 
@@ -82,13 +88,19 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: c.opts.APIBaseURL, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: base, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
 }
 
 // Config is one Telegram account's configuration.
 //
-//   - settings: none; when present it must be a JSON object (its keys are
-//     ignored).
+//   - settings: {"api_base_url": "https://api.telegram.org"} (optional;
+//     e.g. a self-hosted Bot API server, needed for files over 20 MB),
+//     checked by Options.APIBasePolicy; other keys are ignored. When
+//     present it must be a JSON object.
 //   - credentials: {"bot_token": "123456:ABC-DEF..."}; optional for inbound
 //     (needed to download files and to send). When set it must look like a
 //     Bot API token: digits, a colon, then [A-Za-z0-9_-].
@@ -106,6 +118,12 @@ var (
 	secretTokenRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,256}$`)
 	botTokenRE    = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
 )
+
+// accountAPIBase is the account's settings api_base_url, else
+// Options.APIBaseURL.
+func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
+	return c.opts.APIBasePolicy.AccountAPIBase("telegram", acct.Settings, c.opts.APIBaseURL)
+}
 
 // ParseConfig decodes and validates an account's Telegram configuration.
 // Errors wrap channels.ErrInvalidConfig.

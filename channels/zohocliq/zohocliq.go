@@ -120,6 +120,9 @@ type Options struct {
 	// APIBaseURL is the default Cliq API base for accounts whose settings
 	// name none. Default DefaultAPIBaseURL.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient calls the Cliq API. Default http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -301,7 +304,7 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 		cfg.ConversationTypes[strings.ToLower(chatType)] = convType
 	}
 
-	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	base, err := c.apiBaseURL(s)
 	if err != nil {
 		return Config{}, err
 	}
@@ -309,15 +312,13 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 	return cfg, nil
 }
 
-// apiBaseURL is settings api_base_url without a trailing slash, else def.
-func apiBaseURL(s settingsJSON, def string) (string, error) {
+// apiBaseURL is settings api_base_url (checked by Options.APIBasePolicy),
+// else Options.APIBaseURL.
+func (c *Channel) apiBaseURL(s settingsJSON) (string, error) {
 	if s.APIBaseURL == "" {
-		return def, nil
+		return c.opts.APIBaseURL, nil
 	}
-	if !channels.IsHTTPURL(s.APIBaseURL) {
-		return "", invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
-	}
-	return strings.TrimRight(s.APIBaseURL, "/"), nil
+	return c.opts.APIBasePolicy.Check("zoho_cliq settings "+channels.SettingAPIBaseURL, s.APIBaseURL)
 }
 
 // NewInbound validates the account's configuration and returns its webhook
@@ -362,7 +363,7 @@ func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
 	case channels.HasSpaceOrControl(cfg.AccessToken):
 		return Config{}, invalidf("credentials access_token contains whitespace or control characters")
 	}
-	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	base, err := c.apiBaseURL(s)
 	if err != nil {
 		return Config{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +78,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			return err
 		}
 	}
-	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels")})
+	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
+		APIBasePolicy: apiBasePolicy(cfg)})
 	// One account cache for webhooks, dispatch and attachment fetches.
 	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	store, err := openBlob(ctx, cfg)
@@ -284,6 +286,7 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		MaxBytes:          cfg.AttachmentMaxBytes,
 		MaxBytesByChannel: cfg.AttachmentMaxBytesByChannel,
 		AllowedHosts:      cfg.FetchAllowedHosts,
+		InternalHosts:     cfg.FetchInternalHosts,
 		Timeout:           cfg.FetchTimeout,
 	})
 	set.AddEnrich(&workers.EnrichWorker{
@@ -298,6 +301,24 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
 		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
 	}, cfg.RetentionInterval)
+}
+
+// apiBasePolicy is what accounts' api_base_url settings may name: https,
+// or plain http with MIO_ENV=dev or on MIO_API_ALLOW_HTTP_HOSTS.
+func apiBasePolicy(cfg *config.Config) channels.APIBasePolicy {
+	return channels.APIBasePolicy{AllowHTTP: cfg.Env == "dev", HTTPHosts: cfg.APIAllowHTTPHosts}
+}
+
+// apiBasePolicyFromEnv is apiBasePolicy for commands that do not load the
+// whole configuration (mio admin account create checks settings locally).
+func apiBasePolicyFromEnv(getenv env) channels.APIBasePolicy {
+	var hosts []string
+	for _, h := range strings.Split(getenv("MIO_API_ALLOW_HTTP_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return channels.APIBasePolicy{AllowHTTP: getenv("MIO_ENV") != "prod", HTTPHosts: hosts}
 }
 
 // platformClient is the HTTP client of the channel adapters' platform API
