@@ -182,6 +182,15 @@ func fromMessage(m *message, kind string, edited bool) (envelope.Message, error)
 		Edited:       edited,
 		SentAt:       unixTime(m.Date),
 	}
+	// message_id is the message's id in its chat; an edit carries the
+	// original's.
+	switch id := strconv.FormatInt(m.MessageID, 10); {
+	case m.MessageID == 0:
+	case edited:
+		out.EditOf = envelope.NewEditRef(id)
+	default:
+		out.PlatformMessageID = id
+	}
 	if out.Text == "" {
 		out.Text = m.Caption
 	}
