@@ -56,14 +56,20 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if len(strings.TrimSpace(string(req.Body))) == 0 {
 		return nil, channels.BadRequestf("telegram: empty body")
 	}
+	return parseUpdate(req.Body)
+}
+
+// parseUpdate maps one Update's JSON (a webhook body, or one element of a
+// getUpdates answer) to at most one message.
+func parseUpdate(body []byte) (*channels.Parsed, error) {
 	var u update
-	if err := json.Unmarshal(req.Body, &u); err != nil {
+	if err := json.Unmarshal(body, &u); err != nil {
 		return nil, channels.BadRequestf("telegram: malformed update: %v", err)
 	}
 	if u.UpdateID == nil {
 		return nil, channels.BadRequestf("telegram: update_id is missing")
 	}
-	raw := append(json.RawMessage(nil), req.Body...)
+	raw := append(json.RawMessage(nil), body...)
 	sourceID := strconv.FormatInt(*u.UpdateID, 10)
 
 	var (

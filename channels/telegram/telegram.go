@@ -104,8 +104,12 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 //   - credentials: {"bot_token": "123456:ABC-DEF..."}; optional for inbound
 //     (needed to download files and to send). When set it must look like a
 //     Bot API token: digits, a colon, then [A-Za-z0-9_-].
-//   - webhook secret: the secret_token given to setWebhook; required, 1–256
-//     characters of [A-Za-z0-9_-].
+//     "mode": "webhook" (default) or "polling" (MIO long-polls getUpdates,
+//     see Poller; needs bot_token) and "delete_webhook": true (with
+//     polling: deleteWebhook once when polling starts, since Telegram
+//     refuses getUpdates while a webhook is set).
+//   - webhook secret: the secret_token given to setWebhook; required
+//     unless mode is polling, 1–256 characters of [A-Za-z0-9_-].
 type Config struct {
 	// BotToken is the Bot API token, from credentials "bot_token". Optional.
 	BotToken string
@@ -128,7 +132,8 @@ func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
 // ParseConfig decodes and validates an account's Telegram configuration.
 // Errors wrap channels.ErrInvalidConfig.
 func ParseConfig(acct channels.Account) (Config, error) {
-	if err := channels.DecodeObject("telegram settings", acct.Settings, &struct{}{}); err != nil {
+	poll, err := ParsePollConfig(acct.Settings)
+	if err != nil {
 		return Config{}, err
 	}
 	var creds struct {
@@ -138,6 +143,13 @@ func ParseConfig(acct channels.Account) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}
+	switch {
+	case poll.Polling && cfg.BotToken == "":
+		return Config{}, fmt.Errorf("%w: telegram: settings mode polling needs credentials bot_token", channels.ErrInvalidConfig)
+	case poll.Polling && cfg.WebhookSecret == "":
+		// A polling bot needs no webhook: every webhook is refused.
+		return cfg, nil
+	}
 	if cfg.WebhookSecret == "" {
 		return Config{}, fmt.Errorf("%w: telegram: webhook secret is required", channels.ErrInvalidConfig)
 	}

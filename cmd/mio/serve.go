@@ -18,15 +18,18 @@ import (
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
+	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/polling"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -115,6 +118,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
+	stopPolling := startPolling(cfg, pool, ingester, accts, registry, log)
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
@@ -162,6 +166,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	servers.shutdown(sctx, log)
+	stopPolling()
 	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
@@ -301,6 +306,30 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
 		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
 	}, cfg.RetentionInterval)
+}
+
+// startPolling runs the long-poll intakes (Telegram accounts in settings
+// mode polling) in the worker roles; the returned func stops them, giving
+// their leases up.
+func startPolling(cfg *config.Config, pool *pgxpool.Pool, in *ingest.Ingester, accts *accounts.Resolver,
+	registry *channels.Registry, log *slog.Logger) (stop func()) {
+	ch, _ := registry.Get(envelope.ChannelTelegram)
+	tg, ok := ch.(*telegram.Channel)
+	if !ok || (cfg.Role != "all" && cfg.Role != "worker") {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r := polling.New(polling.Config{Pool: pool, Ingester: in, Accounts: accts, Telegram: tg,
+		Logger: log.With("component", "polling")})
+	go func() {
+		defer close(done)
+		_ = r.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // apiBasePolicy is what accounts' api_base_url settings may name: https,
