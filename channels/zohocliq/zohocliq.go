@@ -17,6 +17,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -111,7 +112,50 @@ func DefaultConversationTypes() map[string]string {
 		"dm":      envelope.ConversationDM,
 		"bot":     envelope.ConversationDM,
 		"channel": envelope.ConversationChannel,
+		// A channel thread (Zoho's sample: chat.type "thread" with
+		// parent_resource naming the channel); chat.id is the thread's
+		// own chat, where replies go.
+		"thread": envelope.ConversationChannel,
 	}
+}
+
+// MappingSource says where DefaultFieldPaths come from and how sure they
+// are; account creation shows it with the mapping in force.
+const MappingSource = "defaults checked against Zoho's own sample of a webhook bot's message_handler body " +
+	"(zcatalyst-cli template: {name, unique_name, handler: {type}, response_url, type: \"bot\", timestamp, " +
+	"params: {message, user, chat, attachments, ...}}) and the older flat form; not confirmed against live Cliq " +
+	"traffic: override with settings field_paths, message_handlers and dedup_field if your payloads differ"
+
+var _ channels.ConfigDescriber = (*Channel)(nil)
+
+// DescribeConfig returns the payload mapping in force for an account with
+// settings: verification mode, handler names stored, the field paths
+// (defaults merged with field_paths), conversation types, dedup key and
+// API base. Secrets are not shown.
+func (c *Channel) DescribeConfig(settings json.RawMessage) (any, error) {
+	// The shared token is a secret and not needed to describe the mapping.
+	cfg, err := c.ParseConfig(channels.Account{Settings: settings, WebhookSecret: "-"})
+	if err != nil {
+		return nil, err
+	}
+	handlers := make([]string, 0, len(cfg.MessageHandlers))
+	for h := range cfg.MessageHandlers {
+		handlers = append(handlers, h)
+	}
+	sort.Strings(handlers)
+	dedup := cfg.DedupField
+	if dedup == "" {
+		dedup = "field_paths.message_id, else sha256 of conversation id, message id or time, and text"
+	}
+	return map[string]any{
+		"source":             MappingSource,
+		"mode":               cfg.Mode,
+		"message_handlers":   handlers,
+		"field_paths":        cfg.FieldPaths,
+		"conversation_types": cfg.ConversationTypes,
+		"dedup_key":          dedup,
+		"api_base_url":       cfg.APIBaseURL,
+	}, nil
 }
 
 // Options holds the adapter's injectable dependencies. The zero value is
