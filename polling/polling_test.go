@@ -143,8 +143,7 @@ func TestPollCrashBetweenFetchAndCommit(t *testing.T) {
 	b.addMessages(5, 1)
 	fetched := make(chan struct{})
 	var crashed atomic.Bool
-	var stopA func()
-	stopA = b.runner(t, polling.Config{BeforeCommit: func(ctx context.Context, _ uuid.UUID, batch *telegram.Batch) error {
+	stopA := b.runner(t, polling.Config{BeforeCommit: func(ctx context.Context, _ uuid.UUID, batch *telegram.Batch) error {
 		if crashed.CompareAndSwap(false, true) {
 			require.Len(t, batch.Parsed.Messages, 5)
 			close(fetched)
@@ -186,12 +185,17 @@ func TestPollLostLeaseNotCommitted(t *testing.T) {
 		return nil
 	}})
 	// The second process takes the bot once the stalled one's lease runs out.
-	b.runner(t, polling.Config{})
-	got := b.waitStored(t, 4)
-	close(released)
+	holderB := uuid.New()
+	b.runner(t, polling.Config{Holder: holderB})
+	requireOnce(t, b.waitStored(t, 4), 4)
+	close(released) // the stalled process now tries to commit its stale batch
 	b.addMessages(2, 5)
-	got = b.waitStored(t, 6)
-	requireOnce(t, got, 6)
+	requireOnce(t, b.waitStored(t, 6), 6)
+	var holder uuid.UUID
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		return tx.QueryRow(context.Background(), `SELECT holder FROM mio.telegram_pollers`).Scan(&holder)
+	}))
+	require.Equal(t, holderB, holder, "the stalled process's commit did not take the lease back")
 }
 
 // TestTwoPollersOnePolls: two processes for one bot: only one getUpdates
