@@ -59,6 +59,10 @@ type Config struct {
 	// ErrorPause is the wait after a failed getUpdates or commit. Default
 	// 5s (with jitter).
 	ErrorPause time.Duration
+	// OnStored, when set, is told after each commit how many of the
+	// batch's messages were new and how many were duplicates (the
+	// inbound metrics webhooks also feed).
+	OnStored func(channelType string, inserted, duplicates int)
 	// BeforeCommit, when set, runs between a fetch and its commit; an
 	// error abandons the batch (nothing stored, the offset unchanged).
 	// Tests use it to crash between fetch and commit.
@@ -248,8 +252,12 @@ func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease db.Telegr
 			// Each message keeps its own update as raw.
 			req.Messages[i].Raw = b.Parsed.Messages[i].Raw
 		}
-		if _, err := r.cfg.Ingester.IngestWith(ctx, req, commit); err != nil {
+		res, err := r.cfg.Ingester.IngestWith(ctx, req, commit)
+		if err != nil {
 			return err
+		}
+		if r.cfg.OnStored != nil && len(req.Messages) > 0 {
+			r.cfg.OnStored(envelope.ChannelTelegram, len(res.Inserted), res.Duplicates)
 		}
 		offset = next
 	}

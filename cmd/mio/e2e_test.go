@@ -327,7 +327,8 @@ func (e *e2e) send(t *testing.T, cmd map[string]any) uuid.UUID {
 // Telegram) → consumer pull → reply (POST /v1/outbound) → the fake platform
 // receives it exactly once; then an edit of the reply reaches the fake as
 // an edit (as a new message on WhatsApp and Zoho Cliq, whose adapters
-// cannot edit).
+// cannot edit). Finally a Slack edit arrives pointing at its original
+// (edit_of).
 func TestEndToEndEveryChannel(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
@@ -377,6 +378,24 @@ func TestEndToEndEveryChannel(t *testing.T) {
 			}
 		})
 	}
+	// An edit of the Slack message pulled above points at it.
+	t.Run("slack edit_of", func(t *testing.T) {
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
+		body := []byte(`{"token":"x","team_id":"T1","api_app_id":"A1","type":"event_callback","event_id":"EvE2E2","event_time":1700000100,` +
+			`"event":{"type":"message","subtype":"message_changed","channel":"C0E2E","channel_type":"channel","ts":"1700000100.000200",` +
+			`"message":{"type":"message","user":"U1","text":"hello slack, edited","ts":"1700000000.000100"},` +
+			`"previous_message":{"type":"message","user":"U1","text":"hello slack","ts":"1700000000.000100"}}}`)
+		e.postWebhook(t, "slack", body, map[string]string{"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": slack.Signature(e.slackSecret, ts, body)})
+		edit := e.pull(t, "slack")
+		require.True(t, edit.Edited)
+		require.NotNil(t, edit.EditOf)
+		require.NotNil(t, edit.EditOf.ID, "the original was stored: its MIO id")
+		require.Equal(t, "EvE2E1", edit.EditOf.SourceMessageID)
+		require.Equal(t, "1700000000.000100", edit.EditOf.PlatformMessageID)
+		orig, err := e.api.GetMessage(context.Background(), *edit.EditOf.ID)
+		require.NoError(t, err)
+		require.Equal(t, "hello slack", orig.Text)
+	})
 	_, conflicts, deletes := e.tg.PollStats()
 	require.Zero(t, conflicts)
 	require.Equal(t, 1, deletes, "delete_webhook once when polling starts")

@@ -118,7 +118,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
-	stopPolling := startPolling(cfg, pool, ingester, accts, registry, log)
+	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
@@ -312,7 +312,7 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 // mode polling) in the worker roles; the returned func stops them, giving
 // their leases up.
 func startPolling(cfg *config.Config, pool *pgxpool.Pool, in *ingest.Ingester, accts *accounts.Resolver,
-	registry *channels.Registry, log *slog.Logger) (stop func()) {
+	registry *channels.Registry, m *metrics.Metrics, log *slog.Logger) (stop func()) {
 	ch, _ := registry.Get(envelope.ChannelTelegram)
 	tg, ok := ch.(*telegram.Channel)
 	if !ok || (cfg.Role != "all" && cfg.Role != "worker") {
@@ -321,7 +321,11 @@ func startPolling(cfg *config.Config, pool *pgxpool.Pool, in *ingest.Ingester, a
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	r := polling.New(polling.Config{Pool: pool, Ingester: in, Accounts: accts, Telegram: tg,
-		Logger: log.With("component", "polling")})
+		Logger: log.With("component", "polling"),
+		OnStored: func(channelType string, inserted, duplicates int) {
+			m.InboundMessages.WithLabelValues(channelType).Add(float64(inserted))
+			m.DedupTotal.WithLabelValues(channelType).Add(float64(duplicates))
+		}})
 	go func() {
 		defer close(done)
 		_ = r.Run(ctx)
