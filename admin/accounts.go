@@ -40,6 +40,10 @@ type AccountInfo struct {
 	HasCredentials   bool   `json:"has_credentials"`
 	HasWebhookSecret bool   `json:"has_webhook_secret"`
 	WebhookURL       string `json:"webhook_url"`
+	// ConfigInForce is, on creation, the channel's description of the
+	// configuration it applies (channels.ConfigDescriber; Zoho Cliq's
+	// payload mapping), when the channel gives one.
+	ConfigInForce any `json:"config_in_force,omitempty"`
 }
 
 // AccountCreate validates and stores an account with sealed secrets.
@@ -73,7 +77,19 @@ func (s *Service) AccountCreate(ctx context.Context, p AccountCreateParams) (*Ac
 	if err != nil {
 		return nil, err
 	}
-	return s.info(acct), nil
+	info := s.info(acct)
+	if ch, ok := registryChannel(p.Registry, p.ChannelType).(channels.ConfigDescriber); ok {
+		info.ConfigInForce, _ = ch.DescribeConfig(p.Settings) // validated above
+	}
+	return info, nil
+}
+
+func registryChannel(r *channels.Registry, channelType string) channels.Channel {
+	if r == nil {
+		return nil
+	}
+	ch, _ := r.Get(channelType)
+	return ch
 }
 
 // AccountList lists a tenant's accounts.

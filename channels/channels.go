@@ -105,6 +105,15 @@ type Capabilities struct {
 	Receipts    bool `json:"receipts"`
 }
 
+// ConfigDescriber is implemented by channels whose account configuration
+// has defaults an operator should see (Zoho Cliq's payload mapping):
+// DescribeConfig returns the configuration in force for the given account
+// settings, as JSON-encodable data without secrets. Account creation
+// shows it.
+type ConfigDescriber interface {
+	DescribeConfig(settings json.RawMessage) (any, error)
+}
+
 // Channel is one platform adapter.
 type Channel interface {
 	// Type is the channel slug (envelope.ChannelSlack, ...).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/fetch"
@@ -108,3 +109,20 @@ func (c *capped) Read(p []byte) (int, error) {
 }
 
 func (c *capped) Close() error { return c.rc.Close() }
+
+// FetchClientFor returns client extended to an account's own API base
+// (settings api_base_url) when it differs from the channel's default
+// base def: its host is allowed too, over plain http when base is http
+// (the setting was already checked by APIBasePolicy). The address (SSRF)
+// checks still apply: an internal host must be named in the fetch
+// policy's InternalHosts (MIO_FETCH_INTERNAL_HOSTS).
+func FetchClientFor(client *fetch.Client, base, def string) *fetch.Client {
+	if client == nil || base == def {
+		return client
+	}
+	u, err := url.Parse(base)
+	if err != nil || u.Hostname() == "" {
+		return client
+	}
+	return client.WithHost(u.Hostname(), u.Scheme == "http")
+}

@@ -23,6 +23,12 @@ type OutboundMessage struct {
 	// attempt): adapters pass it where the platform honours one, so a
 	// retried attempt after a crash is not sent twice.
 	IdempotencyKey string
+	// SeriesKey is the same for every attempt of one attempt series:
+	// automatic retries and crash recovery keep it, only an explicit
+	// resend (a new series) changes it. The generic webhook channel sends
+	// it as the Standard Webhooks webhook-id, which receivers deduplicate
+	// on. Empty means "derive it from MessageID".
+	SeriesKey      string
 	ConversationID string
 	ThreadID       string
 	// ReplyToProviderID quotes a platform message, where supported.

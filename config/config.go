@@ -37,6 +37,10 @@ type Config struct {
 	// client is the TCP peer (a proxy in front is the peer). Default
 	// 127.0.0.0/8,::1/128 (loopback).
 	AdminAllowCIDRs []netip.Prefix
+	// APIAllowHTTPHosts (MIO_API_ALLOW_HTTP_HOSTS) are the hosts an
+	// account's api_base_url may name over plain http (with MIO_ENV=dev
+	// any host may). Default none: https only.
+	APIAllowHTTPHosts []string
 	// ArchiveBatchRows (MIO_ARCHIVE_BATCH_ROWS) is the most messages one
 	// archive batch (NDJSON objects + cursor commit) holds. Default 10000.
 	ArchiveBatchRows int
@@ -87,6 +91,11 @@ type Config struct {
 	// A channel not named keeps its adapter's hosts; "webhook=" (empty)
 	// allows any public host. Default: the adapters' hosts.
 	FetchAllowedHosts map[string][]string
+	// FetchInternalHosts (MIO_FETCH_INTERNAL_HOSTS) are host names that
+	// attachment downloads may reach even though they resolve to private,
+	// loopback or link-local addresses (a private mirror, a self-hosted
+	// Bot API server). Default none: public addresses only.
+	FetchInternalHosts []string
 	// FetchTimeout (MIO_FETCH_TIMEOUT) bounds one attachment download.
 	// Default 60s.
 	FetchTimeout time.Duration
@@ -171,6 +180,8 @@ func options() []option {
 				}
 				return nil
 			}},
+		{flag: "api-allow-http-hosts", envs: []string{"MIO_API_ALLOW_HTTP_HOSTS"}, usage: "hosts an account's api_base_url may name over plain http (comma-separated)",
+			set: func(c *Config, v string) error { return hostList(&c.APIAllowHTTPHosts, v) }},
 		{flag: "archive-batch-rows", envs: []string{"MIO_ARCHIVE_BATCH_ROWS"}, def: "10000", usage: "most messages in one archive batch",
 			set: func(c *Config, v string) error {
 				n, err := strconv.Atoi(v)
@@ -254,6 +265,8 @@ func options() []option {
 			set: func(c *Config, v string) error { return oneOf(&c.Env, v, []string{"dev", "prod"}) }},
 		{flag: "fetch-allowed-hosts", envs: []string{"MIO_FETCH_ALLOWED_HOSTS"}, usage: "per-channel attachment hosts (webhook=a.example.com,*.b.example.com;slack=...)",
 			set: func(c *Config, v string) error { return fetchAllowedHosts(c, v) }},
+		{flag: "fetch-internal-hosts", envs: []string{"MIO_FETCH_INTERNAL_HOSTS"}, usage: "host names attachment downloads may reach on private addresses (comma-separated; off by default)",
+			set: func(c *Config, v string) error { return hostList(&c.FetchInternalHosts, v) }},
 		{flag: "fetch-timeout", envs: []string{"MIO_FETCH_TIMEOUT"}, def: "60s", usage: "bound of one attachment download",
 			set: func(c *Config, v string) error { return duration(&c.FetchTimeout, v, time.Second, time.Hour) }},
 		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
@@ -620,6 +633,23 @@ func fetchAllowedHosts(c *Config, v string) error {
 			c.FetchAllowedHosts = map[string][]string{}
 		}
 		c.FetchAllowedHosts[ch] = hosts
+	}
+	return nil
+}
+
+// hostList parses "a.example.com,10.0.0.5": exact host names or IP
+// literals, no ports, schemes or wildcards.
+func hostList(dst *[]string, v string) error {
+	*dst = nil
+	for _, h := range strings.Split(v, ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/:*@ ") {
+			return fmt.Errorf("want host names such as mirror.internal or 10.0.0.5, comma-separated; got %q", h)
+		}
+		*dst = append(*dst, h)
 	}
 	return nil
 }

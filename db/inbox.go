@@ -29,6 +29,13 @@ type InboxRow struct {
 	Raw      []byte
 	// ReceivedAt is MIO's receive time.
 	ReceivedAt time.Time
+	// PlatformMessageID, when set, records the message in inbound_refs
+	// under (account, conversation, platform id) for later edits.
+	PlatformMessageID string
+	// EditOfPlatformID, on an edit or delete, is the platform id of its
+	// original: when stored, its id and source_message_id are merged into
+	// the envelope's edit_of.
+	EditOfPlatformID string
 }
 
 // InboxInsertBatch inserts dedup keys and inbox rows for one tenant in one
@@ -45,21 +52,24 @@ func InboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []I
 
 func inboxParams(tenantID uuid.UUID, rows []InboxRow) *dbsqlc.InboxInsertBatchParams {
 	p := &dbsqlc.InboxInsertBatchParams{
-		TenantID:         tenantID,
-		Ids:              make([]uuid.UUID, len(rows)),
-		AccountIds:       make([]uuid.UUID, len(rows)),
-		ChannelTypes:     make([]string, len(rows)),
-		SourceMessageIds: make([]string, len(rows)),
-		ConversationIds:  make([]string, len(rows)),
-		States:           make([]string, len(rows)),
-		Envelopes:        make([]string, len(rows)),
-		Raws:             make([][]byte, len(rows)),
-		ReceivedAts:      make([]time.Time, len(rows)),
+		TenantID:           tenantID,
+		Ids:                make([]uuid.UUID, len(rows)),
+		AccountIds:         make([]uuid.UUID, len(rows)),
+		ChannelTypes:       make([]string, len(rows)),
+		SourceMessageIds:   make([]string, len(rows)),
+		ConversationIds:    make([]string, len(rows)),
+		States:             make([]string, len(rows)),
+		Envelopes:          make([]string, len(rows)),
+		Raws:               make([][]byte, len(rows)),
+		ReceivedAts:        make([]time.Time, len(rows)),
+		PlatformMessageIds: make([]string, len(rows)),
+		EditOfPlatformIds:  make([]string, len(rows)),
 	}
 	for i, r := range rows {
 		p.Ids[i], p.AccountIds[i], p.ChannelTypes[i] = r.ID, r.AccountID, r.ChannelType
 		p.SourceMessageIds[i], p.ConversationIds[i], p.States[i] = r.SourceMessageID, r.ConversationID, r.State
 		p.Envelopes[i], p.Raws[i], p.ReceivedAts[i] = string(r.Envelope), r.Raw, r.ReceivedAt
+		p.PlatformMessageIds[i], p.EditOfPlatformIds[i] = r.PlatformMessageID, r.EditOfPlatformID
 	}
 	return p
 }
@@ -130,6 +140,13 @@ func providerEventParams(tenantID uuid.UUID, events []ProviderEvent) *dbsqlc.Pro
 		p.Raws[i] = string(raw)
 	}
 	return p
+}
+
+// InboundRefPrune deletes at most maxRows of the tenant's edit references
+// (inbound_refs) created before before, returning how many it deleted.
+func InboundRefPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before time.Time, maxRows int) (int64, error) {
+	n, err := queries().InboundRefPrune(ctx, tx, &dbsqlc.InboundRefPruneParams{TenantID: tenantID, Before: before, MaxRows: int32(maxRows)})
+	return n, translate(err)
 }
 
 // InboundDedupPrune deletes at most maxRows of the tenant's dedup keys

@@ -38,7 +38,7 @@ func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup)
 		if len(g.Rows) > 0 {
 			p := inboxParams(g.TenantID, g.Rows)
 			b.Queue(dbsqlc.InboxInsertBatch, p.TenantID, p.Ids, p.AccountIds, p.ChannelTypes, p.SourceMessageIds,
-				p.ConversationIds, p.States, p.Envelopes, p.Raws, p.ReceivedAts).Query(func(rows pgx.Rows) error {
+				p.ConversationIds, p.States, p.Envelopes, p.Raws, p.ReceivedAts, p.PlatformMessageIds, p.EditOfPlatformIds).Query(func(rows pgx.Rows) error {
 				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 				results[i].Inserted = ids
 				return err

@@ -72,6 +72,15 @@ type Message struct {
 	Attachments     []Attachment `json:"attachments"`
 	Edited          bool         `json:"edited"`
 	Deleted         bool         `json:"deleted"`
+	// EditOf, on an edit or delete, points at the message it changes (nil
+	// on other messages and where the platform does not say).
+	EditOf *EditRef `json:"edit_of,omitempty"`
+	// PlatformMessageID is the platform's id of this message within its
+	// conversation (Slack ts, Telegram message_id, Discord message id,
+	// WhatsApp wamid, webhook data.message_id): what a later edit names in
+	// EditOf.PlatformMessageID. Set by adapters on messages an edit can
+	// refer to; kept by MIO to link edits, not part of the JSON envelope.
+	PlatformMessageID string `json:"-"`
 	// SentAt is the platform's timestamp (zero when the platform gives none).
 	SentAt time.Time `json:"sent_at"`
 	// ReceivedAt is MIO's commit time.
@@ -79,6 +88,33 @@ type Message struct {
 	// Raw is the original payload, kept up to a bounded size.
 	Raw     json.RawMessage `json:"raw,omitempty"`
 	TraceID string          `json:"trace_id,omitempty"`
+}
+
+// EditRef names the original message of an edit or delete. Adapters set
+// PlatformMessageID (and SourceMessageID to the same value); when MIO
+// stored the original in the same account and conversation, ingest sets
+// ID and SourceMessageID to the stored message's.
+type EditRef struct {
+	// ID is the original's MIO message id, when MIO stored it.
+	ID *uuid.UUID `json:"id,omitempty"`
+	// SourceMessageID is the original's source_message_id when MIO stored
+	// it; otherwise the platform's id of the original (equal to
+	// PlatformMessageID; the same as its dedup key on WhatsApp and
+	// Discord, not on Slack, Telegram or the webhook channel, whose dedup
+	// keys are event ids).
+	SourceMessageID string `json:"source_message_id"`
+	// PlatformMessageID is the platform's id of the original message as
+	// the edit carries it (Slack ts, Telegram message_id, ...).
+	PlatformMessageID string `json:"platform_message_id"`
+}
+
+// NewEditRef returns the reference an adapter sets on an edit or delete
+// of the platform message platformID.
+func NewEditRef(platformID string) *EditRef {
+	if platformID == "" {
+		return nil
+	}
+	return &EditRef{SourceMessageID: platformID, PlatformMessageID: platformID}
 }
 
 // Conversation identifies where a message was posted.

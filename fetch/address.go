@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"syscall"
 )
 
@@ -91,17 +92,22 @@ func (p Policy) control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// dialContext dials through d (whose Control checks each address). With a
-// Resolve hook, host names are resolved by the hook and its addresses
-// dialed in turn; otherwise d resolves them itself.
-func (p Policy) dialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	if p.Resolve == nil {
-		return d.DialContext
-	}
+// dialContext dials through checked (whose Control checks each address),
+// or through open for a host named in InternalHosts. With a Resolve hook,
+// host names are resolved by the hook and its addresses dialed in turn;
+// otherwise the dialer resolves them itself.
+func (p Policy) dialContext(checked, open *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
+		}
+		d := checked
+		if slices.Contains(p.InternalHosts, normalizeHost(host)) {
+			d = open
+		}
+		if p.Resolve == nil {
+			return d.DialContext(ctx, network, addr)
 		}
 		if _, err := netip.ParseAddr(host); err == nil {
 			return d.DialContext(ctx, network, addr)

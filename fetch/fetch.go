@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +38,17 @@ type Policy struct {
 	AllowedNets []netip.Prefix
 	// AllowHTTP permits plain http:// URLs. Tests only. Default false.
 	AllowHTTP bool
+	// HTTPHosts are hosts (exact names, port ignored) that may be fetched
+	// over plain http:// even without AllowHTTP: an account's http API
+	// base that MIO's API base policy accepted. Default none.
+	HTTPHosts []string
+	// InternalHosts are host names (exact, case-insensitive, port
+	// ignored) whose connections skip the address check, so an operator
+	// can let downloads reach one named internal server (a private
+	// mirror, a self-hosted Bot API server, a test fake) without opening
+	// private ranges to every host (MIO_FETCH_INTERNAL_HOSTS). The host
+	// must still pass AllowedHosts. Default none.
+	InternalHosts []string
 	// AllowPrivate turns the address check off entirely. Tests only.
 	// Default false.
 	AllowPrivate bool
@@ -80,7 +92,19 @@ func (p Policy) withDefaults() Policy {
 		}
 	}
 	p.AllowedHosts = hosts
+	p.HTTPHosts = normalizeHosts(p.HTTPHosts)
+	p.InternalHosts = normalizeHosts(p.InternalHosts)
 	return p
+}
+
+func normalizeHosts(in []string) []string {
+	out := make([]string, 0, len(in))
+	for _, h := range in {
+		if h = normalizeHost(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // Client fetches URLs under one Policy. It is safe for concurrent use and
@@ -99,11 +123,12 @@ func NewClient(p Policy) *Client {
 		KeepAlive: 30 * time.Second,
 		Control:   p.control,
 	}
+	internal := &net.Dialer{Timeout: dialer.Timeout, KeepAlive: dialer.KeepAlive}
 	c.hc = &http.Client{
 		Transport: &http.Transport{
 			// No proxy: the address check must see the real destination.
 			Proxy:                 nil,
-			DialContext:           p.dialContext(dialer),
+			DialContext:           p.dialContext(dialer, internal),
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          16,
 			IdleConnTimeout:       90 * time.Second,
@@ -114,6 +139,27 @@ func NewClient(p Policy) *Client {
 		Timeout:       p.Timeout,
 	}
 	return c
+}
+
+// WithHost returns a client that also allows host (an exact name) and,
+// when plainHTTP, plain http:// to it; it shares c's connections and
+// address checks, and c is unchanged. Adapters use it for an account's
+// own API base (api_base_url). When c allows any host, only plainHTTP
+// changes anything.
+func (c *Client) WithHost(host string, plainHTTP bool) *Client {
+	host = normalizeHost(host)
+	p := c.p
+	if len(p.AllowedHosts) > 0 && !p.hostAllowed(host) {
+		p.AllowedHosts = append(p.AllowedHosts[:len(p.AllowedHosts):len(p.AllowedHosts)], host)
+	}
+	if plainHTTP {
+		p.HTTPHosts = append(p.HTTPHosts[:len(p.HTTPHosts):len(p.HTTPHosts)], host)
+	}
+	n := &Client{p: p}
+	hc := *c.hc
+	hc.CheckRedirect = n.checkRedirect
+	n.hc = &hc
+	return n
 }
 
 // Response is a successful (2xx) response. The caller must close Body.
@@ -183,7 +229,7 @@ func (c *Client) Get(ctx context.Context, rawURL string, header http.Header) (*R
 func (p Policy) checkURL(u *url.URL) error {
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && p.AllowHTTP:
+	case u.Scheme == "http" && (p.AllowHTTP || slices.Contains(p.HTTPHosts, normalizeHost(u.Hostname()))):
 	default:
 		return fmt.Errorf("%w %q", ErrForbiddenScheme, u.Scheme)
 	}

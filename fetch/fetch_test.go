@@ -445,3 +445,44 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 60*time.Second, p.Timeout)
 	require.Equal(t, 3, p.MaxRedirects)
 }
+
+// TestInternalHosts: a host named in InternalHosts reaches a loopback
+// address (by name or as an IP literal); every other name is still
+// checked at dial time.
+func TestInternalHosts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	c := NewClient(Policy{AllowHTTP: true, InternalHosts: []string{"Good.Test", "127.0.0.1"}, Resolve: testResolve})
+	for _, u := range []string{b.url("good.test", "/ok"), b.url("127.0.0.1", "/ok")} {
+		resp, err := c.Get(context.Background(), u, nil)
+		require.NoError(t, err, u)
+		require.Equal(t, "ok", body(t, resp))
+	}
+	_, err := c.Get(context.Background(), b.url("other.test", "/ok"), nil)
+	require.ErrorIs(t, err, ErrForbiddenAddress, "another name for the same address stays refused")
+	_, err = c.Get(context.Background(), b.redirect("good.test", b.url("other.test", "/ok")), nil)
+	require.ErrorIs(t, err, ErrForbiddenAddress, "a redirect elsewhere is checked")
+}
+
+// TestWithHost: the derived client allows one more host (and plain http
+// to it) without changing the original.
+func TestWithHost(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := testPolicy()
+	p.AllowHTTP = false
+	p.AllowedHosts = []string{"good.test"}
+	c := NewClient(p)
+	d := c.WithHost("other.test", true)
+
+	resp, err := d.Get(context.Background(), b.url("other.test", "/ok"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "ok", body(t, resp))
+	_, err = d.Get(context.Background(), b.url("good.test", "/ok"), nil)
+	require.ErrorIs(t, err, ErrForbiddenScheme, "plain http only to the added host")
+
+	_, err = c.Get(context.Background(), b.url("other.test", "/ok"), nil)
+	require.ErrorIs(t, err, ErrForbiddenScheme, "the original is unchanged")
+	_, err = c.WithHost("other.test", false).Get(context.Background(), b.url("other.test", "/ok"), nil)
+	require.ErrorIs(t, err, ErrForbiddenScheme)
+}

@@ -346,35 +346,94 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 				return nil, err
 			}
 		}
-		if len(g.Rows) > 0 {
-			ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
-			if err != nil {
-				return nil, fmt.Errorf("insert inbox: %w", err)
-			}
-			out[n].Inserted = ids
-			inserted := make(map[uuid.UUID]bool, len(ids))
-			for _, id := range ids {
-				inserted[id] = true
-			}
-			for _, r := range g.Rows {
-				if inserted[r.ID] && r.State == db.InboxReceived {
-					enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
-				}
-			}
+		var more []river.InsertManyParams
+		if out[n], more, err = writeGroup(ctx, tx, g, in.cfg.River != nil); err != nil {
+			return nil, err
 		}
-		if len(g.Events) > 0 {
-			if out[n].NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
-				return nil, fmt.Errorf("insert provider events: %w", err)
-			}
-		}
+		enrich = append(enrich, more...)
 	}
-	if len(enrich) > 0 {
-		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
-			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
-		}
+	if err := in.enqueue(ctx, tx, enrich); err != nil {
+		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// writeGroup writes one tenant's rows and receipts in tx (whose tenant is
+// set) and returns what it inserted and, when enrich, the enrich jobs of
+// the new messages with pending attachments.
+func writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup, enrich bool) (db.IngestGroupResult, []river.InsertManyParams, error) {
+	var (
+		out     db.IngestGroupResult
+		enqueue []river.InsertManyParams
+		err     error
+	)
+	if len(g.Rows) > 0 {
+		ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
+		if err != nil {
+			return out, nil, fmt.Errorf("insert inbox: %w", err)
+		}
+		out.Inserted = ids
+		inserted := make(map[uuid.UUID]bool, len(ids))
+		for _, id := range ids {
+			inserted[id] = true
+		}
+		for _, r := range g.Rows {
+			if enrich && inserted[r.ID] && r.State == db.InboxReceived {
+				enqueue = append(enqueue, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+			}
+		}
+	}
+	if len(g.Events) > 0 {
+		if out.NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
+			return out, nil, fmt.Errorf("insert provider events: %w", err)
+		}
+	}
+	return out, enqueue, nil
+}
+
+// enqueue inserts enrich jobs in tx.
+func (in *Ingester) enqueue(ctx context.Context, tx pgx.Tx, enrich []river.InsertManyParams) error {
+	if len(enrich) == 0 {
+		return nil
+	}
+	if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
+		return fmt.Errorf("enqueue enrich jobs: %w", err)
+	}
+	return nil
+}
+
+// IngestWith commits one request in its own tenant transaction, not
+// group-committed, together with whatever also writes in that same
+// transaction (a poller's next offset): both commit or neither does. An
+// error from also rolls everything back and is returned as is. OnCommit
+// runs after the commit. Pollers use it; webhooks use Ingest.
+func (in *Ingester) IngestWith(ctx context.Context, req *Request, also func(ctx context.Context, tx pgx.Tx) error) (*Result, error) {
+	tx, err := db.BeginTenant(ctx, in.pool, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	g, enrich, err := writeGroup(ctx, tx, db.IngestGroup{TenantID: req.TenantID, Rows: req.Messages, Events: req.Statuses}, in.cfg.River != nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.enqueue(ctx, tx, enrich); err != nil {
+		return nil, err
+	}
+	if also != nil {
+		if err := also(ctx, tx); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	res := &Result{Inserted: g.Inserted, Duplicates: len(req.Messages) - len(g.Inserted), NewStatuses: g.NewEvents}
+	if len(res.Inserted) > 0 && in.cfg.OnCommit != nil {
+		in.cfg.OnCommit(req.TenantID)
+	}
+	return res, nil
 }

@@ -46,15 +46,19 @@ func Prepare(acct *accounts.Account, parsed *channels.Parsed, raw []byte, now ti
 			m.Attachments = []envelope.Attachment{}
 		}
 		sanitize(&m)
-		if len(m.SourceMessageID) > maxSourceIDLen {
-			// Keep dedup keys indexable (btree rows are limited to ~2.7 kB):
-			// a long platform id is replaced by its digest.
-			sum := sha256.Sum256([]byte(m.SourceMessageID))
-			m.SourceMessageID = "sha256:" + hex.EncodeToString(sum[:])
+		m.SourceMessageID = boundID(m.SourceMessageID)
+		m.Conversation.ID = boundID(m.Conversation.ID)
+		// Edits name their original by platform id; originals are
+		// recorded under theirs. Over-long ids are never linked.
+		platformID, editOf := "", ""
+		if !m.Edited && !m.Deleted && len(m.PlatformMessageID) <= maxSourceIDLen {
+			platformID = clean(m.PlatformMessageID)
 		}
-		if len(m.Conversation.ID) > maxSourceIDLen {
-			sum := sha256.Sum256([]byte(m.Conversation.ID))
-			m.Conversation.ID = "sha256:" + hex.EncodeToString(sum[:])
+		if m.EditOf != nil {
+			m.EditOf.SourceMessageID, m.EditOf.PlatformMessageID = clean(m.EditOf.SourceMessageID), clean(m.EditOf.PlatformMessageID)
+			if len(m.EditOf.PlatformMessageID) <= maxSourceIDLen {
+				editOf = m.EditOf.PlatformMessageID
+			}
 		}
 		env, err := json.Marshal(&m)
 		if err != nil {
@@ -67,6 +71,7 @@ func Prepare(acct *accounts.Account, parsed *channels.Parsed, raw []byte, now ti
 			ID: m.ID, AccountID: acct.ID, ChannelType: acct.ChannelType,
 			SourceMessageID: m.SourceMessageID, ConversationID: m.Conversation.ID,
 			State: state, Envelope: env, Raw: raw, ReceivedAt: m.ReceivedAt,
+			PlatformMessageID: platformID, EditOfPlatformID: editOf,
 		})
 	}
 	for _, st := range parsed.Statuses {
@@ -84,6 +89,16 @@ func Prepare(acct *accounts.Account, parsed *channels.Parsed, raw []byte, now ti
 		req.Statuses = append(req.Statuses, ev)
 	}
 	return req
+}
+
+// boundID keeps an id indexable (btree rows are limited to ~2.7 kB): a
+// long one is replaced by its digest.
+func boundID(id string) string {
+	if len(id) <= maxSourceIDLen {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // clean makes s storable in a text column.

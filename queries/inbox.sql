@@ -1,7 +1,12 @@
 -- name: InboxInsertBatch :many
 -- Inserts dedup keys and inbox rows for one tenant in one statement: a row
 -- whose (account, source id) already exists is skipped (a redelivery) and
--- only the ids actually inserted are returned.
+-- only the ids actually inserted are returned. A new message with a
+-- platform message id is recorded in inbound_refs; an edit naming one
+-- (edit_of_platform_id) gets the stored original's id and
+-- source_message_id merged into its envelope's edit_of. An original
+-- stored by the same statement is not visible to it (the edit keeps only
+-- the platform id).
 WITH input AS (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@account_ids::uuid[]) AS account_id,
@@ -11,25 +16,45 @@ WITH input AS (
            unnest(@states::text[]) AS state,
            unnest(@envelopes::text[]) AS envelope,
            unnest(@raws::bytea[]) AS raw,
-           unnest(@received_ats::timestamptz[]) AS received_at
+           unnest(@received_ats::timestamptz[]) AS received_at,
+           unnest(@platform_message_ids::text[]) AS platform_message_id,
+           unnest(@edit_of_platform_ids::text[]) AS edit_of_platform_id
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
     SELECT @tenant_id::uuid, account_id, source_message_id, id FROM input
     ON CONFLICT DO NOTHING
     RETURNING message_id
+),
+refs AS (
+    INSERT INTO mio.inbound_refs (tenant_id, account_id, conversation_id, platform_message_id, message_id, source_message_id)
+    SELECT @tenant_id::uuid, input.account_id, input.conversation_id, input.platform_message_id, input.id, input.source_message_id
+    FROM input
+    JOIN dedup ON dedup.message_id = input.id
+    WHERE input.platform_message_id <> ''
+    ON CONFLICT DO NOTHING
 )
 INSERT INTO mio.inbox (
     tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state,
     envelope, raw, received_at, ready_xid, ready_seq, ready_at
 )
 SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.source_message_id,
-       input.conversation_id, input.state, input.envelope::jsonb, input.raw, input.received_at,
+       input.conversation_id, input.state,
+       CASE WHEN orig.message_id IS NULL THEN input.envelope::jsonb
+            ELSE jsonb_set(input.envelope::jsonb, '{edit_of}',
+                 coalesce(input.envelope::jsonb -> 'edit_of', '{}'::jsonb)
+                 || jsonb_build_object('id', orig.message_id, 'source_message_id', orig.source_message_id))
+       END,
+       input.raw, input.received_at,
        CASE WHEN input.state = 'ready' THEN pg_current_xact_id() END,
        CASE WHEN input.state = 'ready' THEN nextval('mio.inbox_ready_seq') END,
        CASE WHEN input.state = 'ready' THEN input.received_at END
 FROM input
 JOIN dedup ON dedup.message_id = input.id
+LEFT JOIN mio.inbound_refs AS orig
+       ON input.edit_of_platform_id <> ''
+      AND orig.tenant_id = @tenant_id::uuid AND orig.account_id = input.account_id
+      AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
 RETURNING id;
 
 -- name: InboxGet :one
@@ -55,4 +80,11 @@ ON CONFLICT DO NOTHING;
 DELETE FROM mio.inbound_dedup
 WHERE ctid = ANY (ARRAY(
     SELECT d.ctid FROM mio.inbound_dedup AS d WHERE d.tenant_id = @tenant_id::uuid AND d.created_at < @before::timestamptz ORDER BY d.created_at LIMIT @max_rows::int
+));
+
+-- name: InboundRefPrune :execrows
+-- Deletes at most @max_rows edit references older than @before.
+DELETE FROM mio.inbound_refs
+WHERE ctid = ANY (ARRAY(
+    SELECT r.ctid FROM mio.inbound_refs AS r WHERE r.tenant_id = @tenant_id::uuid AND r.created_at < @before::timestamptz ORDER BY r.created_at LIMIT @max_rows::int
 ));

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -39,20 +40,33 @@ type DedupPruneWorker struct {
 	Now       func() time.Time
 }
 
-// Work prunes.
+// Work prunes dedup keys, then edit references (inbound_refs, kept as
+// long as the dedup keys), each with its own budget.
 func (w *DedupPruneWorker) Work(ctx context.Context, _ *river.Job[DedupPruneArgs]) error {
 	before := w.Now().Add(-w.Retention)
 	tenants, err := db.TenantList(ctx, w.Pool)
 	if err != nil {
 		return fmt.Errorf("list tenants: %w", err)
 	}
+	for _, prune := range []func(context.Context, db.DBTX, uuid.UUID, time.Time, int) (int64, error){
+		db.InboundDedupPrune, db.InboundRefPrune,
+	} {
+		if err := w.pruneAll(ctx, tenants, before, prune); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *DedupPruneWorker) pruneAll(ctx context.Context, tenants []*db.Tenant, before time.Time,
+	prune func(context.Context, db.DBTX, uuid.UUID, time.Time, int) (int64, error)) error {
 	budget := w.MaxPerRun
 	for _, t := range tenants {
 		for budget > 0 {
 			var n int64
 			err := db.InTenantTx(ctx, w.Pool, t.ID, func(tx pgx.Tx) error {
 				var err error
-				n, err = db.InboundDedupPrune(ctx, tx, t.ID, before, min(w.BatchSize, budget))
+				n, err = prune(ctx, tx, t.ID, before, min(w.BatchSize, budget))
 				return err
 			})
 			if err != nil {

@@ -381,6 +381,17 @@ func attemptKey(id uuid.UUID, attemptNo int) string {
 	return fmt.Sprintf("mio-%s-%d", id, attemptNo)
 }
 
+// seriesKey is the key of an attempt series, the same on every attempt
+// of it (retries, resumed attempts after a crash): "mio-<id>" for the
+// first series, "mio-<id>-r<first attempt>" for a series an explicit
+// resend started.
+func seriesKey(id uuid.UUID, seriesFirstAttempt int) string {
+	if seriesFirstAttempt <= 1 {
+		return "mio-" + id.String()
+	}
+	return fmt.Sprintf("mio-%s-r%d", id, seriesFirstAttempt)
+}
+
 // backoff is the full-jitter delay before attempt k+1 of a series.
 func (d *Dispatcher) backoff(k int) time.Duration {
 	ceiling := d.cfg.BackoffMax

@@ -37,7 +37,7 @@ func TestDispatchResumesCrashedAttempt(t *testing.T) {
 		"handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
 	calls := b.fake.Calls()
 	require.Len(t, calls, 1)
-	require.Equal(t, fmt.Sprintf("mio-%s-1", id), calls[0].Key, "same attempt, same idempotency key")
+	require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "same series, same webhook-id")
 }
 
 // TestRequeueFromSQL: a dead letter requeued with SELECT mio.requeue(id)
@@ -89,7 +89,7 @@ func TestRequeueFromSQL(t *testing.T) {
 	require.Equal(t, 2, got.Series)
 	calls := b.fake.Calls()
 	require.Len(t, calls, 1, "delivered once")
-	require.Equal(t, fmt.Sprintf("mio-%s-2", id), calls[0].Key)
+	require.Equal(t, fmt.Sprintf("mio-%s-r2", id), calls[0].Key, "a new series, a new webhook-id")
 	require.Equal(t, 0, requeue(), "no longer a dead letter")
 }
 

@@ -167,6 +167,7 @@ func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
 		MessageID:      c.ID,
 		Attempt:        c.AttemptNo,
 		IdempotencyKey: attemptKey(c.ID, c.AttemptNo),
+		SeriesKey:      seriesKey(c.ID, c.SeriesFirstAttempt),
 		ConversationID: c.ConversationID,
 		ThreadID:       c.ThreadID,
 		Text:           c.Text,

@@ -303,10 +303,14 @@ func TestDispatchChannelMatrix(t *testing.T) {
 			})
 		}
 	}
-	// Exactly one successful call per delivered message.
+	// Exactly one successful call per delivered message; the webhook
+	// channel's webhook-id of attempt 2 is the one of attempt 1.
 	got := map[string]int{}
 	for _, c := range b.fake.Calls() {
 		got[c.Text]++
+		if c.Channel == "webhook" {
+			require.Equal(t, "mio-"+ids["webhook/"+strings.TrimPrefix(c.Text, "webhook ")].String(), c.Key, c.Text)
+		}
 	}
 	for _, ch := range outChannels {
 		for _, sc := range scenarios {

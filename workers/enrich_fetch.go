@@ -28,7 +28,10 @@ type FetchOptions struct {
 	AllowHTTP    bool
 	AllowPrivate bool
 	AllowedNets  []netip.Prefix
-	Resolve      func(ctx context.Context, host string) ([]netip.Addr, error)
+	// InternalHosts are host names downloads may reach on private
+	// addresses (fetch.Policy.InternalHosts; MIO_FETCH_INTERNAL_HOSTS).
+	InternalHosts []string
+	Resolve       func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
 // NewFetchClients builds one fetch.Client per channel of reg that
@@ -50,13 +53,14 @@ func NewFetchClients(reg *channels.Registry, o FetchOptions) map[string]*fetch.C
 			maxBytes = n
 		}
 		out[slug] = fetch.NewClient(fetch.Policy{
-			AllowedHosts: hosts,
-			AllowedNets:  o.AllowedNets,
-			AllowHTTP:    o.AllowHTTP,
-			AllowPrivate: o.AllowPrivate,
-			MaxBytes:     maxBytes,
-			Resolve:      o.Resolve,
-			Timeout:      o.Timeout,
+			AllowedHosts:  hosts,
+			AllowedNets:   o.AllowedNets,
+			InternalHosts: o.InternalHosts,
+			AllowHTTP:     o.AllowHTTP,
+			AllowPrivate:  o.AllowPrivate,
+			MaxBytes:      maxBytes,
+			Resolve:       o.Resolve,
+			Timeout:       o.Timeout,
 		})
 	}
 	return out

@@ -92,7 +92,7 @@ func TestSweeperRecoversLostDispatch(t *testing.T) {
 			require.Equal(t, c.timeline, timeline(ev))
 			calls := b.fake.Calls()
 			require.Len(t, calls, 1, "sent once")
-			require.Equal(t, fmt.Sprintf("mio-%s-1", id), calls[0].Key, "the first attempt")
+			require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "the first series")
 		})
 	}
 }

@@ -23,17 +23,21 @@ type Options struct {
 	// APIBase overrides a platform's API base URL, keyed by channel slug
 	// (tests and benchmarks point adapters at local fakes).
 	APIBase map[string]string
+	// APIBasePolicy validates the accounts' api_base_url settings on
+	// every channel. Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 }
 
 // Registry returns the registry of all six channels.
 func Registry(opts Options) *channels.Registry {
 	base := func(slug string) string { return opts.APIBase[slug] }
+	pol := opts.APIBasePolicy
 	return channels.NewRegistry(
-		slack.New(slack.Options{APIBaseURL: base("slack"), HTTPClient: opts.HTTPClient, Logger: opts.Logger}),
-		telegram.New(telegram.Options{APIBaseURL: base("telegram"), HTTPClient: opts.HTTPClient}),
-		discord.New(discord.Options{APIBaseURL: base("discord"), HTTPClient: opts.HTTPClient}),
-		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), HTTPClient: opts.HTTPClient}),
-		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), HTTPClient: opts.HTTPClient}),
+		slack.New(slack.Options{APIBaseURL: base("slack"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient, Logger: opts.Logger}),
+		telegram.New(telegram.Options{APIBaseURL: base("telegram"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
+		discord.New(discord.Options{APIBaseURL: base("discord"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
+		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
+		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
 	)
 }

@@ -46,3 +46,36 @@ func TestRegistryUsesTheGivenClient(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"agent-hooks.invalid"}, rec.hosts)
 }
+
+// TestAccountAPIBaseChecked: every platform adapter reads settings
+// api_base_url and refuses plain http unless the policy allows it.
+func TestAccountAPIBaseChecked(t *testing.T) {
+	t.Parallel()
+	creds := map[string]string{
+		"slack":     `{"bot_token":"xoxb-1"}`,
+		"telegram":  `{"bot_token":"1:abc"}`,
+		"discord":   `{"bot_token":"abc"}`,
+		"zoho_cliq": `{"access_token":"1000.x"}`,
+		"whatsapp":  `{"access_token":"EAAB"}`,
+	}
+	for slug, cred := range creds {
+		t.Run(slug, func(t *testing.T) {
+			t.Parallel()
+			acct := channels.Account{ID: uuid.New(), ExternalID: "123", Credentials: json.RawMessage(cred),
+				Settings: json.RawMessage(`{"api_base_url":"http://fake.internal:8080/"}`)}
+			prod, _ := Registry(Options{}).Get(slug)
+			_, err := prod.(channels.OutboundChannel).NewOutbound(acct)
+			require.ErrorIs(t, err, channels.ErrInvalidConfig)
+			require.ErrorContains(t, err, "api_base_url")
+
+			rec := &recorder{}
+			listed, _ := Registry(Options{HTTPClient: &http.Client{Transport: rec},
+				APIBasePolicy: channels.APIBasePolicy{HTTPHosts: []string{"fake.internal"}}}).Get(slug)
+			out, err := listed.(channels.OutboundChannel).NewOutbound(acct)
+			require.NoError(t, err)
+			_, _ = out.Send(context.Background(), &channels.OutboundMessage{MessageID: uuid.New(), Attempt: 1,
+				IdempotencyKey: "k", ConversationID: "123", Text: "hi"})
+			require.Equal(t, []string{"fake.internal:8080"}, rec.hosts, "the send went to the account's base")
+		})
+	}
+}

@@ -35,6 +35,9 @@ const DefaultTimestampTolerance = 5 * time.Minute
 type Options struct {
 	// APIBaseURL is the Discord REST API base. Default DefaultAPIBaseURL.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings (a REST
+	// proxy shared by processes, a local fake). Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient calls the Discord API. Default http.DefaultClient.
 	HTTPClient *http.Client
 	// Now is the clock used when a Request carries no Now. Default time.Now.
@@ -147,6 +150,9 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := c.AccountAPIBase(acct); err != nil {
+		return nil, err
+	}
 	return &inbound{cfg: cfg, opts: c.opts}, nil
 }
 
@@ -157,7 +163,17 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: c.opts.APIBaseURL, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
+	base, err := c.AccountAPIBase(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: base, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
+}
+
+// AccountAPIBase is the account's REST base: settings api_base_url
+// (checked by Options.APIBasePolicy), else Options.APIBaseURL.
+func (c *Channel) AccountAPIBase(acct channels.Account) (string, error) {
+	return c.opts.APIBasePolicy.AccountAPIBase("discord", acct.Settings, c.opts.APIBaseURL)
 }
 
 // ParseOutboundConfig decodes an account's configuration for sending: it

@@ -36,10 +36,15 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	if att.Source == nil || att.Source.URL == "" && att.Source.Ref == "" {
 		return nil, &channels.PermanentError{Err: errors.New("slack: attachment has no source")}
 	}
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, &channels.PermanentError{Err: err}
+	}
+	client = channels.FetchClientFor(client, base, c.apiBase)
 	hdr := http.Header{"Authorization": {"Bearer " + cfg.BotToken}}
 	u := att.Source.URL
 	if u == "" {
-		if u, err = c.fileURL(ctx, client, hdr, att.Source.Ref); err != nil {
+		if u, err = c.fileURL(ctx, client, base, hdr, att.Source.Ref); err != nil {
 			return nil, err
 		}
 	}
@@ -60,8 +65,8 @@ func isHTML(ct string) bool {
 }
 
 // fileURL resolves a file id with files.info.
-func (c *Channel) fileURL(ctx context.Context, client *fetch.Client, hdr http.Header, id string) (string, error) {
-	resp, err := client.Get(ctx, c.apiBase+"/files.info?file="+url.QueryEscape(id), hdr)
+func (c *Channel) fileURL(ctx context.Context, client *fetch.Client, base string, hdr http.Header, id string) (string, error) {
+	resp, err := client.Get(ctx, base+"/files.info?file="+url.QueryEscape(id), hdr)
 	if err != nil {
 		return "", channels.FetchError("slack files.info", err)
 	}

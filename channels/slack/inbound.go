@@ -251,6 +251,13 @@ func (in *inbound) message(ctx context.Context, p outerPayload, ev *messageEvent
 		return envelope.Message{}, channels.BadRequestf("slack: message ts %q: %v", body.TS, err)
 	}
 	msg.SentAt = sentAt
+	// ts is the message's id in its channel: message_changed carries the
+	// original's ts in message.ts, message_deleted in deleted_ts.
+	if msg.Edited || msg.Deleted {
+		msg.EditOf = envelope.NewEditRef(body.TS)
+	} else {
+		msg.PlatformMessageID = body.TS
+	}
 	if body.ThreadTS != "" && body.ThreadTS != body.TS {
 		msg.ThreadID = body.ThreadTS
 	}
@@ -275,7 +282,7 @@ func (in *inbound) message(ctx context.Context, p outerPayload, ev *messageEvent
 		if team == "" {
 			team = ev.Team
 		}
-		msg.Sender.DisplayName = in.ch.displayName(ctx, in.accountID, in.cfg.BotToken, team, body.User)
+		msg.Sender.DisplayName = in.ch.displayName(ctx, in.cfg.APIBaseURL, in.accountID, in.cfg.BotToken, team, body.User)
 	}
 	return msg, nil
 }

@@ -29,6 +29,9 @@ type Options struct {
 	// APIBaseURL is the Slack Web API base URL. Default
 	// DefaultAPIBaseURL; tests point it at an httptest server.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient calls the Web API. Default: a client with a 10 s timeout.
 	HTTPClient *http.Client
 	// Logger receives debug records about failed display name lookups.
@@ -54,6 +57,7 @@ type Options struct {
 // display name cache is shared across them.
 type Channel struct {
 	apiBase       string
+	basePolicy    channels.APIBasePolicy
 	client        *http.Client
 	logger        *slog.Logger
 	lookupTimeout time.Duration
@@ -85,6 +89,7 @@ func New(opts Options) *Channel {
 	}
 	return &Channel{
 		apiBase:       strings.TrimRight(opts.APIBaseURL, "/"),
+		basePolicy:    opts.APIBasePolicy,
 		client:        opts.HTTPClient,
 		logger:        opts.Logger,
 		lookupTimeout: opts.LookupTimeout,
@@ -109,6 +114,9 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.APIBaseURL, err = c.accountAPIBase(acct); err != nil {
+		return nil, err
+	}
 	return &inbound{ch: c, cfg: cfg, accountID: acct.ID.String()}, nil
 }
 
@@ -121,8 +129,13 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 //     users.info (the token needs the users:read scope). Required to send
 //     (chat.postMessage and chat.update need chat:write). Other keys are
 //     ignored.
-//   - settings JSON: no keys yet; when present it must be a JSON object.
+//   - settings JSON: {"api_base_url": "https://slack.com/api"} (optional;
+//     e.g. GovSlack's https://slack-gov.com/api or a local fake), checked
+//     by Options.APIBasePolicy; other keys are ignored.
 type Config struct {
+	// APIBaseURL is the account's Web API base (settings api_base_url,
+	// default Options.APIBaseURL): sends, edits, users.info, files.
+	APIBaseURL string `json:"-"`
 	// SigningSecret is the app's signing secret (the webhook secret).
 	SigningSecret string `json:"-"`
 	// BotToken is the bot user OAuth token; empty disables name lookups.
@@ -158,7 +171,16 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: c.apiBase, client: c.client, token: cfg.BotToken}, nil
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: base, client: c.client, token: cfg.BotToken}, nil
+}
+
+// accountAPIBase is acct's settings api_base_url, else Options.APIBaseURL.
+func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
+	return c.basePolicy.AccountAPIBase("slack", acct.Settings, c.apiBase)
 }
 
 // newOutboundConfig decodes acct into a Config for sending: it requires a

@@ -29,7 +29,7 @@ const maxUsersInfoBody = 1 << 20
 // trustworthy as the account that signed it, so shared entries are keyed by
 // the team from Slack's own answer, and refusals are cached per account
 // only: one tenant cannot plant names or misses for another's workspace.
-func (c *Channel) displayName(ctx context.Context, accountID, token, team, user string) string {
+func (c *Channel) displayName(ctx context.Context, base, accountID, token, team, user string) string {
 	if token == "" || user == "" {
 		return ""
 	}
@@ -45,7 +45,7 @@ func (c *Channel) displayName(ctx context.Context, accountID, token, team, user 
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.lookupTimeout)
 	defer cancel()
-	info, err := c.usersInfo(ctx, token, user)
+	info, err := c.usersInfo(ctx, base, token, user)
 	if err != nil {
 		var refused *usersInfoRefusedError
 		if errors.As(err, &refused) {
@@ -75,10 +75,10 @@ type usersInfoRefusedError struct{ code string }
 
 func (e *usersInfoRefusedError) Error() string { return "users.info: " + e.code }
 
-// usersInfo calls GET {APIBaseURL}/users.info?user=... with the bot token.
-func (c *Channel) usersInfo(ctx context.Context, token, user string) (userInfo, error) {
+// usersInfo calls GET {base}/users.info?user=... with the bot token.
+func (c *Channel) usersInfo(ctx context.Context, base, token, user string) (userInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		c.apiBase+"/users.info?user="+url.QueryEscape(user), nil)
+		base+"/users.info?user="+url.QueryEscape(user), nil)
 	if err != nil {
 		return userInfo{}, fmt.Errorf("users.info: %w", err)
 	}

@@ -251,7 +251,7 @@ func TestDisplayNameConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				user = "U" + uuid.NewString()[:6]
 			}
-			_ = ch.displayName(context.Background(), acctID, testToken, "T1", user)
+			_ = ch.displayName(context.Background(), ch.apiBase, acctID, testToken, "T1", user)
 		}()
 	}
 	wg.Wait()

@@ -36,10 +36,15 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	if att.Source == nil || att.Source.Ref == "" {
 		return nil, &channels.PermanentError{Err: errors.New("telegram: attachment has no file_id")}
 	}
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, &channels.PermanentError{Err: err}
+	}
+	client = channels.FetchClientFor(client, base, c.opts.APIBaseURL)
 	if att.Size > MaxBotDownload {
 		return nil, tooBig(att.Size)
 	}
-	resp, err := client.Get(ctx, c.opts.APIBaseURL+"/bot"+cfg.BotToken+"/getFile?file_id="+url.QueryEscape(att.Source.Ref), nil)
+	resp, err := client.Get(ctx, base+"/bot"+cfg.BotToken+"/getFile?file_id="+url.QueryEscape(att.Source.Ref), nil)
 	if err != nil {
 		return nil, channels.FetchError("telegram getFile", err)
 	}
@@ -64,7 +69,7 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 		return nil, &channels.PermanentError{Err: errors.New("telegram getFile: no file_path (file too big for bots?)")}
 	}
 	path := strings.TrimPrefix(body.Result.FilePath, "/")
-	f, err := channels.OpenURL(ctx, client, "telegram file", c.opts.APIBaseURL+"/file/bot"+cfg.BotToken+"/"+path, nil)
+	f, err := channels.OpenURL(ctx, client, "telegram file", base+"/file/bot"+cfg.BotToken+"/"+path, nil)
 	if err != nil {
 		return nil, err
 	}

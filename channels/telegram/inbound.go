@@ -56,14 +56,20 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if len(strings.TrimSpace(string(req.Body))) == 0 {
 		return nil, channels.BadRequestf("telegram: empty body")
 	}
+	return parseUpdate(req.Body)
+}
+
+// parseUpdate maps one Update's JSON (a webhook body, or one element of a
+// getUpdates answer) to at most one message.
+func parseUpdate(body []byte) (*channels.Parsed, error) {
 	var u update
-	if err := json.Unmarshal(req.Body, &u); err != nil {
+	if err := json.Unmarshal(body, &u); err != nil {
 		return nil, channels.BadRequestf("telegram: malformed update: %v", err)
 	}
 	if u.UpdateID == nil {
 		return nil, channels.BadRequestf("telegram: update_id is missing")
 	}
-	raw := append(json.RawMessage(nil), req.Body...)
+	raw := append(json.RawMessage(nil), body...)
 	sourceID := strconv.FormatInt(*u.UpdateID, 10)
 
 	var (
@@ -181,6 +187,15 @@ func fromMessage(m *message, kind string, edited bool) (envelope.Message, error)
 		Attachments:  attachments(m),
 		Edited:       edited,
 		SentAt:       unixTime(m.Date),
+	}
+	// message_id is the message's id in its chat; an edit carries the
+	// original's.
+	switch id := strconv.FormatInt(m.MessageID, 10); {
+	case m.MessageID == 0:
+	case edited:
+		out.EditOf = envelope.NewEditRef(id)
+	default:
+		out.PlatformMessageID = id
 	}
 	if out.Text == "" {
 		out.Text = m.Caption

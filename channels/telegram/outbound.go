@@ -180,14 +180,21 @@ func parseChatID(s string) (any, error) {
 // The request URL holds the bot token: channels.CallAPI keeps it out of
 // errors.
 func (o *outbound) call(ctx context.Context, method string, payload any) (int, http.Header, *apiAnswer, error) {
+	return o.callLimit(ctx, method, payload, 0)
+}
+
+// callLimit is call reading at most maxAnswer bytes of the answer (0: the
+// channels.CallAPI default).
+func (o *outbound) callLimit(ctx context.Context, method string, payload any, maxAnswer int64) (int, http.Header, *apiAnswer, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return 0, nil, nil, channels.Permanent("telegram: "+method, fmt.Errorf("encode: %w", err))
 	}
 	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
-		Op:   "telegram: " + method,
-		URL:  o.apiBase + "/bot" + o.token + "/" + method,
-		Body: b,
+		Op:        "telegram: " + method,
+		URL:       o.apiBase + "/bot" + o.token + "/" + method,
+		Body:      b,
+		MaxAnswer: maxAnswer,
 	})
 	if err != nil {
 		return 0, nil, nil, err

@@ -28,6 +28,9 @@ type Options struct {
 	// APIBaseURL is the Bot API base URL (file downloads and, later, sends).
 	// Default DefaultAPIBaseURL; tests point it at a local fake.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient makes Bot API calls. Default http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -71,6 +74,9 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := c.accountAPIBase(acct); err != nil {
+		return nil, err
+	}
 	return &inbound{cfg: cfg}, nil
 }
 
@@ -82,18 +88,28 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: c.opts.APIBaseURL, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, err
+	}
+	return &outbound{apiBase: base, client: c.opts.HTTPClient, token: cfg.BotToken}, nil
 }
 
 // Config is one Telegram account's configuration.
 //
-//   - settings: none; when present it must be a JSON object (its keys are
-//     ignored).
+//   - settings: {"api_base_url": "https://api.telegram.org"} (optional;
+//     e.g. a self-hosted Bot API server, needed for files over 20 MB),
+//     checked by Options.APIBasePolicy; other keys are ignored. When
+//     present it must be a JSON object.
 //   - credentials: {"bot_token": "123456:ABC-DEF..."}; optional for inbound
 //     (needed to download files and to send). When set it must look like a
 //     Bot API token: digits, a colon, then [A-Za-z0-9_-].
-//   - webhook secret: the secret_token given to setWebhook; required, 1–256
-//     characters of [A-Za-z0-9_-].
+//     "mode": "webhook" (default) or "polling" (MIO long-polls getUpdates,
+//     see Poller; needs bot_token) and "delete_webhook": true (with
+//     polling: deleteWebhook once when polling starts, since Telegram
+//     refuses getUpdates while a webhook is set).
+//   - webhook secret: the secret_token given to setWebhook; required
+//     unless mode is polling, 1–256 characters of [A-Za-z0-9_-].
 type Config struct {
 	// BotToken is the Bot API token, from credentials "bot_token". Optional.
 	BotToken string
@@ -107,10 +123,17 @@ var (
 	botTokenRE    = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]+$`)
 )
 
+// accountAPIBase is the account's settings api_base_url, else
+// Options.APIBaseURL.
+func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
+	return c.opts.APIBasePolicy.AccountAPIBase("telegram", acct.Settings, c.opts.APIBaseURL)
+}
+
 // ParseConfig decodes and validates an account's Telegram configuration.
 // Errors wrap channels.ErrInvalidConfig.
 func ParseConfig(acct channels.Account) (Config, error) {
-	if err := channels.DecodeObject("telegram settings", acct.Settings, &struct{}{}); err != nil {
+	poll, err := ParsePollConfig(acct.Settings)
+	if err != nil {
 		return Config{}, err
 	}
 	var creds struct {
@@ -120,6 +143,13 @@ func ParseConfig(acct channels.Account) (Config, error) {
 		return Config{}, err
 	}
 	cfg := Config{BotToken: creds.BotToken, WebhookSecret: acct.WebhookSecret}
+	switch {
+	case poll.Polling && cfg.BotToken == "":
+		return Config{}, fmt.Errorf("%w: telegram: settings mode polling needs credentials bot_token", channels.ErrInvalidConfig)
+	case poll.Polling && cfg.WebhookSecret == "":
+		// A polling bot needs no webhook: every webhook is refused.
+		return cfg, nil
+	}
 	if cfg.WebhookSecret == "" {
 		return Config{}, fmt.Errorf("%w: telegram: webhook secret is required", channels.ErrInvalidConfig)
 	}

@@ -189,6 +189,13 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	msg.ThreadID = d.ThreadID
 	msg.Sender = envelope.Sender{ID: d.Sender.ID, DisplayName: d.Sender.DisplayName, IsBot: d.Sender.IsBot}
 	msg.Text = d.Text
+	// data.message_id is the sender's id of the message: an update or
+	// delete names the message it changes with it.
+	if msg.Edited || msg.Deleted {
+		msg.EditOf = envelope.NewEditRef(d.MessageID)
+	} else {
+		msg.PlatformMessageID = d.MessageID
+	}
 	msg.SentAt = eventTime.UTC()
 	if d.SentAt != "" {
 		sentAt, err := time.Parse(time.RFC3339Nano, d.SentAt)

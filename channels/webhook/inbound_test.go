@@ -221,12 +221,13 @@ func TestParse(t *testing.T) {
 		want    envelope.Message // Raw is checked separately
 	}{
 		{fixture: "message_created.json", want: envelope.Message{
-			ChannelType:     envelope.ChannelWebhook,
-			SourceMessageID: testID,
-			Conversation:    envelope.Conversation{ID: "conv_42", Type: envelope.ConversationGroup, Title: "Support: ACME Corp"},
-			ThreadID:        "thr_7",
-			Sender:          envelope.Sender{ID: "user_1001", DisplayName: "Ada Lovelace"},
-			Text:            "Hello, the invoice is attached.",
+			ChannelType:       envelope.ChannelWebhook,
+			SourceMessageID:   testID,
+			PlatformMessageID: "msg_01HX7Q2M3N4P5R6S7T8V9W0XYZ",
+			Conversation:      envelope.Conversation{ID: "conv_42", Type: envelope.ConversationGroup, Title: "Support: ACME Corp"},
+			ThreadID:          "thr_7",
+			Sender:            envelope.Sender{ID: "user_1001", DisplayName: "Ada Lovelace"},
+			Text:              "Hello, the invoice is attached.",
 			Attachments: []envelope.Attachment{
 				{Kind: envelope.KindFile, Name: "invoice.pdf", MimeType: "application/pdf", Size: 48213, Status: envelope.AttachmentPending,
 					Source: &envelope.AttachmentSource{URL: "https://files.example.com/a/invoice.pdf"}},
@@ -248,6 +249,7 @@ func TestParse(t *testing.T) {
 		{fixture: "message_updated.json", want: envelope.Message{
 			ChannelType:     envelope.ChannelWebhook,
 			SourceMessageID: testID,
+			EditOf:          envelope.NewEditRef("msg_01HX7Q2M3N4P5R6S7T8V9W0XYZ"),
 			Conversation:    envelope.Conversation{ID: "conv_42", Type: envelope.ConversationChannel},
 			Sender:          envelope.Sender{ID: "bot_9", DisplayName: "Status bot", IsBot: true},
 			Text:            "Hello, the corrected invoice is attached.",
@@ -258,6 +260,7 @@ func TestParse(t *testing.T) {
 		{fixture: "message_deleted.json", want: envelope.Message{
 			ChannelType:     envelope.ChannelWebhook,
 			SourceMessageID: testID,
+			EditOf:          envelope.NewEditRef("msg_01HX7Q2M3N4P5R6S7T8V9W0XYZ"),
 			Conversation:    envelope.Conversation{ID: "conv_42", Type: envelope.ConversationDM},
 			Sender:          envelope.Sender{ID: "user_1001"},
 			Attachments:     []envelope.Attachment{},

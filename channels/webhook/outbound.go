@@ -28,9 +28,10 @@ const (
 )
 
 // outbound delivers messages to one account's endpoint as signed Standard
-// Webhooks. The webhook-id header is the attempt's IdempotencyKey: it is
-// the same on every retry of the attempt, so the receiver can drop
-// duplicates. Redirects are not followed (the Channel's client refuses
+// Webhooks. The webhook-id header is the message's SeriesKey: it is the
+// same on every automatic retry and after crash recovery, so the receiver
+// can drop duplicates; only an explicit resend (a new attempt series)
+// sends a new one. Redirects are not followed (the Channel's client refuses
 // them).
 type outbound struct {
 	client   *http.Client
@@ -67,12 +68,12 @@ func (o *outbound) deliver(ctx context.Context, event string, msg *channels.Outb
 	if strings.TrimSpace(msg.Text) == "" && msg.RichContent == nil && len(msg.Attachments) == 0 {
 		return nil, channels.Permanent(opDeliver, errors.New("empty message: no text, rich content or attachments"))
 	}
-	id := msg.IdempotencyKey
+	id := msg.SeriesKey
 	if id == "" {
-		id = "msg_" + msg.MessageID.String() + "_" + strconv.Itoa(msg.Attempt)
+		id = "msg_" + msg.MessageID.String()
 	}
 	if len(id) > maxIDLength || strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return nil, channels.Permanent(opDeliver, errors.New("idempotency key is not a valid webhook-id"))
+		return nil, channels.Permanent(opDeliver, errors.New("series key is not a valid webhook-id"))
 	}
 	now := o.now()
 	body, err := json.Marshal(newPayload(event, now, msg))

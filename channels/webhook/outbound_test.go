@@ -95,7 +95,8 @@ func textMessage(text string) *channels.OutboundMessage {
 	return &channels.OutboundMessage{
 		MessageID:      uuid.MustParse("6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01"),
 		Attempt:        1,
-		IdempotencyKey: "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1",
+		IdempotencyKey: "mio-6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01-1",
+		SeriesKey:      "msg_6f1c1f4e8d2a4c559c0e2b9a4f1d7e01_1_1",
 		ConversationID: "conv_42",
 		Text:           text,
 	}
@@ -170,11 +171,18 @@ func TestSendWebhookIDStableAcrossRetries(t *testing.T) {
 	require.Equal(t, got[0].Header.Get(HeaderID), got[1].Header.Get(HeaderID))
 
 	next := textMessage("hello")
-	next.Attempt, next.IdempotencyKey = 2, ""
+	next.Attempt, next.IdempotencyKey = 2, "mio-6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01-2"
 	_, _ = out.Send(context.Background(), next)
 	got = fake.recorded()
 	require.Len(t, got, 3)
-	require.Equal(t, "msg_6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01_2", got[2].Header.Get(HeaderID), "without a key the id is derived from message and attempt")
+	require.Equal(t, got[0].Header.Get(HeaderID), got[2].Header.Get(HeaderID), "the next automatic attempt keeps the webhook-id")
+
+	resent := textMessage("hello")
+	resent.Attempt, resent.SeriesKey = 3, ""
+	_, _ = out.Send(context.Background(), resent)
+	got = fake.recorded()
+	require.Len(t, got, 4)
+	require.Equal(t, "msg_6f1c1f4e-8d2a-4c55-9c0e-2b9a4f1d7e01", got[3].Header.Get(HeaderID), "without a series key the id is derived from the message alone")
 }
 
 func TestSendRedirectNotFollowed(t *testing.T) {
@@ -215,7 +223,7 @@ func TestEdit(t *testing.T) {
 			editor, ok := newTestOutbound(t, Options{}, fake.url()).(channels.Editor)
 			require.True(t, ok, "the webhook sender edits")
 			msg := textMessage("fixed")
-			msg.IdempotencyKey = "msg_edit_1"
+			msg.SeriesKey = "msg_edit_1"
 			msg.EditProviderMessageID = "ext_991"
 			res, err := editor.Edit(context.Background(), msg)
 			require.Equal(t, tt.wantKind, channelstest.ErrorKind(err), "error: %v", err)
@@ -252,7 +260,7 @@ func TestSendInvalidMessages(t *testing.T) {
 		{name: "empty", msg: textMessage(" ")},
 		{name: "key with a newline", msg: func() *channels.OutboundMessage {
 			m := textMessage("hi")
-			m.IdempotencyKey = "a\nb"
+			m.SeriesKey = "a\nb"
 			return m
 		}()},
 	}

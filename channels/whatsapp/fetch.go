@@ -39,10 +39,15 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	if att.Source == nil || att.Source.Ref == "" {
 		return nil, &channels.PermanentError{Err: errors.New("whatsapp: attachment has no media id")}
 	}
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, &channels.PermanentError{Err: err}
+	}
+	client = channels.FetchClientFor(client, base, c.opts.APIBaseURL)
 	hdr := http.Header{"Authorization": {"Bearer " + creds.AccessToken}}
 	var lastErr error
 	for range 2 {
-		u, err := c.mediaURL(ctx, client, hdr, att.Source.Ref)
+		u, err := c.mediaURL(ctx, client, base, hdr, att.Source.Ref)
 		if err != nil {
 			return nil, err
 		}
@@ -72,8 +77,8 @@ func expired(err error) bool {
 }
 
 // mediaURL looks a media id up and returns its current download URL.
-func (c *Channel) mediaURL(ctx context.Context, client *fetch.Client, hdr http.Header, id string) (string, error) {
-	resp, err := client.Get(ctx, c.opts.APIBaseURL+"/"+url.PathEscape(id), hdr)
+func (c *Channel) mediaURL(ctx context.Context, client *fetch.Client, base string, hdr http.Header, id string) (string, error) {
+	resp, err := client.Get(ctx, base+"/"+url.PathEscape(id), hdr)
 	if err != nil {
 		return "", channels.FetchError("whatsapp media lookup", err)
 	}

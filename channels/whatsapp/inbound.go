@@ -182,6 +182,16 @@ type message struct {
 		MessageID string `json:"message_id"`
 		Emoji     string `json:"emoji"`
 	} `json:"reaction"`
+	// Edit and Revoke are sent for WhatsApp Business app numbers
+	// ("coexistence"): a user edited (type edit, the new content in
+	// edit.message) or deleted (type revoke) an earlier message.
+	Edit *struct {
+		OriginalMessageID string   `json:"original_message_id"`
+		Message           *message `json:"message"`
+	} `json:"edit"`
+	Revoke *struct {
+		OriginalMessageID string `json:"original_message_id"`
+	} `json:"revoke"`
 }
 
 type media struct {
@@ -332,6 +342,30 @@ func fromMessage(m *message, names map[string]string, where string) (envelope.Me
 	if m.Context != nil {
 		out.ReplyToSourceID = m.Context.ID
 	}
+	switch {
+	case m.Type == "edit" && m.Edit != nil:
+		out.Edited, out.EditOf = true, envelope.NewEditRef(m.Edit.OriginalMessageID)
+		if m.Edit.Message != nil {
+			// The new content is an ordinary message body without its own
+			// id or sender: map it with the outer ones.
+			inner := *m.Edit.Message
+			inner.ID, inner.From, inner.Edit, inner.Revoke = m.ID, m.From, nil, nil
+			content, err := fromMessage(&inner, names, where+".edit.message")
+			if err != nil {
+				return envelope.Message{}, err
+			}
+			out.Text, out.Attachments = content.Text, content.Attachments
+			if out.ReplyToSourceID == "" {
+				out.ReplyToSourceID = content.ReplyToSourceID
+			}
+		}
+		return out, nil
+	case m.Type == "revoke" && m.Revoke != nil:
+		out.Deleted, out.EditOf = true, envelope.NewEditRef(m.Revoke.OriginalMessageID)
+		return out, nil
+	}
+	// The wamid is the message's id: what a later edit or revoke names.
+	out.PlatformMessageID = m.ID
 	addMedia := func(kind string, md *media) {
 		if md == nil {
 			return

@@ -246,7 +246,7 @@ func TestParseMessages(t *testing.T) {
 	}
 	msg := func(id string, sentAt int64) envelope.Message {
 		return envelope.Message{
-			ChannelType: envelope.ChannelWhatsApp, SourceMessageID: id,
+			ChannelType: envelope.ChannelWhatsApp, SourceMessageID: id, PlatformMessageID: id,
 			Conversation: sheenaDM, Sender: sheena, SentAt: time.Unix(sentAt, 0).UTC(),
 		}
 	}
@@ -301,16 +301,33 @@ func TestParseMessages(t *testing.T) {
 					m.Text = "first"
 				}),
 				{
-					ChannelType:     envelope.ChannelWhatsApp,
-					SourceMessageID: "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFDNCQkJCQkJCQkJCQkJCQkJCQkIA",
-					Conversation:    envelope.Conversation{ID: "5511987654321", Type: envelope.ConversationDM},
-					Sender:          envelope.Sender{ID: "5511987654321", DisplayName: "João Silva"},
-					Attachments:     []envelope.Attachment{pending(envelope.KindAudio, "1493512741585920", "", "audio/ogg; codecs=opus")},
-					SentAt:          time.Unix(1749416801, 0).UTC(),
+					ChannelType:       envelope.ChannelWhatsApp,
+					SourceMessageID:   "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFDNCQkJCQkJCQkJCQkJCQkJCQkIA",
+					PlatformMessageID: "wamid.HBgNNTUxMTk4NzY1NDMyMRUCABIYFDNCQkJCQkJCQkJCQkJCQkJCQkIA",
+					Conversation:      envelope.Conversation{ID: "5511987654321", Type: envelope.ConversationDM},
+					Sender:            envelope.Sender{ID: "5511987654321", DisplayName: "João Silva"},
+					Attachments:       []envelope.Attachment{pending(envelope.KindAudio, "1493512741585920", "", "audio/ogg; codecs=opus")},
+					SentAt:            time.Unix(1749416801, 0).UTC(),
 				},
 				// An unsupported type is kept, with empty text.
 				msg("wamid.HBgLMTY1MDUwNzY1MjAVAgASGBQzRERERERERERERERERERERERAA==", 1749416802),
 			},
+		},
+		{
+			// WhatsApp Business app numbers ("coexistence"): an edit names
+			// its original, whose wamid MIO stored as its dedup key.
+			fixture: "edit.json",
+			want: []envelope.Message{with(msg("wamid.EDIT0001", 1749416900), func(m *envelope.Message) {
+				m.PlatformMessageID, m.Edited, m.Text = "", true, "Does it come in another colour?"
+				m.EditOf = envelope.NewEditRef("wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA")
+			})},
+		},
+		{
+			fixture: "revoke.json",
+			want: []envelope.Message{with(msg("wamid.REVOKE0001", 1749416950), func(m *envelope.Message) {
+				m.PlatformMessageID, m.Deleted = "", true
+				m.EditOf = envelope.NewEditRef("wamid.HBgLMTY1MDUwNzY1MjAVAgARGBI5QTNDQTVCM0Q0Q0Q2RTY3RTcA")
+			})},
 		},
 		{fixture: "statuses.json"},
 		{fixture: "account_update.json"},

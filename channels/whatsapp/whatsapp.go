@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/miohq/mio/channels"
@@ -35,6 +36,9 @@ type Options struct {
 	// APIBaseURL is the Graph API base URL (media lookups and, later,
 	// sends). Default DefaultAPIBaseURL; tests point it at a local fake.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient makes Graph API calls. Default http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -77,6 +81,9 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := c.accountAPIBase(acct); err != nil {
+		return nil, err
+	}
 	return &inbound{cfg: cfg}, nil
 }
 
@@ -88,8 +95,12 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
+		return nil, err
+	}
 	return &outbound{
-		endpoint: c.opts.APIBaseURL + "/" + cfg.PhoneNumberID + "/messages",
+		endpoint: base + "/" + cfg.PhoneNumberID + "/messages",
 		client:   c.opts.HTTPClient,
 		token:    cfg.AccessToken,
 	}, nil
@@ -103,6 +114,11 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 //     carries every number of the app, and a conversation is
 //     (phone_number_id, wa_id), so another number's messages must not
 //     become this account's). Without it inbound keeps every change.
+//     "api_base_url" (default https://graph.facebook.com, checked by
+//     Options.APIBasePolicy) and "graph_version" (e.g. "v21.0"; default
+//     none: unversioned paths, which Meta serves with the app's default
+//     version) form the Graph base {api_base_url}/{graph_version} of
+//     sends and media lookups.
 //     Other keys are ignored; when present settings must be a JSON object.
 //   - credentials: {"verify_token": "...", "access_token": "..."}.
 //     verify_token is the Verify Token entered in the App Dashboard's
@@ -187,6 +203,30 @@ func ParseOutboundConfig(acct channels.Account) (Config, error) {
 		return Config{}, fmt.Errorf("%w: whatsapp: phone number id %q is not numeric", channels.ErrInvalidConfig, cfg.PhoneNumberID)
 	}
 	return cfg, nil
+}
+
+var graphVersionRE = regexp.MustCompile(`^v[0-9]{1,3}\.[0-9]{1,3}$`)
+
+// accountAPIBase is the account's Graph base: settings api_base_url (else
+// Options.APIBaseURL) followed by settings graph_version when set.
+func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
+	base, err := c.opts.APIBasePolicy.AccountAPIBase("whatsapp", acct.Settings, c.opts.APIBaseURL)
+	if err != nil {
+		return "", err
+	}
+	var s struct {
+		GraphVersion string `json:"graph_version"`
+	}
+	if err := channels.DecodeObject("whatsapp settings", acct.Settings, &s); err != nil {
+		return "", err
+	}
+	if s.GraphVersion == "" {
+		return base, nil
+	}
+	if !graphVersionRE.MatchString(s.GraphVersion) {
+		return "", fmt.Errorf("%w: whatsapp: settings graph_version %q is not a Graph API version such as v21.0", channels.ErrInvalidConfig, s.GraphVersion)
+	}
+	return base + "/" + s.GraphVersion, nil
 }
 
 // Sign returns the X-Hub-Signature-256 value Meta sends for body:

@@ -32,6 +32,15 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &creds); err != nil {
 		return nil, &channels.PermanentError{Err: err}
 	}
+	var s settingsJSON
+	if err := channels.DecodeObject("zoho_cliq settings", acct.Settings, &s); err != nil {
+		return nil, &channels.PermanentError{Err: err}
+	}
+	base, err := c.apiBaseURL(s)
+	if err != nil {
+		return nil, &channels.PermanentError{Err: err}
+	}
+	client = channels.FetchClientFor(client, base, c.opts.APIBaseURL)
 	var hdr http.Header
 	if creds.AccessToken != "" {
 		hdr = http.Header{"Authorization": {"Zoho-oauthtoken " + creds.AccessToken}}

@@ -468,3 +468,22 @@ func TestParseTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeConfig: the mapping in force is the defaults merged with the
+// account's overrides, without secrets.
+func TestDescribeConfig(t *testing.T) {
+	t.Parallel()
+	ch := New(Options{})
+	got, err := ch.DescribeConfig(json.RawMessage(`{"message_handlers":["message_handler"],"conversation_types":{"org":"group"}}`))
+	require.NoError(t, err)
+	d := got.(map[string]any)
+	require.Equal(t, ModeToken, d["mode"])
+	require.Equal(t, []string{"message_handler"}, d["message_handlers"])
+	require.Equal(t, DefaultFieldPaths(), d["field_paths"])
+	require.Equal(t, envelope.ConversationGroup, d["conversation_types"].(map[string]string)["org"])
+	require.Equal(t, envelope.ConversationChannel, d["conversation_types"].(map[string]string)["thread"], "a channel thread")
+	require.Equal(t, DefaultAPIBaseURL, d["api_base_url"])
+	require.Contains(t, d["source"], "zcatalyst-cli")
+	_, err = ch.DescribeConfig(json.RawMessage(`{"mode":"rsa"}`))
+	require.ErrorIs(t, err, channels.ErrInvalidConfig)
+}

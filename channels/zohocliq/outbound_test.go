@@ -84,7 +84,7 @@ func newTestOutbound(t *testing.T, apiBase string, client *http.Client, settings
 	if settings != "" {
 		acct.Settings = json.RawMessage(settings)
 	}
-	out, err := New(Options{APIBaseURL: apiBase, HTTPClient: client}).NewOutbound(acct)
+	out, err := New(Options{APIBaseURL: apiBase, HTTPClient: client, APIBasePolicy: channels.APIBasePolicy{AllowHTTP: true}}).NewOutbound(acct)
 	require.NoError(t, err)
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -111,7 +112,50 @@ func DefaultConversationTypes() map[string]string {
 		"dm":      envelope.ConversationDM,
 		"bot":     envelope.ConversationDM,
 		"channel": envelope.ConversationChannel,
+		// A channel thread (Zoho's sample: chat.type "thread" with
+		// parent_resource naming the channel); chat.id is the thread's
+		// own chat, where replies go.
+		"thread": envelope.ConversationChannel,
 	}
+}
+
+// MappingSource says where DefaultFieldPaths come from and how sure they
+// are; account creation shows it with the mapping in force.
+const MappingSource = "defaults checked against Zoho's own sample of a webhook bot's message_handler body " +
+	"(zcatalyst-cli template: {name, unique_name, handler: {type}, response_url, type: \"bot\", timestamp, " +
+	"params: {message, user, chat, attachments, ...}}) and the older flat form; not confirmed against live Cliq " +
+	"traffic: override with settings field_paths, message_handlers and dedup_field if your payloads differ"
+
+var _ channels.ConfigDescriber = (*Channel)(nil)
+
+// DescribeConfig returns the payload mapping in force for an account with
+// settings: verification mode, handler names stored, the field paths
+// (defaults merged with field_paths), conversation types, dedup key and
+// API base. Secrets are not shown.
+func (c *Channel) DescribeConfig(settings json.RawMessage) (any, error) {
+	// The shared token is a secret and not needed to describe the mapping.
+	cfg, err := c.ParseConfig(channels.Account{Settings: settings, WebhookSecret: "-"})
+	if err != nil {
+		return nil, err
+	}
+	handlers := make([]string, 0, len(cfg.MessageHandlers))
+	for h := range cfg.MessageHandlers {
+		handlers = append(handlers, h)
+	}
+	sort.Strings(handlers)
+	dedup := cfg.DedupField
+	if dedup == "" {
+		dedup = "field_paths.message_id, else sha256 of conversation id, message id or time, and text"
+	}
+	return map[string]any{
+		"source":             MappingSource,
+		"mode":               cfg.Mode,
+		"message_handlers":   handlers,
+		"field_paths":        cfg.FieldPaths,
+		"conversation_types": cfg.ConversationTypes,
+		"dedup_key":          dedup,
+		"api_base_url":       cfg.APIBaseURL,
+	}, nil
 }
 
 // Options holds the adapter's injectable dependencies. The zero value is
@@ -120,6 +164,9 @@ type Options struct {
 	// APIBaseURL is the default Cliq API base for accounts whose settings
 	// name none. Default DefaultAPIBaseURL.
 	APIBaseURL string
+	// APIBasePolicy validates the accounts' api_base_url settings.
+	// Default: https only.
+	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient calls the Cliq API. Default http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -301,7 +348,7 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 		cfg.ConversationTypes[strings.ToLower(chatType)] = convType
 	}
 
-	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	base, err := c.apiBaseURL(s)
 	if err != nil {
 		return Config{}, err
 	}
@@ -309,15 +356,13 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 	return cfg, nil
 }
 
-// apiBaseURL is settings api_base_url without a trailing slash, else def.
-func apiBaseURL(s settingsJSON, def string) (string, error) {
+// apiBaseURL is settings api_base_url (checked by Options.APIBasePolicy),
+// else Options.APIBaseURL.
+func (c *Channel) apiBaseURL(s settingsJSON) (string, error) {
 	if s.APIBaseURL == "" {
-		return def, nil
+		return c.opts.APIBaseURL, nil
 	}
-	if !channels.IsHTTPURL(s.APIBaseURL) {
-		return "", invalidf("api_base_url %q is not an http(s) URL", s.APIBaseURL)
-	}
-	return strings.TrimRight(s.APIBaseURL, "/"), nil
+	return c.opts.APIBasePolicy.Check("zoho_cliq settings "+channels.SettingAPIBaseURL, s.APIBaseURL)
 }
 
 // NewInbound validates the account's configuration and returns its webhook
@@ -362,7 +407,7 @@ func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
 	case channels.HasSpaceOrControl(cfg.AccessToken):
 		return Config{}, invalidf("credentials access_token contains whitespace or control characters")
 	}
-	base, err := apiBaseURL(s, c.opts.APIBaseURL)
+	base, err := c.apiBaseURL(s)
 	if err != nil {
 		return Config{}, err
 	}

@@ -321,7 +321,7 @@ func adminAccountCreate(ctx context.Context, svc *admin.Service, a *adminArgs, g
 		return nil, err
 	}
 	p := admin.AccountCreateParams{TenantID: tid, ChannelType: a.channel, DisplayName: a.name, ExternalID: a.externalID,
-		Registry: builtin.Registry(builtin.Options{})}
+		Registry: builtin.Registry(builtin.Options{APIBasePolicy: apiBasePolicyFromEnv(getenv)})}
 	if a.settingsFile != "" {
 		if p.Settings, err = os.ReadFile(a.settingsFile); err != nil {
 			return nil, fmt.Errorf("settings file: %w", err)

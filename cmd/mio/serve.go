@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,15 +19,18 @@ import (
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
+	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/polling"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -78,7 +82,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			return err
 		}
 	}
-	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels")})
+	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
+		APIBasePolicy: apiBasePolicy(cfg)})
 	// One account cache for webhooks, dispatch and attachment fetches.
 	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	store, err := openBlob(ctx, cfg)
@@ -115,6 +120,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
+	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
@@ -165,6 +171,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	servers.shutdown(sctx, log)
+	stopPolling()
 	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
@@ -289,6 +296,7 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		MaxBytes:          cfg.AttachmentMaxBytes,
 		MaxBytesByChannel: cfg.AttachmentMaxBytesByChannel,
 		AllowedHosts:      cfg.FetchAllowedHosts,
+		InternalHosts:     cfg.FetchInternalHosts,
 		Timeout:           cfg.FetchTimeout,
 	})
 	set.AddEnrich(&workers.EnrichWorker{
@@ -303,6 +311,52 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
 		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
 	}, cfg.RetentionInterval)
+}
+
+// startPolling runs the long-poll intakes (Telegram accounts in settings
+// mode polling) in the worker roles; the returned func stops them, giving
+// their leases up.
+func startPolling(cfg *config.Config, pool *pgxpool.Pool, in *ingest.Ingester, accts *accounts.Resolver,
+	registry *channels.Registry, m *metrics.Metrics, log *slog.Logger) (stop func()) {
+	ch, _ := registry.Get(envelope.ChannelTelegram)
+	tg, ok := ch.(*telegram.Channel)
+	if !ok || (cfg.Role != "all" && cfg.Role != "worker") {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	r := polling.New(polling.Config{Pool: pool, Ingester: in, Accounts: accts, Telegram: tg,
+		Logger: log.With("component", "polling"),
+		OnStored: func(channelType string, inserted, duplicates int) {
+			m.InboundMessages.WithLabelValues(channelType).Add(float64(inserted))
+			m.DedupTotal.WithLabelValues(channelType).Add(float64(duplicates))
+		}})
+	go func() {
+		defer close(done)
+		_ = r.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// apiBasePolicy is what accounts' api_base_url settings may name: https,
+// or plain http with MIO_ENV=dev or on MIO_API_ALLOW_HTTP_HOSTS.
+func apiBasePolicy(cfg *config.Config) channels.APIBasePolicy {
+	return channels.APIBasePolicy{AllowHTTP: cfg.Env == "dev", HTTPHosts: cfg.APIAllowHTTPHosts}
+}
+
+// apiBasePolicyFromEnv is apiBasePolicy for commands that do not load the
+// whole configuration (mio admin account create checks settings locally).
+func apiBasePolicyFromEnv(getenv env) channels.APIBasePolicy {
+	var hosts []string
+	for _, h := range strings.Split(getenv("MIO_API_ALLOW_HTTP_HOSTS"), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			hosts = append(hosts, h)
+		}
+	}
+	return channels.APIBasePolicy{AllowHTTP: getenv("MIO_ENV") != "prod", HTTPHosts: hosts}
 }
 
 // platformClient is the HTTP client of the channel adapters' platform API

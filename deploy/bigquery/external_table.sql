@@ -20,6 +20,7 @@ CREATE OR REPLACE EXTERNAL TABLE `@PROJECT.raw_mio.messages_external` (
     source STRUCT<url STRING, ref STRING>>>,
   edited BOOL NOT NULL,
   deleted BOOL NOT NULL,
+  edit_of STRUCT<id STRING, source_message_id STRING NOT NULL, platform_message_id STRING NOT NULL>,
   sent_at TIMESTAMP NOT NULL,
   received_at TIMESTAMP NOT NULL,
   raw JSON,

@@ -17,6 +17,7 @@ CREATE TABLE IF NOT EXISTS `@PROJECT.raw_mio.messages` (
     source STRUCT<url STRING, ref STRING>>>,
   edited BOOL NOT NULL,
   deleted BOOL NOT NULL,
+  edit_of STRUCT<id STRING, source_message_id STRING NOT NULL, platform_message_id STRING NOT NULL>,
   sent_at TIMESTAMP NOT NULL,
   received_at TIMESTAMP NOT NULL,
   raw JSON,

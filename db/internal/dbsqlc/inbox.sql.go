@@ -35,6 +35,28 @@ func (q *Queries) InboundDedupPrune(ctx context.Context, db DBTX, arg *InboundDe
 	return result.RowsAffected(), nil
 }
 
+const InboundRefPrune = `-- name: InboundRefPrune :execrows
+DELETE FROM mio.inbound_refs
+WHERE ctid = ANY (ARRAY(
+    SELECT r.ctid FROM mio.inbound_refs AS r WHERE r.tenant_id = $1::uuid AND r.created_at < $2::timestamptz ORDER BY r.created_at LIMIT $3::int
+))
+`
+
+type InboundRefPruneParams struct {
+	TenantID uuid.UUID
+	Before   time.Time
+	MaxRows  int32
+}
+
+// Deletes at most @max_rows edit references older than @before.
+func (q *Queries) InboundRefPrune(ctx context.Context, db DBTX, arg *InboundRefPruneParams) (int64, error) {
+	result, err := db.Exec(ctx, InboundRefPrune, arg.TenantID, arg.Before, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const InboxGet = `-- name: InboxGet :one
 SELECT tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at FROM mio.inbox WHERE tenant_id = $1 AND id = $2
 `
@@ -78,44 +100,71 @@ WITH input AS (
            unnest($7::text[]) AS state,
            unnest($8::text[]) AS envelope,
            unnest($9::bytea[]) AS raw,
-           unnest($10::timestamptz[]) AS received_at
+           unnest($10::timestamptz[]) AS received_at,
+           unnest($11::text[]) AS platform_message_id,
+           unnest($12::text[]) AS edit_of_platform_id
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
     SELECT $1::uuid, account_id, source_message_id, id FROM input
     ON CONFLICT DO NOTHING
     RETURNING message_id
+),
+refs AS (
+    INSERT INTO mio.inbound_refs (tenant_id, account_id, conversation_id, platform_message_id, message_id, source_message_id)
+    SELECT $1::uuid, input.account_id, input.conversation_id, input.platform_message_id, input.id, input.source_message_id
+    FROM input
+    JOIN dedup ON dedup.message_id = input.id
+    WHERE input.platform_message_id <> ''
+    ON CONFLICT DO NOTHING
 )
 INSERT INTO mio.inbox (
     tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state,
     envelope, raw, received_at, ready_xid, ready_seq, ready_at
 )
 SELECT $1::uuid, input.id, input.account_id, input.channel_type, input.source_message_id,
-       input.conversation_id, input.state, input.envelope::jsonb, input.raw, input.received_at,
+       input.conversation_id, input.state,
+       CASE WHEN orig.message_id IS NULL THEN input.envelope::jsonb
+            ELSE jsonb_set(input.envelope::jsonb, '{edit_of}',
+                 coalesce(input.envelope::jsonb -> 'edit_of', '{}'::jsonb)
+                 || jsonb_build_object('id', orig.message_id, 'source_message_id', orig.source_message_id))
+       END,
+       input.raw, input.received_at,
        CASE WHEN input.state = 'ready' THEN pg_current_xact_id() END,
        CASE WHEN input.state = 'ready' THEN nextval('mio.inbox_ready_seq') END,
        CASE WHEN input.state = 'ready' THEN input.received_at END
 FROM input
 JOIN dedup ON dedup.message_id = input.id
+LEFT JOIN mio.inbound_refs AS orig
+       ON input.edit_of_platform_id <> ''
+      AND orig.tenant_id = $1::uuid AND orig.account_id = input.account_id
+      AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
 RETURNING id
 `
 
 type InboxInsertBatchParams struct {
-	TenantID         uuid.UUID
-	Ids              []uuid.UUID
-	AccountIds       []uuid.UUID
-	ChannelTypes     []string
-	SourceMessageIds []string
-	ConversationIds  []string
-	States           []string
-	Envelopes        []string
-	Raws             [][]byte
-	ReceivedAts      []time.Time
+	TenantID           uuid.UUID
+	Ids                []uuid.UUID
+	AccountIds         []uuid.UUID
+	ChannelTypes       []string
+	SourceMessageIds   []string
+	ConversationIds    []string
+	States             []string
+	Envelopes          []string
+	Raws               [][]byte
+	ReceivedAts        []time.Time
+	PlatformMessageIds []string
+	EditOfPlatformIds  []string
 }
 
 // Inserts dedup keys and inbox rows for one tenant in one statement: a row
 // whose (account, source id) already exists is skipped (a redelivery) and
-// only the ids actually inserted are returned.
+// only the ids actually inserted are returned. A new message with a
+// platform message id is recorded in inbound_refs; an edit naming one
+// (edit_of_platform_id) gets the stored original's id and
+// source_message_id merged into its envelope's edit_of. An original
+// stored by the same statement is not visible to it (the edit keeps only
+// the platform id).
 func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInsertBatchParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, InboxInsertBatch,
 		arg.TenantID,
@@ -128,6 +177,8 @@ func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInser
 		arg.Envelopes,
 		arg.Raws,
 		arg.ReceivedAts,
+		arg.PlatformMessageIds,
+		arg.EditOfPlatformIds,
 	)
 	if err != nil {
 		return nil, err

@@ -234,6 +234,16 @@ type MioInboundDedup struct {
 	CreatedAt       time.Time
 }
 
+type MioInboundRef struct {
+	TenantID          uuid.UUID
+	AccountID         uuid.UUID
+	ConversationID    string
+	PlatformMessageID string
+	MessageID         uuid.UUID
+	SourceMessageID   string
+	CreatedAt         time.Time
+}
+
 type MioInbox struct {
 	TenantID        uuid.UUID
 	ID              uuid.UUID
@@ -344,6 +354,15 @@ type MioRateBucket struct {
 	BucketKey string
 	Tokens    float64
 	UpdatedAt time.Time
+}
+
+type MioTelegramPoller struct {
+	TenantID   uuid.UUID
+	AccountID  uuid.UUID
+	NextOffset int64
+	Holder     *uuid.UUID
+	LeaseUntil time.Time
+	UpdatedAt  time.Time
 }
 
 type MioTenant struct {
