@@ -339,42 +339,88 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
 	out := make([]db.IngestGroupResult, len(groups))
-	var enrich []river.InsertManyParams
 	for n, g := range groups {
 		if n > 0 {
 			if err := db.SetTenant(ctx, tx, g.TenantID); err != nil {
 				return nil, err
 			}
 		}
-		if len(g.Rows) > 0 {
-			ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
-			if err != nil {
-				return nil, fmt.Errorf("insert inbox: %w", err)
-			}
-			out[n].Inserted = ids
-			inserted := make(map[uuid.UUID]bool, len(ids))
-			for _, id := range ids {
-				inserted[id] = true
-			}
-			for _, r := range g.Rows {
-				if inserted[r.ID] && r.State == db.InboxReceived {
-					enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
-				}
-			}
-		}
-		if len(g.Events) > 0 {
-			if out[n].NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
-				return nil, fmt.Errorf("insert provider events: %w", err)
-			}
-		}
-	}
-	if len(enrich) > 0 {
-		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
-			return nil, fmt.Errorf("enqueue enrich jobs: %w", err)
+		if out[n], err = in.writeGroup(ctx, tx, g); err != nil {
+			return nil, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// writeGroup writes one tenant's rows in tx (its tenant already set) and
+// enqueues their enrich jobs there.
+func (in *Ingester) writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup) (db.IngestGroupResult, error) {
+	var out db.IngestGroupResult
+	var enrich []river.InsertManyParams
+	if len(g.Rows) > 0 {
+		ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
+		if err != nil {
+			return out, fmt.Errorf("insert inbox: %w", err)
+		}
+		out.Inserted = ids
+		inserted := make(map[uuid.UUID]bool, len(ids))
+		for _, id := range ids {
+			inserted[id] = true
+		}
+		for _, r := range g.Rows {
+			if inserted[r.ID] && r.State == db.InboxReceived && in.cfg.River != nil {
+				enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+			}
+		}
+	}
+	if len(g.Events) > 0 {
+		var err error
+		if out.NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
+			return out, fmt.Errorf("insert provider events: %w", err)
+		}
+	}
+	if len(enrich) > 0 {
+		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
+			return out, fmt.Errorf("enqueue enrich jobs: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// IngestWith commits req alone, in its own tenant transaction, together
+// with the caller's writes: also runs in that transaction after the rows
+// (and their enrich jobs) are written and sees which messages were new.
+// An error from also rolls everything back. Intakes that keep a position
+// with their messages (the Discord Gateway's sequence, a reconciler's
+// cursor) use it instead of the group commit of Ingest.
+func (in *Ingester) IngestWith(ctx context.Context, req *Request, also func(ctx context.Context, tx pgx.Tx, res *Result) error) (*Result, error) {
+	res := &Result{}
+	tx, err := db.BeginTenant(ctx, in.pool, req.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(context.Background()) //nolint:errcheck
+	if len(req.Messages) > 0 || len(req.Statuses) > 0 {
+		g, err := in.writeGroup(ctx, tx, db.IngestGroup{TenantID: req.TenantID, Rows: req.Messages, Events: req.Statuses})
+		if err != nil {
+			return nil, err
+		}
+		res.Inserted, res.NewStatuses = g.Inserted, g.NewEvents
+		res.Duplicates = len(req.Messages) - len(g.Inserted)
+	}
+	if also != nil {
+		if err := also(ctx, tx, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, err
+	}
+	if len(res.Inserted) > 0 && in.cfg.OnCommit != nil {
+		in.cfg.OnCommit(req.TenantID)
+	}
+	return res, nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/gateway"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
@@ -114,6 +115,19 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	})
 	ingester.Start()
 
+	// Discord Gateway sessions run where workers run (one holder per
+	// account across processes, leases in mio.gateway_sessions).
+	gatewayDone := make(chan struct{})
+	gwCtx, stopGateway := context.WithCancel(context.Background())
+	defer stopGateway()
+	if cfg.Role == "all" || cfg.Role == "worker" {
+		gw := gateway.New(pool, gateway.Config{Accounts: accts, Ingester: ingester, Metrics: m,
+			Logger: log.With("component", "gateway")})
+		go func() { defer close(gatewayDone); gw.Run(gwCtx) }()
+	} else {
+		close(gatewayDone)
+	}
+
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
 
@@ -160,6 +174,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	servers.shutdown(sctx, log)
+	stopGateway()
+	<-gatewayDone // its sessions commit through the ingester
 	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
