@@ -67,6 +67,11 @@ type Config struct {
 	// Metrics counts committed and duplicate messages; nil records
 	// nowhere.
 	Metrics *metrics.Metrics
+	// OnSessionLost, when set, is called after an account's session could
+	// not be resumed (events between the last committed one and the new
+	// session are not replayed): mio serve enqueues a catch-up run of the
+	// reconciler for the account.
+	OnSessionLost func(tenantID, accountID uuid.UUID)
 	// Scan is the interval between account scans. Default 2 s.
 	Scan time.Duration
 }
@@ -349,9 +354,14 @@ func (h *handler) save(ctx context.Context, tx pgx.Tx, r discord.GatewayResume) 
 }
 
 func (h *handler) Session(ctx context.Context, r discord.GatewayResume) error {
-	return db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
+	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
 		return h.save(ctx, tx, r)
 	})
+	if err == nil && r.SessionID == "" && h.m.cfg.OnSessionLost != nil {
+		// The zero resume point: the session became invalid.
+		h.m.cfg.OnSessionLost(h.lease.TenantID, h.lease.AccountID)
+	}
+	return err
 }
 
 func (h *handler) Messages(ctx context.Context, r discord.GatewayResume, parsed *channels.Parsed) error {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,7 @@ type testBundle struct {
 	fake     *fakeGateway
 	tenant   uuid.UUID
 	account  uuid.UUID
+	lost     atomic.Int32 // OnSessionLost calls
 }
 
 func setup(t *testing.T, token string) *testBundle {
@@ -79,7 +81,8 @@ func (b *testBundle) manager(t *testing.T) (*Manager, func(abandon bool)) {
 		Accounts: b.resolver, Ingester: b.ingester,
 		Discord:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, MaxPayload: 64 << 10},
 		IdentifyInterval: 10 * time.Millisecond, LeaseTTL: time.Second, Scan: 50 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnSessionLost: func(_, _ uuid.UUID) { b.lost.Add(1) },
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -218,6 +221,7 @@ func TestResumeReplaysFromStoredSequence(t *testing.T) {
 	require.Equal(t, []int64{stored}, b.fake.resumes, "RESUME carries the stored sequence")
 	require.Equal(t, 1, b.fake.identifies)
 	b.fake.mu.Unlock()
+	require.Zero(t, b.lost.Load())
 }
 
 func TestZombieConnectionReconnects(t *testing.T) {
@@ -251,6 +255,7 @@ func TestInvalidSessionReidentifies(t *testing.T) {
 	b.fake.mu.Lock()
 	require.Empty(t, b.fake.resumes, "a session that is not resumable is identified anew")
 	b.fake.mu.Unlock()
+	require.Equal(t, int32(1), b.lost.Load(), "a lost session asks for a catch-up")
 }
 
 func TestTwoManagersOneConnection(t *testing.T) {
@@ -326,4 +331,47 @@ func TestWrongTokenDisablesAccount(t *testing.T) {
 	}))
 	require.Equal(t, db.AccountDisabled, status)
 	require.Zero(t, m.Held())
+}
+
+func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	ctx := context.Background()
+	a := &db.GatewayLeaseParams{TenantID: b.tenant, AccountID: b.account, Holder: uuid.New(), TTL: time.Hour}
+	other := *a
+	other.Holder = uuid.New()
+	inTx := func(fn func(tx pgx.Tx) error) error { return db.InTenantTx(ctx, b.env.Pool, b.tenant, fn) }
+
+	require.NoError(t, inTx(func(tx pgx.Tx) error { _, err := db.GatewayLeaseAcquire(ctx, tx, a); return err }))
+	err := inTx(func(tx pgx.Tx) error { _, err := db.GatewayLeaseAcquire(ctx, tx, &other); return err })
+	require.ErrorIs(t, err, db.ErrNotFound, "a live lease is not taken")
+
+	// One IDENTIFY slot per interval, whoever asks.
+	var first, second time.Duration
+	require.NoError(t, inTx(func(tx pgx.Tx) error {
+		var err error
+		first, err = db.GatewayIdentifyTake(ctx, tx, a, time.Hour)
+		return err
+	}))
+	require.NoError(t, inTx(func(tx pgx.Tx) error {
+		var err error
+		second, err = db.GatewayIdentifyTake(ctx, tx, a, time.Hour)
+		return err
+	}))
+	require.Zero(t, first)
+	require.Greater(t, second, 59*time.Minute)
+
+	// The lease expires; another holder takes it; the first can no longer
+	// record a resume point (its message commits roll back).
+	require.NoError(t, inTx(func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE mio.gateway_sessions SET lease_until = now() - interval '1 second'`)
+		return err
+	}))
+	require.NoError(t, inTx(func(tx pgx.Tx) error { _, err := db.GatewayLeaseAcquire(ctx, tx, &other); return err }))
+	err = inTx(func(tx pgx.Tx) error {
+		return db.GatewaySessionSave(ctx, tx, &db.GatewaySessionSaveParams{TenantID: b.tenant, AccountID: b.account,
+			Holder: a.Holder, SessionID: "s", Seq: 9})
+	})
+	require.ErrorIs(t, err, db.ErrNotFound)
+	require.ErrorIs(t, inTx(func(tx pgx.Tx) error { return db.GatewayLeaseRenew(ctx, tx, a) }), db.ErrNotFound)
 }

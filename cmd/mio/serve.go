@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/accounts"
@@ -95,6 +96,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger: log.With("component", "dispatch")})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
+	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
+		ActiveWithin: cfg.ReconcileWindow, Metrics: metrics.NewReconcile(m.Registry), Logger: log.With("component", "reconcile")})
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
@@ -114,6 +117,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
+	reconciler.Ingester = ingester // before River starts
 
 	// Discord Gateway sessions run where workers run (one holder per
 	// account across processes, leases in mio.gateway_sessions).
@@ -122,7 +126,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer stopGateway()
 	if cfg.Role == "all" || cfg.Role == "worker" {
 		gw := gateway.New(pool, gateway.Config{Accounts: accts, Ingester: ingester, Metrics: m,
-			Logger: log.With("component", "gateway")})
+			Logger: log.With("component", "gateway"),
+			OnSessionLost: func(tenantID, accountID uuid.UUID) {
+				// Catch up what the lost session did not replay.
+				args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
+				if _, err := riverClient.Insert(gwCtx, args, nil); err != nil {
+					log.Warn("enqueue catch-up after a lost gateway session", "account_id", accountID, "err", err)
+				}
+			}})
 		go func() { defer close(gatewayDone); gw.Run(gwCtx) }()
 	} else {
 		close(gatewayDone)
