@@ -32,6 +32,7 @@ type fakeGateway struct {
 	live        int
 	maxLive     int
 	identifies  int
+	readies     int // READY dispatches sent
 	resumes     []int64
 	noACKConns  map[int]bool // connection numbers (1-based) that get no ACK
 	changed     chan struct{}
@@ -192,11 +193,16 @@ func (f *fakeGateway) dispatch(typ string, data any) {
 	e := fakeEvent{seq: f.seq, typ: typ, data: b}
 	f.log = append(f.log, e)
 	conn := f.cur
-	f.notify()
 	f.mu.Unlock()
 	if conn != nil {
 		f.write(context.Background(), conn, map[string]any{"op": 0, "s": e.seq, "t": e.typ, "d": e.data})
 	}
+	f.mu.Lock()
+	if typ == "READY" {
+		f.readies++
+	}
+	f.notify()
+	f.mu.Unlock()
 }
 
 // raw sends bytes as they are on the current connection.

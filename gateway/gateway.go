@@ -241,7 +241,7 @@ func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg d
 	}()
 	opts := m.cfg.Discord
 	opts.Logger = log
-	err := discord.NewGateway(gcfg, opts).Run(ctx, resume, &handler{m: m, lease: lease})
+	err := discord.NewGateway(gcfg, opts).Run(ctx, resume, &handler{m: m, lease: lease, lost: cancel})
 	cancel()
 	<-renewed
 	var closed *discord.GatewayClosedError
@@ -318,6 +318,7 @@ func (m *Manager) disable(lease *db.GatewayLeaseParams, closed *discord.GatewayC
 type handler struct {
 	m     *Manager
 	lease *db.GatewayLeaseParams
+	lost  context.CancelFunc // ends the session when a write finds the lease lost
 }
 
 func (h *handler) Identify(ctx context.Context) error {
@@ -348,6 +349,9 @@ func (h *handler) save(ctx context.Context, tx pgx.Tx, r discord.GatewayResume) 
 		TenantID: h.lease.TenantID, AccountID: h.lease.AccountID, Holder: h.lease.Holder,
 		SessionID: r.SessionID, ResumeURL: r.URL, Seq: r.Seq})
 	if errors.Is(err, db.ErrNotFound) {
+		// Another process holds the account now: stop at once rather than
+		// reconnecting next to it.
+		h.lost()
 		return errors.New("gateway: lease lost")
 	}
 	return err

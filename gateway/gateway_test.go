@@ -154,7 +154,7 @@ func (b *testBundle) session(t *testing.T) (sessionID string, seq int64, holder 
 }
 
 func identified(n int) func(f *fakeGateway) bool {
-	return func(f *fakeGateway) bool { return f.identifies >= n && f.cur != nil }
+	return func(f *fakeGateway) bool { return f.readies >= n && f.cur != nil }
 }
 
 func TestMessagesStoredOnce(t *testing.T) {
@@ -374,4 +374,23 @@ func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {
 	})
 	require.ErrorIs(t, err, db.ErrNotFound)
 	require.ErrorIs(t, inTx(func(tx pgx.Tx) error { return db.GatewayLeaseRenew(ctx, tx, a) }), db.ErrNotFound)
+}
+
+func TestLostLeaseStopsSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	m, _ := b.manager(t)
+	b.waitFake(t, "identify", identified(1))
+	b.fake.dispatch(discord.EventMessageCreate, message("7001", "500", "77", "1", "x"))
+	b.waitStored(t, 1)
+	// Another process took the account over (this one stalled past its
+	// lease): the next commit is refused and the session stops.
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE mio.gateway_sessions SET holder = $1, lease_until = now() + interval '1 hour'`, uuid.New())
+		return err
+	}))
+	b.fake.dispatch(discord.EventMessageCreate, message("7002", "500", "77", "1", "y"))
+	b.waitFake(t, "connection closed", func(f *fakeGateway) bool { return f.live == 0 })
+	require.Eventually(t, func() bool { return m.Held() == 0 }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, []string{"7001"}, b.stored(t), "a holder without its lease writes nothing")
 }
