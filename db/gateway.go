@@ -94,16 +94,29 @@ func GatewaySessionSave(ctx context.Context, tx DBTX, p *GatewaySessionSaveParam
 	return nil
 }
 
+// GatewayIdentifySlot is a reserved IDENTIFY: the wait for its slot, the
+// IDENTIFYs counted in the current day's window (this one included) and
+// the time left in that window.
+type GatewayIdentifySlot struct {
+	Wait       time.Duration
+	Identifies int
+	WindowLeft time.Duration
+}
+
 // GatewayIdentifyTake reserves the account's next IDENTIFY slot, at least
 // interval after the previous one (whichever process sent it), and
-// returns how long to wait for it. ErrNotFound: p.Holder holds no row.
-func GatewayIdentifyTake(ctx context.Context, tx DBTX, p *GatewayLeaseParams, interval time.Duration) (time.Duration, error) {
-	secs, err := queries().GatewayIdentifyTake(ctx, tx, &dbsqlc.GatewayIdentifyTakeParams{
+// counts it in the day's window. ErrNotFound: p.Holder holds no row.
+func GatewayIdentifyTake(ctx context.Context, tx DBTX, p *GatewayLeaseParams, interval time.Duration) (*GatewayIdentifySlot, error) {
+	r, err := queries().GatewayIdentifyTake(ctx, tx, &dbsqlc.GatewayIdentifyTakeParams{
 		TenantID: p.TenantID, AccountID: p.AccountID, Holder: &p.Holder, IntervalSeconds: interval.Seconds()})
 	if err != nil {
-		return 0, translate(err)
+		return nil, translate(err)
 	}
-	return time.Duration(secs * float64(time.Second)), nil
+	return &GatewayIdentifySlot{
+		Wait:       time.Duration(r.WaitSeconds * float64(time.Second)),
+		Identifies: int(r.Identifies),
+		WindowLeft: time.Duration(r.WindowLeftSeconds * float64(time.Second)),
+	}, nil
 }
 
 // GatewayFail records why an account's connection stopped for good and

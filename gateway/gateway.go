@@ -58,6 +58,11 @@ type Config struct {
 	// IdentifyInterval spaces IDENTIFYs of one account across processes.
 	// Default discord.IdentifyInterval (5 s).
 	IdentifyInterval time.Duration
+	// IdentifyDailyLimit caps an account's IDENTIFYs per day: Discord
+	// allows 1000 session starts a day and resets the token of a bot that
+	// goes over; past the cap the session waits for the next day's window.
+	// Default 900.
+	IdentifyDailyLimit int
 	// Ingester commits messages. Required.
 	Ingester *ingest.Ingester
 	// LeaseTTL is how long a lease lasts without renewal: the takeover
@@ -103,6 +108,9 @@ func New(pool *pgxpool.Pool, cfg Config) *Manager {
 	}
 	if cfg.IdentifyInterval <= 0 {
 		cfg.IdentifyInterval = discord.IdentifyInterval
+	}
+	if cfg.IdentifyDailyLimit <= 0 {
+		cfg.IdentifyDailyLimit = 900
 	}
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
@@ -322,14 +330,20 @@ type handler struct {
 }
 
 func (h *handler) Identify(ctx context.Context) error {
-	var wait time.Duration
+	var slot *db.GatewayIdentifySlot
 	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
 		var err error
-		wait, err = db.GatewayIdentifyTake(ctx, tx, h.lease, h.m.cfg.IdentifyInterval)
+		slot, err = db.GatewayIdentifyTake(ctx, tx, h.lease, h.m.cfg.IdentifyInterval)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("identify slot: %w", err)
+	}
+	wait := slot.Wait
+	if slot.Identifies > h.m.cfg.IdentifyDailyLimit {
+		wait = max(wait, slot.WindowLeft)
+		h.m.cfg.Logger.Error("gateway: daily IDENTIFY budget spent; waiting for the next window",
+			"account_id", h.lease.AccountID, "identifies", slot.Identifies, "wait", wait)
 	}
 	if wait <= 0 {
 		return nil

@@ -75,15 +75,19 @@ func setup(t *testing.T, token string) *testBundle {
 
 // manager starts a Manager on the bundle's database; the returned stop
 // ends it (abandon: without releasing its leases, like a killed process).
-func (b *testBundle) manager(t *testing.T) (*Manager, func(abandon bool)) {
+func (b *testBundle) manager(t *testing.T, tune ...func(*Config)) (*Manager, func(abandon bool)) {
 	t.Helper()
-	m := New(b.env.Pool, Config{
+	cfg := Config{
 		Accounts: b.resolver, Ingester: b.ingester,
 		Discord:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, MaxPayload: 64 << 10},
 		IdentifyInterval: 10 * time.Millisecond, LeaseTTL: time.Second, Scan: 50 * time.Millisecond,
 		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnSessionLost: func(_, _ uuid.UUID) { b.lost.Add(1) },
-	})
+	}
+	for _, f := range tune {
+		f(&cfg)
+	}
+	m := New(b.env.Pool, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
@@ -347,7 +351,7 @@ func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {
 	require.ErrorIs(t, err, db.ErrNotFound, "a live lease is not taken")
 
 	// One IDENTIFY slot per interval, whoever asks.
-	var first, second time.Duration
+	var first, second *db.GatewayIdentifySlot
 	require.NoError(t, inTx(func(tx pgx.Tx) error {
 		var err error
 		first, err = db.GatewayIdentifyTake(ctx, tx, a, time.Hour)
@@ -358,8 +362,22 @@ func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {
 		second, err = db.GatewayIdentifyTake(ctx, tx, a, time.Hour)
 		return err
 	}))
-	require.Zero(t, first)
-	require.Greater(t, second, 59*time.Minute)
+	require.Zero(t, first.Wait)
+	require.Greater(t, second.Wait, 59*time.Minute)
+	require.Equal(t, 1, first.Identifies)
+	require.Equal(t, 2, second.Identifies, "IDENTIFYs are counted per day")
+	require.Greater(t, second.WindowLeft, 23*time.Hour)
+	// A day later the window starts again.
+	require.NoError(t, inTx(func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `UPDATE mio.gateway_sessions SET identify_window = now() - interval '25 hours', identify_at = now()`)
+		return err
+	}))
+	require.NoError(t, inTx(func(tx pgx.Tx) error {
+		var err error
+		second, err = db.GatewayIdentifyTake(ctx, tx, a, time.Hour)
+		return err
+	}))
+	require.Equal(t, 1, second.Identifies)
 
 	// The lease expires; another holder takes it; the first can no longer
 	// record a resume point (its message commits roll back).
@@ -393,4 +411,19 @@ func TestLostLeaseStopsSession(t *testing.T) {
 	b.waitFake(t, "connection closed", func(f *fakeGateway) bool { return f.live == 0 })
 	require.Eventually(t, func() bool { return m.Held() == 0 }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, []string{"7001"}, b.stored(t), "a holder without its lease writes nothing")
+}
+
+func TestDailyIdentifyBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	m, _ := b.manager(t, func(c *Config) { c.IdentifyDailyLimit = 1 })
+	b.waitFake(t, "identify", identified(1))
+	b.fake.op(9, false)
+	b.waitFake(t, "reconnect", func(f *fakeGateway) bool { return f.conns >= 2 })
+	start := m.scans.Load()
+	require.Eventually(t, func() bool { return m.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
+	b.fake.mu.Lock()
+	defer b.fake.mu.Unlock()
+	require.Equal(t, 1, b.fake.identifies, "past the day's budget the session waits instead of identifying")
+	require.Equal(t, 1, m.Held(), "and keeps its lease while it waits")
 }

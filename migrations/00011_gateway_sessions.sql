@@ -25,6 +25,10 @@ CREATE TABLE mio.gateway_sessions (
     seq           bigint      NOT NULL DEFAULT 0,
     -- The next IDENTIFY may be sent at this time (identify rate limit).
     identify_at   timestamptz NOT NULL DEFAULT 'epoch',
+    -- IDENTIFYs since identify_window began (Discord allows 1000 session
+    -- starts a day and resets the token of a bot that goes over).
+    identifies      integer     NOT NULL DEFAULT 0,
+    identify_window timestamptz NOT NULL DEFAULT 'epoch',
     -- Why the connection stopped for good (e.g. the token was refused).
     error         text        NOT NULL DEFAULT '',
     updated_at    timestamptz NOT NULL DEFAULT now(),

@@ -24,11 +24,18 @@ SET session_id = @session_id, resume_url = @resume_url, seq = @seq, updated_at =
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder AND lease_until >= now();
 
 -- name: GatewayIdentifyTake :one
--- Reserves the next IDENTIFY slot and returns the seconds to wait for it.
+-- Reserves the next IDENTIFY slot and counts it in the day's window;
+-- returns the seconds to wait for the slot, the IDENTIFYs in the window
+-- and the seconds left in it.
 UPDATE mio.gateway_sessions
-SET identify_at = greatest(now(), identify_at) + make_interval(secs => @interval_seconds::float8), updated_at = now()
+SET identify_window = CASE WHEN identify_window > now() - interval '1 day' THEN identify_window ELSE now() END,
+    identifies = CASE WHEN identify_window > now() - interval '1 day' THEN identifies + 1 ELSE 1 END,
+    identify_at = greatest(now(), identify_at) + make_interval(secs => @interval_seconds::float8),
+    updated_at = now()
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder
-RETURNING greatest(0, extract(epoch FROM identify_at - now()) - @interval_seconds::float8)::float8 AS wait_seconds;
+RETURNING greatest(0, extract(epoch FROM identify_at - now()) - @interval_seconds::float8)::float8 AS wait_seconds,
+    identifies,
+    greatest(0, extract(epoch FROM identify_window + interval '1 day' - now()))::float8 AS window_left_seconds;
 
 -- name: GatewayFail :exec
 UPDATE mio.gateway_sessions

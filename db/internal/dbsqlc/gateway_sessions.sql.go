@@ -31,9 +31,14 @@ func (q *Queries) GatewayFail(ctx context.Context, db DBTX, arg *GatewayFailPara
 
 const GatewayIdentifyTake = `-- name: GatewayIdentifyTake :one
 UPDATE mio.gateway_sessions
-SET identify_at = greatest(now(), identify_at) + make_interval(secs => $1::float8), updated_at = now()
+SET identify_window = CASE WHEN identify_window > now() - interval '1 day' THEN identify_window ELSE now() END,
+    identifies = CASE WHEN identify_window > now() - interval '1 day' THEN identifies + 1 ELSE 1 END,
+    identify_at = greatest(now(), identify_at) + make_interval(secs => $1::float8),
+    updated_at = now()
 WHERE tenant_id = $2 AND account_id = $3 AND holder = $4
-RETURNING greatest(0, extract(epoch FROM identify_at - now()) - $1::float8)::float8 AS wait_seconds
+RETURNING greatest(0, extract(epoch FROM identify_at - now()) - $1::float8)::float8 AS wait_seconds,
+    identifies,
+    greatest(0, extract(epoch FROM identify_window + interval '1 day' - now()))::float8 AS window_left_seconds
 `
 
 type GatewayIdentifyTakeParams struct {
@@ -43,17 +48,25 @@ type GatewayIdentifyTakeParams struct {
 	Holder          *uuid.UUID
 }
 
-// Reserves the next IDENTIFY slot and returns the seconds to wait for it.
-func (q *Queries) GatewayIdentifyTake(ctx context.Context, db DBTX, arg *GatewayIdentifyTakeParams) (float64, error) {
+type GatewayIdentifyTakeRow struct {
+	WaitSeconds       float64
+	Identifies        int32
+	WindowLeftSeconds float64
+}
+
+// Reserves the next IDENTIFY slot and counts it in the day's window;
+// returns the seconds to wait for the slot, the IDENTIFYs in the window
+// and the seconds left in it.
+func (q *Queries) GatewayIdentifyTake(ctx context.Context, db DBTX, arg *GatewayIdentifyTakeParams) (GatewayIdentifyTakeRow, error) {
 	row := db.QueryRow(ctx, GatewayIdentifyTake,
 		arg.IntervalSeconds,
 		arg.TenantID,
 		arg.AccountID,
 		arg.Holder,
 	)
-	var wait_seconds float64
-	err := row.Scan(&wait_seconds)
-	return wait_seconds, err
+	var i GatewayIdentifyTakeRow
+	err := row.Scan(&i.WaitSeconds, &i.Identifies, &i.WindowLeftSeconds)
+	return i, err
 }
 
 const GatewayLeaseAcquire = `-- name: GatewayLeaseAcquire :one
@@ -62,7 +75,7 @@ VALUES ($1, $2, $3, now() + make_interval(secs => $4::float8))
 ON CONFLICT (tenant_id, account_id) DO UPDATE
     SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
-RETURNING tenant_id, account_id, holder, lease_until, session_id, resume_url, seq, identify_at, error, updated_at
+RETURNING tenant_id, account_id, holder, lease_until, session_id, resume_url, seq, identify_at, identifies, identify_window, error, updated_at
 `
 
 type GatewayLeaseAcquireParams struct {
@@ -90,6 +103,8 @@ func (q *Queries) GatewayLeaseAcquire(ctx context.Context, db DBTX, arg *Gateway
 		&i.ResumeUrl,
 		&i.Seq,
 		&i.IdentifyAt,
+		&i.Identifies,
+		&i.IdentifyWindow,
 		&i.Error,
 		&i.UpdatedAt,
 	)

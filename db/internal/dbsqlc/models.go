@@ -159,16 +159,18 @@ type MioDeadLetter struct {
 }
 
 type MioGatewaySession struct {
-	TenantID   uuid.UUID
-	AccountID  uuid.UUID
-	Holder     *uuid.UUID
-	LeaseUntil time.Time
-	SessionID  string
-	ResumeUrl  string
-	Seq        int64
-	IdentifyAt time.Time
-	Error      string
-	UpdatedAt  time.Time
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	Holder         *uuid.UUID
+	LeaseUntil     time.Time
+	SessionID      string
+	ResumeUrl      string
+	Seq            int64
+	IdentifyAt     time.Time
+	Identifies     int32
+	IdentifyWindow time.Time
+	Error          string
+	UpdatedAt      time.Time
 }
 
 type MioInboundDedup struct {
