@@ -20,6 +20,7 @@ import (
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/discord"
+	"github.com/miohq/mio/channels/discord/discordtest"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/envelope"
@@ -35,7 +36,7 @@ type testBundle struct {
 	env      *dbtest.Env
 	resolver *accounts.Resolver
 	ingester *ingest.Ingester
-	fake     *fakeGateway
+	fake     *discordtest.Gateway
 	tenant   uuid.UUID
 	account  uuid.UUID
 	lost     atomic.Int32 // OnSessionLost calls
@@ -49,7 +50,7 @@ func setup(t *testing.T, token string) *testBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	registry := builtin.Registry(builtin.Options{})
-	b := &testBundle{env: dbtest.New(t), fake: newFakeGateway(t, "good-token")}
+	b := &testBundle{env: dbtest.New(t), fake: discordtest.NewGateway(t, "good-token")}
 	b.resolver = accounts.NewResolver(b.env.Pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	b.ingester = ingest.New(b.env.Pool, ingest.Config{})
 	b.ingester.Start()
@@ -61,7 +62,7 @@ func setup(t *testing.T, token string) *testBundle {
 	require.NoError(t, err)
 	spec := &accounts.Spec{TenantID: b.tenant, ID: b.account, ChannelType: envelope.ChannelDiscord, DisplayName: "d",
 		WebhookSecret: hex.EncodeToString(pub),
-		Settings:      json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.url())),
+		Settings:      json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.URL())),
 		Credentials:   json.RawMessage(fmt.Sprintf(`{"bot_token": %q}`, token))}
 	require.NoError(t, spec.Validate(registry))
 	row, err := spec.Seal(box)
@@ -115,11 +116,11 @@ func (w testWriter) Write(p []byte) (int, error) {
 }
 
 // waitFake waits for a fake Gateway condition.
-func (b *testBundle) waitFake(t *testing.T, what string, cond func(f *fakeGateway) bool) {
+func (b *testBundle) waitFake(t *testing.T, what string, cond func(f discordtest.Stats) bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	require.True(t, b.fake.wait(ctx, cond), "fake gateway: %s", what)
+	require.True(t, b.fake.Wait(ctx, cond), "fake gateway: %s", what)
 }
 
 // stored returns the source_message_ids in the inbox, oldest first.
@@ -157,8 +158,8 @@ func (b *testBundle) session(t *testing.T) (sessionID string, seq int64, holder 
 	return
 }
 
-func identified(n int) func(f *fakeGateway) bool {
-	return func(f *fakeGateway) bool { return f.readies >= n && f.cur != nil }
+func identified(n int) func(f discordtest.Stats) bool {
+	return func(f discordtest.Stats) bool { return f.Readies >= n && f.Connected }
 }
 
 func TestMessagesStoredOnce(t *testing.T) {
@@ -167,28 +168,27 @@ func TestMessagesStoredOnce(t *testing.T) {
 	b.manager(t)
 	b.waitFake(t, "identify", identified(1))
 
-	b.fake.dispatch(discord.EventMessageCreate, message("1001", "500", "77", "1", "in a guild channel"))
-	b.fake.dispatch(discord.EventMessageCreate, message("1002", "600", "77", "1", "in a thread"))
-	b.fake.dispatch(discord.EventMessageCreate, message("1003", "700", "", "2", "a DM"))
-	b.fake.dispatch(discord.EventMessageCreate, message("1004", "700", "", "999", "the bot itself: left out"))
-	edit := message("1001", "500", "77", "1", "edited")
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("1001", "500", "77", "1", "in a guild channel"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("1002", "600", "77", "1", "in a thread"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("1003", "700", "", "2", "a DM"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("1004", "700", "", "999", "the bot itself: left out"))
+	edit := discordtest.Message("1001", "500", "77", "1", "edited")
 	edit["edited_timestamp"] = "2026-11-23T10:05:00.000000+00:00"
-	b.fake.dispatch(discord.EventMessageUpdate, edit)
-	b.fake.dispatch(discord.EventMessageUpdate, map[string]any{"id": "1002", "channel_id": "600", "embeds": []any{}})
-	b.fake.dispatch(discord.EventMessageDelete, map[string]any{"id": "1003", "channel_id": "700"})
+	b.fake.Dispatch(discord.EventMessageUpdate, edit)
+	b.fake.Dispatch(discord.EventMessageUpdate, map[string]any{"id": "1002", "channel_id": "600", "embeds": []any{}})
+	b.fake.Dispatch(discord.EventMessageDelete, map[string]any{"id": "1003", "channel_id": "700"})
 	// Bad input: skipped, the connection stays.
-	b.fake.raw([]byte("{not json"))
-	b.fake.raw([]byte(`{"op":0,"s":null,"t":"MESSAGE_CREATE","d":` + strings.Repeat(" ", 100<<10) + `{}}`))
-	b.fake.dispatch(discord.EventMessageCreate, map[string]any{"id": "not-a-snowflake", "channel_id": "1"})
-	b.fake.dispatch(discord.EventMessageCreate, message("1005", "500", "77", "1", "after the bad ones"))
+	b.fake.Raw([]byte("{not json"))
+	b.fake.Raw([]byte(`{"op":0,"s":null,"t":"MESSAGE_CREATE","d":` + strings.Repeat(" ", 100<<10) + `{}}`))
+	b.fake.Dispatch(discord.EventMessageCreate, map[string]any{"id": "not-a-snowflake", "channel_id": "1"})
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("1005", "500", "77", "1", "after the bad ones"))
 
 	ids := b.waitStored(t, 5)
 	require.Equal(t, []string{"1001", "1002", "1003", "1001:edit:2026-11-23T10:05:00.000000+00:00", "1003:delete", "1005"}, b.waitStored(t, 6))
 	_ = ids
-	b.fake.mu.Lock()
-	require.Equal(t, 1, b.fake.conns, "bad payloads must not cost the connection")
-	lastSeq := b.fake.seq
-	b.fake.mu.Unlock()
+	st := b.fake.Stats()
+	require.Equal(t, 1, st.Conns, "bad payloads must not cost the connection")
+	lastSeq := st.Seq
 	sid, seq, _, _ := b.session(t)
 	require.Equal(t, "s1", sid)
 	require.Equal(t, lastSeq, seq, "the last message's sequence is committed with it")
@@ -209,38 +209,35 @@ func TestResumeReplaysFromStoredSequence(t *testing.T) {
 	b.manager(t)
 	b.waitFake(t, "identify", identified(1))
 	for i := range 3 {
-		b.fake.dispatch(discord.EventMessageCreate, message(fmt.Sprint(2000+i), "500", "77", "1", "before"))
+		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(2000+i), "500", "77", "1", "before"))
 	}
 	b.waitStored(t, 3)
 	_, stored, _, _ := b.session(t)
-	b.fake.drop()
+	b.fake.Drop()
 	// Sent while the connection is down: the resume replays them.
 	for i := 3; i < 6; i++ {
-		b.fake.dispatch(discord.EventMessageCreate, message(fmt.Sprint(2000+i), "500", "77", "1", "during"))
+		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(2000+i), "500", "77", "1", "during"))
 	}
-	b.waitFake(t, "resume", func(f *fakeGateway) bool { return len(f.resumes) >= 1 })
+	b.waitFake(t, "resume", func(f discordtest.Stats) bool { return len(f.Resumes) >= 1 })
 	ids := b.waitStored(t, 6)
 	require.Len(t, ids, 6)
-	b.fake.mu.Lock()
-	require.Equal(t, []int64{stored}, b.fake.resumes, "RESUME carries the stored sequence")
-	require.Equal(t, 1, b.fake.identifies)
-	b.fake.mu.Unlock()
+	st := b.fake.Stats()
+	require.Equal(t, []int64{stored}, st.Resumes, "RESUME carries the stored sequence")
+	require.Equal(t, 1, st.Identifies)
 	require.Zero(t, b.lost.Load())
 }
 
 func TestZombieConnectionReconnects(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "good-token")
-	b.fake.mu.Lock()
-	b.fake.heartbeatMS = 30
-	b.fake.noACKConns[1] = true
-	b.fake.mu.Unlock()
+	b.fake.SetHeartbeatInterval(30)
+	b.fake.WithholdACK(1)
 	b.manager(t)
 	b.waitFake(t, "identify", identified(1))
-	b.fake.dispatch(discord.EventMessageCreate, message("3001", "500", "77", "1", "x"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("3001", "500", "77", "1", "x"))
 	// No ACK on the first connection: the client drops it and resumes.
-	b.waitFake(t, "resume after a missing ACK", func(f *fakeGateway) bool { return len(f.resumes) >= 1 && f.conns >= 2 })
-	b.fake.dispatch(discord.EventMessageCreate, message("3002", "500", "77", "1", "y"))
+	b.waitFake(t, "resume after a missing ACK", func(f discordtest.Stats) bool { return len(f.Resumes) >= 1 && f.Conns >= 2 })
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("3002", "500", "77", "1", "y"))
 	require.Equal(t, []string{"3001", "3002"}, b.waitStored(t, 2))
 }
 
@@ -249,16 +246,15 @@ func TestInvalidSessionReidentifies(t *testing.T) {
 	b := setup(t, "good-token")
 	b.manager(t)
 	b.waitFake(t, "identify", identified(1))
-	b.fake.dispatch(discord.EventMessageCreate, message("4001", "500", "77", "1", "x"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("4001", "500", "77", "1", "x"))
 	b.waitStored(t, 1)
-	b.fake.op(9, false)
+	b.fake.Op(9, false)
 	b.waitFake(t, "second identify", identified(2))
-	b.fake.dispatch(discord.EventMessageCreate, message("4002", "500", "77", "1", "y"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("4002", "500", "77", "1", "y"))
 	require.Equal(t, []string{"4001", "4002"}, b.waitStored(t, 2))
 	require.Eventually(t, func() bool { sid, _, _, _ := b.session(t); return sid == "s2" }, 10*time.Second, 10*time.Millisecond)
-	b.fake.mu.Lock()
-	require.Empty(t, b.fake.resumes, "a session that is not resumable is identified anew")
-	b.fake.mu.Unlock()
+	st := b.fake.Stats()
+	require.Empty(t, st.Resumes, "a session that is not resumable is identified anew")
 	require.Equal(t, int32(1), b.lost.Load(), "a lost session asks for a catch-up")
 }
 
@@ -271,13 +267,12 @@ func TestTwoManagersOneConnection(t *testing.T) {
 	start := m1.scans.Load() + m2.scans.Load()
 	require.Eventually(t, func() bool { return m1.scans.Load()+m2.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
 	for i := range 5 {
-		b.fake.dispatch(discord.EventMessageCreate, message(fmt.Sprint(5000+i), "500", "77", "1", "x"))
+		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(5000+i), "500", "77", "1", "x"))
 	}
 	require.Len(t, b.waitStored(t, 5), 5)
-	b.fake.mu.Lock()
-	defer b.fake.mu.Unlock()
-	require.Equal(t, 1, b.fake.conns)
-	require.Equal(t, 1, b.fake.maxLive)
+	st := b.fake.Stats()
+	require.Equal(t, 1, st.Conns)
+	require.Equal(t, 1, st.MaxLive)
 	require.Equal(t, 1, m1.Held()+m2.Held())
 }
 
@@ -287,7 +282,7 @@ func TestTakeoverAfterHolderDies(t *testing.T) {
 	_, stop1 := b.manager(t)
 	b.waitFake(t, "identify", identified(1))
 	for i := range 3 {
-		b.fake.dispatch(discord.EventMessageCreate, message(fmt.Sprint(6000+i), "500", "77", "1", "first holder"))
+		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(6000+i), "500", "77", "1", "first holder"))
 	}
 	b.waitStored(t, 3)
 	_, stored, holder1, _ := b.session(t)
@@ -295,19 +290,18 @@ func TestTakeoverAfterHolderDies(t *testing.T) {
 
 	// The holder dies without releasing its lease (kill -9).
 	stop1(true)
-	b.waitFake(t, "connection gone", func(f *fakeGateway) bool { return f.live == 0 })
+	b.waitFake(t, "connection gone", func(f discordtest.Stats) bool { return f.Live == 0 })
 	_, _, held, _ := b.session(t)
 	require.Equal(t, holder1, held, "a dead holder keeps its lease until it expires")
 	for i := 3; i < 6; i++ {
-		b.fake.dispatch(discord.EventMessageCreate, message(fmt.Sprint(6000+i), "500", "77", "1", "while nobody holds it"))
+		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(6000+i), "500", "77", "1", "while nobody holds it"))
 	}
 	m2, _ := b.manager(t)
-	b.waitFake(t, "resume by the new holder", func(f *fakeGateway) bool { return len(f.resumes) >= 1 })
+	b.waitFake(t, "resume by the new holder", func(f discordtest.Stats) bool { return len(f.Resumes) >= 1 })
 	require.Len(t, b.waitStored(t, 6), 6)
-	b.fake.mu.Lock()
-	require.Equal(t, []int64{stored}, b.fake.resumes, "the new holder resumes from the stored sequence")
-	require.Equal(t, 1, b.fake.identifies)
-	b.fake.mu.Unlock()
+	st := b.fake.Stats()
+	require.Equal(t, []int64{stored}, st.Resumes, "the new holder resumes from the stored sequence")
+	require.Equal(t, 1, st.Identifies)
 	require.Equal(t, 1, m2.Held())
 	_, _, holder2, _ := b.session(t)
 	require.NotEqual(t, holder1, holder2)
@@ -317,16 +311,15 @@ func TestWrongTokenDisablesAccount(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "wrong-token")
 	m, _ := b.manager(t)
-	b.waitFake(t, "first connection", func(f *fakeGateway) bool { return f.conns >= 1 })
+	b.waitFake(t, "first connection", func(f discordtest.Stats) bool { return f.Conns >= 1 })
 	require.Eventually(t, func() bool { _, _, _, e := b.session(t); return e != "" }, 20*time.Second, 10*time.Millisecond)
 	start := m.scans.Load()
 	require.Eventually(t, func() bool { return m.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
 	_, _, _, reason := b.session(t)
 	require.Contains(t, reason, "4004")
 	require.Contains(t, reason, "token")
-	b.fake.mu.Lock()
-	require.Equal(t, 1, b.fake.conns, "no reconnect storm")
-	b.fake.mu.Unlock()
+	st := b.fake.Stats()
+	require.Equal(t, 1, st.Conns, "no reconnect storm")
 	var status string
 	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
 		a, err := db.AccountGet(context.Background(), tx, b.tenant, b.account)
@@ -399,7 +392,7 @@ func TestLostLeaseStopsSession(t *testing.T) {
 	b := setup(t, "good-token")
 	m, _ := b.manager(t)
 	b.waitFake(t, "identify", identified(1))
-	b.fake.dispatch(discord.EventMessageCreate, message("7001", "500", "77", "1", "x"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("7001", "500", "77", "1", "x"))
 	b.waitStored(t, 1)
 	// Another process took the account over (this one stalled past its
 	// lease): the next commit is refused and the session stops.
@@ -407,8 +400,8 @@ func TestLostLeaseStopsSession(t *testing.T) {
 		_, err := tx.Exec(context.Background(), `UPDATE mio.gateway_sessions SET holder = $1, lease_until = now() + interval '1 hour'`, uuid.New())
 		return err
 	}))
-	b.fake.dispatch(discord.EventMessageCreate, message("7002", "500", "77", "1", "y"))
-	b.waitFake(t, "connection closed", func(f *fakeGateway) bool { return f.live == 0 })
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("7002", "500", "77", "1", "y"))
+	b.waitFake(t, "connection closed", func(f discordtest.Stats) bool { return f.Live == 0 })
 	require.Eventually(t, func() bool { return m.Held() == 0 }, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, []string{"7001"}, b.stored(t), "a holder without its lease writes nothing")
 }
@@ -418,12 +411,11 @@ func TestDailyIdentifyBudget(t *testing.T) {
 	b := setup(t, "good-token")
 	m, _ := b.manager(t, func(c *Config) { c.IdentifyDailyLimit = 1 })
 	b.waitFake(t, "identify", identified(1))
-	b.fake.op(9, false)
-	b.waitFake(t, "reconnect", func(f *fakeGateway) bool { return f.conns >= 2 })
+	b.fake.Op(9, false)
+	b.waitFake(t, "reconnect", func(f discordtest.Stats) bool { return f.Conns >= 2 })
 	start := m.scans.Load()
 	require.Eventually(t, func() bool { return m.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
-	b.fake.mu.Lock()
-	defer b.fake.mu.Unlock()
-	require.Equal(t, 1, b.fake.identifies, "past the day's budget the session waits instead of identifying")
+	st := b.fake.Stats()
+	require.Equal(t, 1, st.Identifies, "past the day's budget the session waits instead of identifying")
 	require.Equal(t, 1, m.Held(), "and keeps its lease while it waits")
 }

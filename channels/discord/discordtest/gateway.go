@@ -1,10 +1,15 @@
-package gateway
+// Package discordtest is a fake of Discord's Gateway for tests: an
+// in-process websocket server that speaks HELLO, IDENTIFY → READY, RESUME
+// → replay of the session's events after the given sequence + RESUMED,
+// heartbeats → ACK, and the opcodes, closes and drops a test asks for.
+package discordtest
 
 import (
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,12 +18,12 @@ import (
 	"github.com/coder/websocket"
 )
 
-// fakeGateway speaks Discord's Gateway protocol: HELLO, IDENTIFY → READY,
+// Gateway speaks Discord's Gateway protocol: HELLO, IDENTIFY → READY,
 // RESUME → replay of the session's events after the given sequence +
 // RESUMED, heartbeats → ACK (unless told not to), and the closes and
 // opcodes a test asks for.
-type fakeGateway struct {
-	t     *testing.T
+type Gateway struct {
+	t     testing.TB
 	srv   *httptest.Server
 	token string // the token IDENTIFY and RESUME must carry
 
@@ -26,7 +31,7 @@ type fakeGateway struct {
 	heartbeatMS int
 	session     string
 	seq         int64
-	log         []fakeEvent
+	log         []event
 	cur         *websocket.Conn
 	conns       int
 	live        int
@@ -38,33 +43,52 @@ type fakeGateway struct {
 	changed     chan struct{}
 }
 
-type fakeEvent struct {
+type event struct {
 	seq  int64
 	typ  string
 	data json.RawMessage
 }
 
-func newFakeGateway(t *testing.T, token string) *fakeGateway {
-	f := &fakeGateway{t: t, token: token, heartbeatMS: 45000, noACKConns: map[int]bool{}, changed: make(chan struct{})}
+// NewGateway starts a fake Gateway that accepts token; closed at cleanup.
+func NewGateway(t testing.TB, token string) *Gateway {
+	f := &Gateway{t: t, token: token, heartbeatMS: 45000, noACKConns: map[int]bool{}, changed: make(chan struct{})}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
 }
 
-// url is the Gateway URL accounts point gateway_url at.
-func (f *fakeGateway) url() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") }
+// URL is the Gateway URL to set as an account's gateway_url.
+func (f *Gateway) URL() string { return "ws" + strings.TrimPrefix(f.srv.URL, "http") }
 
-// notify wakes waiters after any state change (under f.mu).
-func (f *fakeGateway) notify() {
-	close(f.changed)
-	f.changed = make(chan struct{})
+// Stats is a snapshot of what the fake has seen.
+type Stats struct {
+	Conns      int     // connections accepted
+	Live       int     // connections open now
+	MaxLive    int     // most connections open at once
+	Identifies int     // IDENTIFYs accepted
+	Readies    int     // READY dispatches sent
+	Resumes    []int64 // the sequence of every RESUME
+	Seq        int64   // the session's last sequence
+	Connected  bool    // a connection is current
 }
 
-// wait blocks until cond holds (checked after every change).
-func (f *fakeGateway) wait(ctx context.Context, cond func(f *fakeGateway) bool) bool {
+func (f *Gateway) stats() Stats {
+	return Stats{Conns: f.conns, Live: f.live, MaxLive: f.maxLive, Identifies: f.identifies, Readies: f.readies,
+		Resumes: slices.Clone(f.resumes), Seq: f.seq, Connected: f.cur != nil}
+}
+
+// Stats returns a snapshot.
+func (f *Gateway) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats()
+}
+
+// Wait blocks until cond holds (checked after every change) or ctx ends.
+func (f *Gateway) Wait(ctx context.Context, cond func(Stats) bool) bool {
 	for {
 		f.mu.Lock()
-		ok := cond(f)
+		ok := cond(f.stats())
 		ch := f.changed
 		f.mu.Unlock()
 		if ok {
@@ -78,7 +102,28 @@ func (f *fakeGateway) wait(ctx context.Context, cond func(f *fakeGateway) bool) 
 	}
 }
 
-func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
+// SetHeartbeatInterval sets the heartbeat_interval of the next HELLOs.
+// Default 45000 ms.
+func (f *Gateway) SetHeartbeatInterval(ms int) {
+	f.mu.Lock()
+	f.heartbeatMS = ms
+	f.mu.Unlock()
+}
+
+// WithholdACK makes connection n (1-based) get no heartbeat ACK.
+func (f *Gateway) WithholdACK(n int) {
+	f.mu.Lock()
+	f.noACKConns[n] = true
+	f.mu.Unlock()
+}
+
+// notify wakes waiters after any state change (under f.mu).
+func (f *Gateway) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	conn, err := websocket.Accept(w, r, nil)
 	if err != nil {
 		return
@@ -139,7 +184,7 @@ func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 			f.session = "s" + strconv.Itoa(f.identifies)
 			f.seq, f.log = 0, nil
 			f.mu.Unlock()
-			f.dispatch("READY", map[string]any{"session_id": f.session, "resume_gateway_url": f.url(),
+			f.Dispatch("READY", map[string]any{"session_id": f.session, "resume_gateway_url": f.URL(),
 				"user": map[string]string{"id": "999"}})
 		case 6:
 			var d struct {
@@ -151,7 +196,7 @@ func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
 			f.resumes = append(f.resumes, d.Seq)
 			ok := d.SessionID == f.session && d.Token == f.token
-			var replay []fakeEvent
+			var replay []event
 			for _, e := range f.log {
 				if e.seq > d.Seq {
 					replay = append(replay, e)
@@ -166,12 +211,12 @@ func (f *fakeGateway) serve(w http.ResponseWriter, r *http.Request) {
 			for _, e := range replay {
 				f.write(ctx, conn, map[string]any{"op": 0, "s": e.seq, "t": e.typ, "d": e.data})
 			}
-			f.dispatch("RESUMED", map[string]any{})
+			f.Dispatch("RESUMED", map[string]any{})
 		}
 	}
 }
 
-func (f *fakeGateway) write(ctx context.Context, conn *websocket.Conn, v any) {
+func (f *Gateway) write(ctx context.Context, conn *websocket.Conn, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		f.t.Error(err)
@@ -180,9 +225,9 @@ func (f *fakeGateway) write(ctx context.Context, conn *websocket.Conn, v any) {
 	_ = conn.Write(ctx, websocket.MessageText, b)
 }
 
-// dispatch logs an event in the session and sends it on the current
+// Dispatch logs an event in the session and sends it on the current
 // connection, if any (a resume replays it otherwise).
-func (f *fakeGateway) dispatch(typ string, data any) {
+func (f *Gateway) Dispatch(typ string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		f.t.Error(err)
@@ -190,7 +235,7 @@ func (f *fakeGateway) dispatch(typ string, data any) {
 	}
 	f.mu.Lock()
 	f.seq++
-	e := fakeEvent{seq: f.seq, typ: typ, data: b}
+	e := event{seq: f.seq, typ: typ, data: b}
 	f.log = append(f.log, e)
 	conn := f.cur
 	f.mu.Unlock()
@@ -205,8 +250,8 @@ func (f *fakeGateway) dispatch(typ string, data any) {
 	f.mu.Unlock()
 }
 
-// raw sends bytes as they are on the current connection.
-func (f *fakeGateway) raw(b []byte) {
+// Raw sends bytes as they are on the current connection.
+func (f *Gateway) Raw(b []byte) {
 	f.mu.Lock()
 	conn := f.cur
 	f.mu.Unlock()
@@ -215,8 +260,8 @@ func (f *fakeGateway) raw(b []byte) {
 	}
 }
 
-// op sends an opcode on the current connection.
-func (f *fakeGateway) op(op int, d any) {
+// Op sends an opcode on the current connection.
+func (f *Gateway) Op(op int, d any) {
 	f.mu.Lock()
 	conn := f.cur
 	f.mu.Unlock()
@@ -225,8 +270,8 @@ func (f *fakeGateway) op(op int, d any) {
 	}
 }
 
-// drop cuts the current connection without a close frame.
-func (f *fakeGateway) drop() {
+// Drop cuts the current connection without a close frame.
+func (f *Gateway) Drop() {
 	f.mu.Lock()
 	conn := f.cur
 	f.mu.Unlock()
@@ -235,8 +280,8 @@ func (f *fakeGateway) drop() {
 	}
 }
 
-// message is a MESSAGE_CREATE payload.
-func message(id, channelID, guildID, author, content string) map[string]any {
+// Message is a MESSAGE_CREATE payload (guildID "": a DM).
+func Message(id, channelID, guildID, author, content string) map[string]any {
 	m := map[string]any{"id": id, "channel_id": channelID, "content": content, "type": 0,
 		"timestamp": "2026-11-23T10:00:00.000000+00:00", "edited_timestamp": nil,
 		"author": map[string]any{"id": author, "username": "user" + author}, "attachments": []any{}}
