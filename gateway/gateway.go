@@ -72,6 +72,8 @@ type Config struct {
 	// Metrics counts committed and duplicate messages; nil records
 	// nowhere.
 	Metrics *metrics.Metrics
+	// GatewayMetrics counts sessions and reconnects; nil records nowhere.
+	GatewayMetrics *metrics.Gateway
 	// OnSessionLost, when set, is called after an account's session could
 	// not be resumed (events between the last committed one and the new
 	// session are not replayed): mio serve enqueues a catch-up run of the
@@ -249,6 +251,11 @@ func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg d
 	}()
 	opts := m.cfg.Discord
 	opts.Logger = log
+	if gm := m.cfg.GatewayMetrics; gm != nil {
+		gm.Sessions.Inc()
+		defer gm.Sessions.Dec()
+		opts.OnReconnect = func(reason string) { gm.Reconnects.WithLabelValues(reason).Inc() }
+	}
 	err := discord.NewGateway(gcfg, opts).Run(ctx, resume, &handler{m: m, lease: lease, lost: cancel})
 	cancel()
 	<-renewed

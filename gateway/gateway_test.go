@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/accounts"
@@ -25,6 +26,7 @@ import (
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/secretbox"
 )
 
@@ -40,6 +42,7 @@ type testBundle struct {
 	tenant   uuid.UUID
 	account  uuid.UUID
 	lost     atomic.Int32 // OnSessionLost calls
+	metrics  *metrics.Gateway
 }
 
 func setup(t *testing.T, token string) *testBundle {
@@ -50,7 +53,7 @@ func setup(t *testing.T, token string) *testBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	registry := builtin.Registry(builtin.Options{})
-	b := &testBundle{env: dbtest.New(t), fake: discordtest.NewGateway(t, "good-token")}
+	b := &testBundle{env: dbtest.New(t), fake: discordtest.NewGateway(t, "good-token"), metrics: metrics.NewGateway(nil)}
 	b.resolver = accounts.NewResolver(b.env.Pool, accounts.ResolverConfig{Box: box, Registry: registry})
 	b.ingester = ingest.New(b.env.Pool, ingest.Config{})
 	b.ingester.Start()
@@ -82,8 +85,9 @@ func (b *testBundle) manager(t *testing.T, tune ...func(*Config)) (*Manager, fun
 		Accounts: b.resolver, Ingester: b.ingester,
 		Discord:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, MaxPayload: 64 << 10},
 		IdentifyInterval: 10 * time.Millisecond, LeaseTTL: time.Second, Scan: 50 * time.Millisecond,
-		Logger:        slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnSessionLost: func(_, _ uuid.UUID) { b.lost.Add(1) },
+		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnSessionLost:  func(_, _ uuid.UUID) { b.lost.Add(1) },
+		GatewayMetrics: b.metrics,
 	}
 	for _, f := range tune {
 		f(&cfg)
@@ -237,6 +241,7 @@ func TestZombieConnectionReconnects(t *testing.T) {
 	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("3001", "500", "77", "1", "x"))
 	// No ACK on the first connection: the client drops it and resumes.
 	b.waitFake(t, "resume after a missing ACK", func(f discordtest.Stats) bool { return len(f.Resumes) >= 1 && f.Conns >= 2 })
+	require.Positive(t, testutil.ToFloat64(b.metrics.Reconnects.WithLabelValues("zombie")))
 	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("3002", "500", "77", "1", "y"))
 	require.Equal(t, []string{"3001", "3002"}, b.waitStored(t, 2))
 }
@@ -274,6 +279,7 @@ func TestTwoManagersOneConnection(t *testing.T) {
 	require.Equal(t, 1, st.Conns)
 	require.Equal(t, 1, st.MaxLive)
 	require.Equal(t, 1, m1.Held()+m2.Held())
+	require.Equal(t, 1.0, testutil.ToFloat64(b.metrics.Sessions), "the managers share the gauge here")
 }
 
 func TestTakeoverAfterHolderDies(t *testing.T) {

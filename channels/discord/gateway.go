@@ -182,6 +182,10 @@ type GatewayOptions struct {
 	ReconnectMin, ReconnectMax time.Duration
 	// OnConnect, when set, is called after each websocket connects (tests).
 	OnConnect func()
+	// OnReconnect, when set, is called before each reconnect with its
+	// reason: zombie (no heartbeat ACK), requested (op 7 RECONNECT),
+	// invalid_session, or dropped (network errors, other closes).
+	OnReconnect func(reason string)
 }
 
 // Gateway is one account's Gateway client.
@@ -236,6 +240,9 @@ func (g *Gateway) Run(ctx context.Context, r GatewayResume, h GatewayHandler) er
 		if s.established {
 			wait = g.opts.ReconnectMin
 		}
+		if g.opts.OnReconnect != nil {
+			g.opts.OnReconnect(reconnectReason(err))
+		}
 		g.opts.Logger.Info("discord gateway: reconnecting", "err", err, "resume", r.SessionID != "", "wait", wait)
 		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
 		select {
@@ -246,6 +253,19 @@ func (g *Gateway) Run(ctx context.Context, r GatewayResume, h GatewayHandler) er
 		}
 		wait = min(2*wait, g.opts.ReconnectMax)
 	}
+}
+
+// reconnectReason names why a connection ended (a bounded metric label).
+func reconnectReason(err error) string {
+	switch {
+	case errors.Is(err, errZombie):
+		return "zombie"
+	case errors.Is(err, errReconnect):
+		return "requested"
+	case errors.Is(err, errSessionInvalid):
+		return "invalid_session"
+	}
+	return "dropped"
 }
 
 // payload is a Gateway message.

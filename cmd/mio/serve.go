@@ -126,7 +126,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer stopGateway()
 	if cfg.Role == "all" || cfg.Role == "worker" {
 		gw := gateway.New(pool, gateway.Config{Accounts: accts, Ingester: ingester, Metrics: m,
-			Logger: log.With("component", "gateway"),
+			GatewayMetrics: metrics.NewGateway(m.Registry), Logger: log.With("component", "gateway"),
 			OnSessionLost: func(tenantID, accountID uuid.UUID) {
 				// Catch up what the lost session did not replay.
 				args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
