@@ -48,6 +48,16 @@ func GatewayLeaseAcquire(ctx context.Context, tx DBTX, p *GatewayLeaseParams) (*
 	return s, nil
 }
 
+// GatewayLeasesHeldByOthers returns the tenant's accounts whose unexpired
+// lease a holder other than holder has.
+func GatewayLeasesHeldByOthers(ctx context.Context, tx DBTX, tenantID, holder uuid.UUID) ([]uuid.UUID, error) {
+	ids, err := queries().GatewayLeasesHeldByOthers(ctx, tx, &dbsqlc.GatewayLeasesHeldByOthersParams{TenantID: tenantID, Holder: &holder})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return ids, nil
+}
+
 // GatewayLeaseRenew extends p.Holder's unexpired lease by p.TTL.
 // ErrNotFound: the lease was lost (expired or taken over).
 func GatewayLeaseRenew(ctx context.Context, tx DBTX, p *GatewayLeaseParams) error {

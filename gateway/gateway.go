@@ -167,17 +167,31 @@ func (m *Manager) scan(ctx context.Context) error {
 		return fmt.Errorf("list tenants: %w", err)
 	}
 	for _, t := range tenants {
-		var accts []*db.Account
+		var (
+			accts  []*db.Account
+			others []uuid.UUID
+		)
 		err := db.InTenantTx(ctx, m.pool, t.ID, func(tx pgx.Tx) error {
 			var err error
-			accts, err = db.AccountList(ctx, tx, t.ID, envelope.ChannelDiscord)
+			if accts, err = db.AccountList(ctx, tx, t.ID, envelope.ChannelDiscord); err != nil {
+				return err
+			}
+			others, err = db.GatewayLeasesHeldByOthers(ctx, tx, t.ID, m.cfg.Holder)
 			return err
 		})
 		if err != nil {
 			return fmt.Errorf("list accounts of tenant %s: %w", t.ID, err)
 		}
+		// Accounts another process holds are not even tried: a scan costs
+		// one transaction per tenant, not one per account.
+		held := make(map[uuid.UUID]bool, len(others))
+		for _, id := range others {
+			held[id] = true
+		}
 		for _, a := range accts {
-			m.consider(ctx, a)
+			if !held[a.ID] {
+				m.consider(ctx, a)
+			}
 		}
 	}
 	m.scans.Add(1)

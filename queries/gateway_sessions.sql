@@ -68,3 +68,8 @@ SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.so
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND active_at >= @active_since
 ORDER BY active_at DESC
 LIMIT @max_rows;
+
+-- name: GatewayLeasesHeldByOthers :many
+-- The tenant's accounts whose lease another holder has (skipped by scans).
+SELECT account_id FROM mio.gateway_sessions
+WHERE tenant_id = @tenant_id AND holder IS NOT NULL AND holder <> @holder AND lease_until >= now();

@@ -154,6 +154,37 @@ func (q *Queries) GatewayLeaseRenew(ctx context.Context, db DBTX, arg *GatewayLe
 	return result.RowsAffected(), nil
 }
 
+const GatewayLeasesHeldByOthers = `-- name: GatewayLeasesHeldByOthers :many
+SELECT account_id FROM mio.gateway_sessions
+WHERE tenant_id = $1 AND holder IS NOT NULL AND holder <> $2 AND lease_until >= now()
+`
+
+type GatewayLeasesHeldByOthersParams struct {
+	TenantID uuid.UUID
+	Holder   *uuid.UUID
+}
+
+// The tenant's accounts whose lease another holder has (skipped by scans).
+func (q *Queries) GatewayLeasesHeldByOthers(ctx context.Context, db DBTX, arg *GatewayLeasesHeldByOthersParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, GatewayLeasesHeldByOthers, arg.TenantID, arg.Holder)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var account_id uuid.UUID
+		if err := rows.Scan(&account_id); err != nil {
+			return nil, err
+		}
+		items = append(items, account_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const GatewaySessionSave = `-- name: GatewaySessionSave :execrows
 UPDATE mio.gateway_sessions
 SET session_id = $1, resume_url = $2, seq = $3, updated_at = now()
