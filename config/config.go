@@ -126,6 +126,12 @@ type Config struct {
 	// Pprof (MIO_PPROF) serves /debug/pprof on the admin listener, to
 	// operator admin tokens only. Default false.
 	Pprof bool
+	// ReconcileInterval (MIO_RECONCILE_INTERVAL) is how often the catch-up
+	// reconciler reads platform history. Default 5m.
+	ReconcileInterval time.Duration
+	// ReconcileWindow (MIO_RECONCILE_WINDOW): conversations active within
+	// it are reconciled (keep it below MIO_DEDUP_RETENTION). Default 24h.
+	ReconcileWindow time.Duration
 	// RetentionInterval (MIO_RETENTION_INTERVAL) is how often inbox and
 	// blob retention run. Default 1h.
 	RetentionInterval time.Duration
@@ -338,6 +344,12 @@ func options() []option {
 				c.PublicURL = strings.TrimRight(v, "/")
 				return nil
 			}},
+		{flag: "reconcile-interval", envs: []string{"MIO_RECONCILE_INTERVAL"}, def: "5m", usage: "how often the catch-up reconciler reads platform history",
+			set: func(c *Config, v string) error {
+				return duration(&c.ReconcileInterval, v, 10*time.Second, 24*time.Hour)
+			}},
+		{flag: "reconcile-window", envs: []string{"MIO_RECONCILE_WINDOW"}, def: "24h", usage: "conversations active within it are reconciled (below the dedup retention)",
+			set: func(c *Config, v string) error { return duration(&c.ReconcileWindow, v, time.Hour, 720*time.Hour) }},
 		{flag: "retention-interval", envs: []string{"MIO_RETENTION_INTERVAL"}, def: "1h", usage: "how often inbox and blob retention run",
 			set: func(c *Config, v string) error { return duration(&c.RetentionInterval, v, time.Minute, 24*time.Hour) }},
 		{flag: "role", envs: []string{"MIO_ROLE"}, def: "all", usage: "what mio serve runs: all, api, worker or bridge",

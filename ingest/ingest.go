@@ -339,21 +339,15 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
 	out := make([]db.IngestGroupResult, len(groups))
-	var enrich []river.InsertManyParams
 	for n, g := range groups {
 		if n > 0 {
 			if err := db.SetTenant(ctx, tx, g.TenantID); err != nil {
 				return nil, err
 			}
 		}
-		var more []river.InsertManyParams
-		if out[n], more, err = writeGroup(ctx, tx, g, in.cfg.River != nil); err != nil {
+		if out[n], err = in.writeGroup(ctx, tx, g); err != nil {
 			return nil, err
 		}
-		enrich = append(enrich, more...)
-	}
-	if err := in.enqueue(ctx, tx, enrich); err != nil {
-		return nil, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
@@ -361,19 +355,15 @@ func (in *Ingester) commitWithJobs(ctx context.Context, groups []db.IngestGroup)
 	return out, nil
 }
 
-// writeGroup writes one tenant's rows and receipts in tx (whose tenant is
-// set) and returns what it inserted and, when enrich, the enrich jobs of
-// the new messages with pending attachments.
-func writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup, enrich bool) (db.IngestGroupResult, []river.InsertManyParams, error) {
-	var (
-		out     db.IngestGroupResult
-		enqueue []river.InsertManyParams
-		err     error
-	)
+// writeGroup writes one tenant's rows in tx (its tenant already set) and
+// enqueues their enrich jobs there.
+func (in *Ingester) writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup) (db.IngestGroupResult, error) {
+	var out db.IngestGroupResult
+	var enrich []river.InsertManyParams
 	if len(g.Rows) > 0 {
 		ids, err := db.InboxInsertBatch(ctx, tx, g.TenantID, g.Rows)
 		if err != nil {
-			return out, nil, fmt.Errorf("insert inbox: %w", err)
+			return out, fmt.Errorf("insert inbox: %w", err)
 		}
 		out.Inserted = ids
 		inserted := make(map[uuid.UUID]bool, len(ids))
@@ -381,57 +371,54 @@ func writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup, enrich bool) (
 			inserted[id] = true
 		}
 		for _, r := range g.Rows {
-			if enrich && inserted[r.ID] && r.State == db.InboxReceived {
-				enqueue = append(enqueue, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+			if inserted[r.ID] && r.State == db.InboxReceived && in.cfg.River != nil {
+				enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
 			}
 		}
 	}
 	if len(g.Events) > 0 {
+		var err error
 		if out.NewEvents, err = db.ProviderEventInsertBatch(ctx, tx, g.TenantID, g.Events); err != nil {
-			return out, nil, fmt.Errorf("insert provider events: %w", err)
+			return out, fmt.Errorf("insert provider events: %w", err)
 		}
 	}
-	return out, enqueue, nil
+	if len(enrich) > 0 {
+		if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
+			return out, fmt.Errorf("enqueue enrich jobs: %w", err)
+		}
+	}
+	return out, nil
 }
 
-// enqueue inserts enrich jobs in tx.
-func (in *Ingester) enqueue(ctx context.Context, tx pgx.Tx, enrich []river.InsertManyParams) error {
-	if len(enrich) == 0 {
-		return nil
-	}
-	if _, err := in.cfg.River.InsertManyTx(ctx, tx, enrich); err != nil {
-		return fmt.Errorf("enqueue enrich jobs: %w", err)
-	}
-	return nil
-}
-
-// IngestWith commits one request in its own tenant transaction, not
-// group-committed, together with whatever also writes in that same
-// transaction (a poller's next offset): both commit or neither does. An
-// error from also rolls everything back and is returned as is. OnCommit
-// runs after the commit. Pollers use it; webhooks use Ingest.
-func (in *Ingester) IngestWith(ctx context.Context, req *Request, also func(ctx context.Context, tx pgx.Tx) error) (*Result, error) {
+// IngestWith commits req alone, in its own tenant transaction, together
+// with the caller's writes: also runs in that transaction after the rows
+// (and their enrich jobs) are written and sees which messages were new.
+// An error from also rolls everything back. Intakes that keep a position
+// with their messages (the Discord Gateway's sequence, a reconciler's
+// cursor) use it instead of the group commit of Ingest.
+func (in *Ingester) IngestWith(ctx context.Context, req *Request, also func(ctx context.Context, tx pgx.Tx, res *Result) error) (*Result, error) {
+	res := &Result{}
 	tx, err := db.BeginTenant(ctx, in.pool, req.TenantID)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck
-	g, enrich, err := writeGroup(ctx, tx, db.IngestGroup{TenantID: req.TenantID, Rows: req.Messages, Events: req.Statuses}, in.cfg.River != nil)
-	if err != nil {
-		return nil, err
-	}
-	if err := in.enqueue(ctx, tx, enrich); err != nil {
-		return nil, err
+	if len(req.Messages) > 0 || len(req.Statuses) > 0 {
+		g, err := in.writeGroup(ctx, tx, db.IngestGroup{TenantID: req.TenantID, Rows: req.Messages, Events: req.Statuses})
+		if err != nil {
+			return nil, err
+		}
+		res.Inserted, res.NewStatuses = g.Inserted, g.NewEvents
+		res.Duplicates = len(req.Messages) - len(g.Inserted)
 	}
 	if also != nil {
-		if err := also(ctx, tx); err != nil {
+		if err := also(ctx, tx, res); err != nil {
 			return nil, err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{Inserted: g.Inserted, Duplicates: len(req.Messages) - len(g.Inserted), NewStatuses: g.NewEvents}
 	if len(res.Inserted) > 0 && in.cfg.OnCommit != nil {
 		in.cfg.OnCommit(req.TenantID)
 	}

@@ -246,7 +246,9 @@ func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease db.Telegr
 			}
 		}
 		next := b.Next
-		commit := func(ctx context.Context, tx pgx.Tx) error { return db.TelegramPollerCommit(ctx, tx, lease, next) }
+		commit := func(ctx context.Context, tx pgx.Tx, _ *ingest.Result) error {
+			return db.TelegramPollerCommit(ctx, tx, lease, next)
+		}
 		req := ingest.Prepare(acct, b.Parsed, nil, time.Now())
 		for i := range req.Messages {
 			// Each message keeps its own update as raw.

@@ -3,6 +3,7 @@ package discord
 import (
 	"crypto/ed25519"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,6 +59,27 @@ func FuzzVerify(f *testing.F) {
 		want := hex.EncodeToString(ed25519.Sign(priv, append([]byte(ts), body...)))
 		if accepted && !strings.EqualFold(sig, want) {
 			t.Fatalf("forged signature accepted")
+		}
+	})
+}
+
+func FuzzParseMessageEvent(f *testing.F) {
+	channelstest.SeedBodies(f, func(b []byte) { f.Add(EventMessageCreate, b) })
+	f.Add(EventMessageUpdate, []byte(`{"id":"1","channel_id":"2","content":"x","edited_timestamp":"2026-01-01T00:00:00Z","author":{"id":"3"}}`))
+	f.Add(EventMessageDelete, []byte(`{"id":"1","channel_id":"2"}`))
+	f.Fuzz(func(t *testing.T, eventType string, body []byte) {
+		p, err := ParseMessageEvent(eventType, body, "9")
+		if err != nil {
+			var bre *channels.BadRequestError
+			if !errors.As(err, &bre) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for _, m := range p.Messages {
+			if m.SourceMessageID == "" || m.Conversation.ID == "" {
+				t.Fatalf("message without dedup key or conversation: %+v", m)
+			}
 		}
 	})
 }

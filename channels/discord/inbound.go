@@ -382,27 +382,31 @@ func resolveAttachments(res *resolved, ids []string) []envelope.Attachment {
 			continue
 		}
 		seen[id] = true
-		url := a.URL
-		if url == "" {
-			url = a.ProxyURL
+		if att, ok := a.envelope(); ok {
+			out = append(out, att)
 		}
-		if url == "" {
-			continue
-		}
-		size := a.Size
-		if size < 0 {
-			size = 0
-		}
-		out = append(out, envelope.Attachment{
-			Kind:     channels.AttachmentKind(a.ContentType),
-			Name:     a.Filename,
-			MimeType: a.ContentType,
-			Size:     size,
-			Status:   envelope.AttachmentPending,
-			Source:   &envelope.AttachmentSource{URL: url},
-		})
 	}
 	return out
+}
+
+// envelope is the attachment as MIO stores it, pending its fetch; false
+// when it has no URL.
+func (a attachment) envelope() (envelope.Attachment, bool) {
+	url := a.URL
+	if url == "" {
+		url = a.ProxyURL
+	}
+	if url == "" {
+		return envelope.Attachment{}, false
+	}
+	return envelope.Attachment{
+		Kind:     channels.AttachmentKind(a.ContentType),
+		Name:     a.Filename,
+		MimeType: a.ContentType,
+		Size:     max(a.Size, 0),
+		Status:   envelope.AttachmentPending,
+		Source:   &envelope.AttachmentSource{URL: url},
+	}, true
 }
 
 // parseSnowflake parses a Discord snowflake id.

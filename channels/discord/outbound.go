@@ -177,6 +177,14 @@ func (o *outbound) call(ctx context.Context, op, method, path string, payload an
 		}
 		return &channels.SendResult{ProviderMessageID: m.ID}, nil
 	}
+	return nil, answerError(op, resp)
+}
+
+// answerError classifies a non-2xx answer: 429 rate limited (body
+// retry_after, else Retry-After), 5xx transient, any other status
+// permanent.
+func answerError(op string, resp *channels.APIAnswer) error {
+	body := resp.Body
 	var answer struct {
 		Code       int      `json:"code"`
 		Message    string   `json:"message"`
@@ -194,11 +202,11 @@ func (o *outbound) call(ctx context.Context, op, method, path string, payload an
 		if !ok {
 			wait = channels.RetryAfter(resp.Header, time.Now(), defaultRetryAfter)
 		}
-		return nil, &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
+		return &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
 	case resp.Status >= 500:
-		return nil, &channels.TransientError{Err: apiErr}
+		return &channels.TransientError{Err: apiErr}
 	}
-	return nil, &channels.PermanentError{Err: apiErr}
+	return &channels.PermanentError{Err: apiErr}
 }
 
 // apiError is a Discord error answer ({code, message}; 50035 invalid form

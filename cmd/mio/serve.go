@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/accounts"
@@ -24,6 +25,7 @@ import (
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/gateway"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
@@ -101,6 +103,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger: log.With("component", "dispatch")})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
+	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
+		ActiveWithin: cfg.ReconcileWindow, Metrics: metrics.NewReconcile(m.Registry), Logger: log.With("component", "reconcile")})
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
@@ -121,6 +125,27 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	})
 	ingester.Start()
 	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
+	reconciler.Ingester = ingester // before River starts
+
+	// Discord Gateway sessions run where workers run (one holder per
+	// account across processes, leases in mio.gateway_sessions).
+	gatewayDone := make(chan struct{})
+	gwCtx, stopGateway := context.WithCancel(context.Background())
+	defer stopGateway()
+	if cfg.Role == "all" || cfg.Role == "worker" {
+		gw := gateway.New(pool, gateway.Config{Accounts: accts, Ingester: ingester, Metrics: m,
+			GatewayMetrics: metrics.NewGateway(m.Registry), Logger: log.With("component", "gateway"),
+			OnSessionLost: func(tenantID, accountID uuid.UUID) {
+				// Catch up what the lost session did not replay.
+				args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
+				if _, err := riverClient.Insert(gwCtx, args, nil); err != nil {
+					log.Warn("enqueue catch-up after a lost gateway session", "account_id", accountID, "err", err)
+				}
+			}})
+		go func() { defer close(gatewayDone); gw.Run(gwCtx) }()
+	} else {
+		close(gatewayDone)
+	}
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
@@ -172,6 +197,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer cancel()
 	servers.shutdown(sctx, log)
 	stopPolling()
+	stopGateway()
+	<-gatewayDone // its sessions commit through the ingester
 	ingester.Stop()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {

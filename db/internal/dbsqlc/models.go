@@ -226,6 +226,21 @@ type MioDeadLetter struct {
 	Detail      []byte
 }
 
+type MioGatewaySession struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	Holder         *uuid.UUID
+	LeaseUntil     time.Time
+	SessionID      string
+	ResumeUrl      string
+	Seq            int64
+	IdentifyAt     time.Time
+	Identifies     int32
+	IdentifyWindow time.Time
+	Error          string
+	UpdatedAt      time.Time
+}
+
 type MioInboundDedup struct {
 	TenantID        uuid.UUID
 	AccountID       uuid.UUID
@@ -354,6 +369,15 @@ type MioRateBucket struct {
 	BucketKey string
 	Tokens    float64
 	UpdatedAt time.Time
+}
+
+type MioSourceCursor struct {
+	TenantID         uuid.UUID
+	AccountID        uuid.UUID
+	ConversationID   string
+	ConversationType string
+	LastSourceID     string
+	ActiveAt         time.Time
 }
 
 type MioTelegramPoller struct {

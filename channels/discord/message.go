@@ -1,0 +1,124 @@
+package discord
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"time"
+
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/envelope"
+)
+
+// Gateway dispatch types MIO stores.
+const (
+	EventMessageCreate = "MESSAGE_CREATE"
+	EventMessageUpdate = "MESSAGE_UPDATE"
+	EventMessageDelete = "MESSAGE_DELETE"
+)
+
+// message is a Discord Message object as the Gateway dispatches it and
+// GET /channels/{id}/messages returns it (fields MIO reads).
+type message struct {
+	ID               string          `json:"id"`
+	ChannelID        string          `json:"channel_id"`
+	GuildID          string          `json:"guild_id"`
+	Author           *user           `json:"author"`
+	Member           json.RawMessage `json:"member"`
+	Content          *string         `json:"content"`
+	Timestamp        string          `json:"timestamp"`
+	EditedTimestamp  *string         `json:"edited_timestamp"`
+	Attachments      []attachment    `json:"attachments"`
+	MessageReference *struct {
+		MessageID string `json:"message_id"`
+	} `json:"message_reference"`
+	Type int `json:"type"`
+}
+
+// ParseMessageEvent turns one Gateway dispatch (MESSAGE_CREATE, _UPDATE or
+// _DELETE) into at most one message. selfID, when known, is the bot's own
+// user id: its own messages are left out (Ignored). Dedup keys: the message
+// id for a new message, "<id>:edit:<edited_timestamp>" for an edit and
+// "<id>:delete" for a deletion, so a replay of the same event is a
+// duplicate and each distinct edit is stored. Updates that change no
+// content (embed unfurls carry no edited_timestamp) are ignored. Errors
+// are *channels.BadRequestError.
+func ParseMessageEvent(eventType string, data []byte, selfID string) (*channels.Parsed, error) {
+	var m message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, channels.BadRequestf("discord: %s is not a message object: %v", eventType, err)
+	}
+	if _, ok := parseSnowflake(m.ID); !ok {
+		return nil, channels.BadRequestf("discord: %s message id %q is not a snowflake", eventType, m.ID)
+	}
+	if m.ChannelID == "" {
+		return nil, channels.BadRequestf("discord: %s has no channel_id", eventType)
+	}
+	conv := envelope.Conversation{ID: m.ChannelID, Type: envelope.ConversationDM}
+	if m.GuildID != "" {
+		conv.Type = envelope.ConversationChannel
+	}
+	sentAt, _ := snowflakeTime(m.ID)
+	msg := envelope.Message{
+		ChannelType:     envelope.ChannelDiscord,
+		SourceMessageID: m.ID,
+		Conversation:    conv,
+		SentAt:          sentAt,
+		Raw:             json.RawMessage(bytes.Clone(data)),
+	}
+	switch eventType {
+	case EventMessageDelete:
+		msg.SourceMessageID = m.ID + ":delete"
+		msg.Deleted = true
+		return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
+	case EventMessageUpdate:
+		if m.EditedTimestamp == nil || *m.EditedTimestamp == "" || m.Content == nil {
+			return &channels.Parsed{Ignored: []string{"discord: MESSAGE_UPDATE without an edit (embed or flag change)"}}, nil
+		}
+		msg.SourceMessageID = m.ID + ":edit:" + *m.EditedTimestamp
+		msg.Edited = true
+		if t, err := time.Parse(time.RFC3339Nano, *m.EditedTimestamp); err == nil {
+			msg.SentAt = t.UTC()
+		}
+	case EventMessageCreate:
+	default:
+		return nil, channels.BadRequestf("discord: dispatch %q is not a message event", eventType)
+	}
+	if m.Author == nil || m.Author.ID == "" {
+		return nil, channels.BadRequestf("discord: %s has no author", eventType)
+	}
+	if selfID != "" && m.Author.ID == selfID {
+		return &channels.Parsed{Ignored: []string{"discord: the bot's own message"}}, nil
+	}
+	display := m.Author.GlobalName
+	if display == "" {
+		display = m.Author.Username
+	}
+	msg.Sender = envelope.Sender{ID: m.Author.ID, DisplayName: display, IsBot: m.Author.Bot}
+	if m.Content != nil {
+		msg.Text = *m.Content
+	}
+	if m.MessageReference != nil {
+		msg.ReplyToSourceID = m.MessageReference.MessageID
+	}
+	msg.Attachments = messageAttachments(m.Attachments)
+	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
+}
+
+func messageAttachments(in []attachment) []envelope.Attachment {
+	var out []envelope.Attachment
+	for _, a := range in {
+		if att, ok := a.envelope(); ok {
+			out = append(out, att)
+		}
+	}
+	return out
+}
+
+// snowflakeLess orders two snowflake ids (decimal, no leading zeros).
+func snowflakeLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}

@@ -1,0 +1,75 @@
+-- name: GatewayLeaseAcquire :one
+-- Takes the account's lease when it is free, expired or already ours.
+INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
+VALUES (@tenant_id, @account_id, @holder, now() + make_interval(secs => @ttl_seconds::float8))
+ON CONFLICT (tenant_id, account_id) DO UPDATE
+    SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+    WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
+RETURNING *;
+
+-- name: GatewayLeaseRenew :execrows
+UPDATE mio.gateway_sessions
+SET lease_until = now() + make_interval(secs => @ttl_seconds::float8), updated_at = now()
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder AND lease_until >= now();
+
+-- name: GatewayLeaseRelease :exec
+UPDATE mio.gateway_sessions
+SET holder = NULL, lease_until = 'epoch', updated_at = now()
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder;
+
+-- name: GatewaySessionSave :execrows
+-- Records the session's resume point; fenced on the holder and its lease.
+UPDATE mio.gateway_sessions
+SET session_id = @session_id, resume_url = @resume_url, seq = @seq, updated_at = now()
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder AND lease_until >= now();
+
+-- name: GatewayIdentifyTake :one
+-- Reserves the next IDENTIFY slot and counts it in the day's window;
+-- returns the seconds to wait for the slot, the IDENTIFYs in the window
+-- and the seconds left in it.
+UPDATE mio.gateway_sessions
+SET identify_window = CASE WHEN identify_window > now() - interval '1 day' THEN identify_window ELSE now() END,
+    identifies = CASE WHEN identify_window > now() - interval '1 day' THEN identifies + 1 ELSE 1 END,
+    identify_at = greatest(now(), identify_at) + make_interval(secs => @interval_seconds::float8),
+    updated_at = now()
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND holder = @holder
+RETURNING greatest(0, extract(epoch FROM identify_at - now()) - @interval_seconds::float8)::float8 AS wait_seconds,
+    identifies,
+    greatest(0, extract(epoch FROM identify_window + interval '1 day' - now()))::float8 AS window_left_seconds;
+
+-- name: GatewayFail :exec
+UPDATE mio.gateway_sessions
+SET error = @error, session_id = '', resume_url = '', seq = 0, updated_at = now()
+WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
+-- name: SourceCursorAdvance :exec
+-- Moves a conversation's cursor forward (ids compare by length, then
+-- text: decimal snowflakes and Slack timestamps of one width).
+INSERT INTO mio.source_cursors AS c (tenant_id, account_id, conversation_id, conversation_type, last_source_id, active_at)
+VALUES (@tenant_id, @account_id, @conversation_id, @conversation_type, @last_source_id, now())
+ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
+    SET last_source_id = CASE
+            WHEN (length(excluded.last_source_id), excluded.last_source_id) > (length(c.last_source_id), c.last_source_id)
+            THEN excluded.last_source_id ELSE c.last_source_id END,
+        active_at = greatest(c.active_at, excluded.active_at),
+        conversation_type = CASE WHEN excluded.conversation_type = '' THEN c.conversation_type ELSE excluded.conversation_type END;
+
+-- name: SourceCursorMove :exec
+-- Moves a cursor forward without marking the conversation active (the
+-- reconciler's own progress).
+UPDATE mio.source_cursors
+SET last_source_id = @last_source_id
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id
+  AND (length(@last_source_id::text), @last_source_id::text) > (length(last_source_id), last_source_id);
+
+-- name: SourceCursorList :many
+-- The account's conversations active since a time, most recent first.
+SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.source_cursors
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND active_at >= @active_since
+ORDER BY active_at DESC
+LIMIT @max_rows;
+
+-- name: GatewayLeasesHeldByOthers :many
+-- The tenant's accounts whose lease another holder has (skipped by scans).
+SELECT account_id FROM mio.gateway_sessions
+WHERE tenant_id = @tenant_id AND holder IS NOT NULL AND holder <> @holder AND lease_until >= now();
