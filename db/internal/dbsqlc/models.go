@@ -158,6 +158,12 @@ type MioDeadLetter struct {
 	Detail      []byte
 }
 
+type MioDeliveryIDKey struct {
+	Singleton bool
+	Key       []byte
+	CreatedAt time.Time
+}
+
 type MioInboundDedup struct {
 	TenantID        uuid.UUID
 	AccountID       uuid.UUID
