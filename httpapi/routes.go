@@ -50,6 +50,7 @@ func (s *Server) PublicHandler() http.Handler {
 			r.Post("/nak", s.settle(consume.ActionNak))
 			r.Post("/term", s.settle(consume.ActionTerm))
 			r.Post("/extend", s.settle(consume.ActionExtend))
+			r.Post("/reply", s.postReply) // reply.go: ack + send in one transaction
 		})
 	})
 	return r

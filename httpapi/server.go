@@ -22,6 +22,7 @@ import (
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/reply"
 )
 
 // Deps are what the HTTP layer needs from the process.
@@ -43,6 +44,9 @@ type Deps struct {
 	Hub *notify.Hub
 	// Consumers serves the pull API.
 	Consumers *consume.Service
+	// Replies serves replies with ack; default: built from Consumers and
+	// Outbox when Consumers is set.
+	Replies *reply.Service
 	// WebhookDeadline bounds every webhook request. Default 2.5s.
 	WebhookDeadline time.Duration
 	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
@@ -71,6 +75,7 @@ type Server struct {
 	outbox          *outbox.Service
 	hub             *notify.Hub
 	consumers       *consume.Service
+	replies         *reply.Service
 	blob            blob.Store
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
@@ -95,5 +100,9 @@ func New(d Deps) *Server {
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
+	if d.Replies == nil && d.Consumers != nil {
+		d.Replies = reply.New(d.Pool, d.Consumers, d.Outbox)
+	}
+	s.replies = d.Replies
 	return s
 }
