@@ -39,6 +39,8 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound", s.listOutbound)
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound/{id}", s.getOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
+		// Typing signals (typing.go): best effort, at once, never queued.
+		r.With(s.authenticate(db.RoleProduce)).Post("/conversations/typing", s.postTyping)
 
 		r.Route("/consumers/{name}", func(r chi.Router) {
 			r.Use(s.authenticate(db.RoleConsume))

@@ -23,6 +23,7 @@ import (
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/reply"
+	"github.com/miohq/mio/typing"
 )
 
 // Deps are what the HTTP layer needs from the process.
@@ -47,6 +48,8 @@ type Deps struct {
 	// Replies serves replies with ack; default: built from Consumers and
 	// Outbox when Consumers is set.
 	Replies *reply.Service
+	// Typing sends typing signals; default: built from Accounts when set.
+	Typing *typing.Service
 	// WebhookDeadline bounds every webhook request. Default 2.5s.
 	WebhookDeadline time.Duration
 	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
@@ -76,6 +79,7 @@ type Server struct {
 	hub             *notify.Hub
 	consumers       *consume.Service
 	replies         *reply.Service
+	typing          *typing.Service
 	blob            blob.Store
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
@@ -104,5 +108,9 @@ func New(d Deps) *Server {
 		d.Replies = reply.New(d.Pool, d.Consumers, d.Outbox)
 	}
 	s.replies = d.Replies
+	if d.Typing == nil && d.Accounts != nil {
+		d.Typing = typing.New(d.Accounts, typing.Options{})
+	}
+	s.typing = d.Typing
 	return s
 }
