@@ -11,14 +11,14 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
 
-.PHONY: run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon postgres fmt
+.PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
 	./$(BIN) dev
 
-## test: lint, check generated code, run every test (real PostgreSQL)
-test: postgres lint check-generated
+## test: lint, check generated code, run every test (real PostgreSQL; the SDK suites need python3 and node)
+test: postgres sdk-tools lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 
@@ -60,6 +60,10 @@ bench-consume: postgres build
 
 postgres:
 	@deploy/scripts/ensure-postgres.sh
+
+## sdk-tools: python3 and Node.js for the SDK suites (Debian packages when missing)
+sdk-tools:
+	@deploy/scripts/ensure-sdk-tools.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
