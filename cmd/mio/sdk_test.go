@@ -89,3 +89,33 @@ func TestSDKPython(t *testing.T) {
 	require.NoError(t, err, "python3 -m unittest failed")
 	require.NotContains(t, string(out), "skipped 'set MIO_URL", "the live tests must run")
 }
+
+// TestSDKTypeScript builds the TypeScript SDK with tsc (npm ci from the
+// committed package-lock.json) and runs its node --test suite
+// (sdk/typescript/test) against a real `mio serve`.
+func TestSDKTypeScript(t *testing.T) {
+	t.Parallel()
+	node := tool(t, "node")
+	npm := tool(t, "npm")
+	dir := filepath.Join(repoRoot(t), "sdk", "typescript")
+	run := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = os.Environ()
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s %v:\n%s", name, args, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc")); err != nil {
+		run(npm, "ci", "--no-audit", "--no-fund")
+	}
+	run(npm, "run", "build")
+	vars := sdkServer(t)
+	cmd := exec.Command(node, "--test", "test/offline.test.mjs", "test/live.test.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), vars...)
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	require.NoError(t, err, "node --test failed")
+	require.Contains(t, string(out), "# skipped 0", "the live tests must run")
+}

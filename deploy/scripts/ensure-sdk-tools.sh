@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure python3 (with setuptools) and Node.js with npm are on this
+# Makes sure python3 and Node.js with npm are on this
 # machine: the SDK suites (sdk/python, sdk/typescript) run under `make
 # test` against a real MIO. Installs Debian's packages when missing and
 # this runs as root with apt-get; otherwise says exactly what to install
@@ -8,7 +8,6 @@ set -euo pipefail
 
 missing=()
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-python3 -c "import setuptools, wheel" >/dev/null 2>&1 || missing+=(python3-setuptools python3-wheel)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
