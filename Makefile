@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
 
-.PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon postgres fmt
+.PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -53,6 +53,11 @@ bench-ingest: postgres build
 ## bench-horizon: delivery and latency while a transaction is held open elsewhere (2 min)
 bench-horizon: postgres build
 	./$(BIN) bench horizon --duration 30s
+
+## bench-sdk: Python and TypeScript consume loops vs the Go client; reply-with-ack vs send+ack
+bench-sdk: postgres sdk-tools build
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
+	./$(BIN) bench sdk
 
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
 bench-consume: postgres build

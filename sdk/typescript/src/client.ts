@@ -330,10 +330,11 @@ export class Consumer {
         }
       } finally {
         running--;
+        if (!opts.signal?.aborted) pump();
         wake?.();
       }
     };
-    const pump = () => {
+    const pump = (): void => {
       while (running < concurrency && queue.length > 0) {
         running++;
         void run(queue.shift()!);
