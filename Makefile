@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TOOL    := $(GO) tool -modfile=tools/go.mod
 
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
+RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/...
 
 .PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
 

@@ -77,15 +77,7 @@ func (s *Service) reply(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cons
 	if err != nil {
 		return nil, false, err
 	}
-	if cmd.AccountID == uuid.Nil {
-		cmd.AccountID = m.AccountID
-	}
-	if cmd.ConversationID == "" {
-		cmd.ConversationID = m.ConversationID
-		if cmd.ThreadID == "" {
-			cmd.ThreadID = m.ThreadID
-		}
-	}
+	withDefaults(&cmd, m.AccountID, m.ConversationID, m.ThreadID)
 	sent, err := s.outbox.SendTx(ctx, tx, tenantID, &cmd)
 	if err != nil {
 		return nil, false, err
@@ -109,15 +101,7 @@ func (s *Service) replay(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmd
 	if err != nil {
 		return nil, fmt.Errorf("reply: idempotency key: %w", err)
 	}
-	if cmd.AccountID == uuid.Nil {
-		cmd.AccountID = prior.AccountID
-	}
-	if cmd.ConversationID == "" {
-		cmd.ConversationID = prior.ConversationID
-		if cmd.ThreadID == "" {
-			cmd.ThreadID = prior.ThreadID
-		}
-	}
+	withDefaults(&cmd, prior.AccountID, prior.ConversationID, prior.ThreadID)
 	sent, err := s.outbox.SendTx(ctx, tx, tenantID, &cmd)
 	if err != nil {
 		return nil, err
@@ -127,4 +111,19 @@ func (s *Service) replay(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmd
 		return nil, ErrLeaseLost
 	}
 	return sent, nil
+}
+
+// withDefaults fills the routing cmd leaves out: the account, and the
+// conversation with its thread (the thread only with the conversation:
+// a reply to another conversation does not inherit a thread).
+func withDefaults(cmd *envelope.SendCommand, account uuid.UUID, conversation, thread string) {
+	if cmd.AccountID == uuid.Nil {
+		cmd.AccountID = account
+	}
+	if cmd.ConversationID == "" {
+		cmd.ConversationID = conversation
+		if cmd.ThreadID == "" {
+			cmd.ThreadID = thread
+		}
+	}
 }

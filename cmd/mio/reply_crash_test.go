@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -61,17 +60,7 @@ func TestReplyCrash(t *testing.T) {
 	}))
 
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	serverEnv := []string{"MIO_DATABASE_URL=" + env.OwnerURL, "MIO_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key),
-		"MIO_HTTP_ADDR=" + addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error"}
-	start := func() *exec.Cmd {
-		cmd := exec.Command(mioBin, "serve")
-		cmd.Env = append(baseEnv(), serverEnv...)
-		out := &lockedBuffer{}
-		cmd.Stdout, cmd.Stderr = out, out
-		require.NoError(t, cmd.Start())
-		waitReady(t, "http://"+addr, out)
-		return cmd
-	}
+	start := func() *exec.Cmd { return startServe(t, env.OwnerURL, key, addr) }
 	server := start()
 	// Network errors (the server is down) are retried for a while.
 	c := client.New("http://"+addr, token, client.WithRetry(client.Retry{Attempts: 200, Base: 20 * time.Millisecond, Max: 100 * time.Millisecond}))

@@ -49,14 +49,8 @@ func sdkServer(t *testing.T) []string {
 	require.NoError(t, err)
 
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cmd := exec.Command(mioBin, "serve")
-	cmd.Env = append(baseEnv(), "MIO_DATABASE_URL="+env.OwnerURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(key),
-		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error")
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
+	cmd := startServe(t, env.OwnerURL, key, addr)
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	waitReady(t, "http://"+addr, out)
 	base := "http://" + addr
 	return []string{"MIO_URL=" + base, "MIO_TOKEN=" + token, "MIO_WEBHOOK_URL=" + base + "/webhooks/webhook/" + acct.ID.String(),
 		"MIO_WEBHOOK_SECRET=" + secret}
