@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
@@ -109,7 +110,11 @@ func New(d Deps) *Server {
 	}
 	s.replies = d.Replies
 	if d.Typing == nil && d.Accounts != nil {
-		d.Typing = typing.New(d.Accounts, typing.Options{})
+		var signals *prometheus.CounterVec
+		if d.Metrics != nil {
+			signals = metrics.NewTyping(d.Metrics.Registry)
+		}
+		d.Typing = typing.New(d.Accounts, typing.Options{Signals: signals})
 	}
 	s.typing = d.Typing
 	return s

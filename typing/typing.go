@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
@@ -63,6 +64,9 @@ type Options struct {
 	Timeout time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Signals counts outcomes by channel_type and outcome
+	// (metrics.NewTyping); nil counts nothing.
+	Signals *prometheus.CounterVec
 }
 
 // Service sends typing signals.
@@ -100,26 +104,34 @@ func New(r *accounts.Resolver, opts Options) *Service {
 // account. Platform failures are reported in the Result, not as errors;
 // errors are ErrAccountNotFound, ErrAccountDisabled and the database's.
 func (s *Service) Signal(ctx context.Context, tenantID, accountID uuid.UUID, conversation, thread string) (Result, error) {
+	res, channelType, err := s.signal(ctx, tenantID, accountID, conversation, thread)
+	if err == nil && s.opts.Signals != nil && channelType != "" {
+		s.opts.Signals.WithLabelValues(channelType, string(res.Outcome)).Inc()
+	}
+	return res, err
+}
+
+func (s *Service) signal(ctx context.Context, tenantID, accountID uuid.UUID, conversation, thread string) (Result, string, error) {
 	acct, err := s.accounts.Outbound(ctx, tenantID, accountID)
 	if err != nil {
 		if !errors.Is(err, accounts.ErrCannotSend) {
-			return Result{}, err
+			return Result{}, "", err
 		}
 		if _, serr := s.accounts.Secrets(ctx, tenantID, accountID); errors.Is(serr, accounts.ErrNotFound) {
-			return Result{}, ErrAccountNotFound
+			return Result{}, "", ErrAccountNotFound
 		}
-		return Result{Outcome: Unsupported, Error: "the account cannot send"}, nil
+		return Result{Outcome: Unsupported, Error: "the account cannot send"}, "", nil
 	}
 	if acct.Status != db.AccountActive {
-		return Result{}, ErrAccountDisabled
+		return Result{}, "", ErrAccountDisabled
 	}
 	typer, ok := acct.Outbound.(channels.Typer)
 	if !ok {
-		return Result{Outcome: Unsupported, Error: "channel " + acct.ChannelType + " has no typing signal"}, nil
+		return Result{Outcome: Unsupported, Error: "channel " + acct.ChannelType + " has no typing signal"}, acct.ChannelType, nil
 	}
 	k := key{tenantID, accountID, conversation, thread}
 	if !s.take(k) {
-		return Result{Outcome: Throttled}, nil
+		return Result{Outcome: Throttled}, acct.ChannelType, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
@@ -127,14 +139,14 @@ func (s *Service) Signal(ctx context.Context, tenantID, accountID uuid.UUID, con
 	var rl *channels.RateLimitedError
 	switch {
 	case err == nil:
-		return Result{Outcome: Sent}, nil
+		return Result{Outcome: Sent}, acct.ChannelType, nil
 	case errors.As(err, &rl):
 		s.hold(k, rl.RetryAfter)
-		return Result{Outcome: Throttled}, nil
+		return Result{Outcome: Throttled}, acct.ChannelType, nil
 	case errors.Is(err, channels.ErrTypingUnsupported):
-		return Result{Outcome: Unsupported, Error: err.Error()}, nil
+		return Result{Outcome: Unsupported, Error: err.Error()}, acct.ChannelType, nil
 	}
-	return Result{Outcome: Failed, Error: err.Error()}, nil
+	return Result{Outcome: Failed, Error: err.Error()}, acct.ChannelType, nil
 }
 
 // take reports whether a signal for k may go now, and if so holds the

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/accounts"
@@ -73,6 +75,7 @@ func (p *platform) taken() []string {
 }
 
 type bundle struct {
+	signals  *prometheus.CounterVec
 	env      *dbtest.Env
 	adm      *admin.Service
 	svc      *typing.Service
@@ -115,7 +118,8 @@ func setup(t *testing.T) *bundle {
 	}
 	reg := builtin.Registry(builtin.Options{APIBase: map[string]string{"telegram": srv.URL, "discord": srv.URL, "slack": srv.URL}})
 	r := accounts.NewResolver(env.Pool, accounts.ResolverConfig{Box: box, Registry: reg})
-	b.svc = typing.New(r, typing.Options{Interval: 4 * time.Second, Now: func() time.Time { return b.now }})
+	b.signals = metrics.NewTyping(prometheus.NewRegistry())
+	b.svc = typing.New(r, typing.Options{Interval: 4 * time.Second, Now: func() time.Time { return b.now }, Signals: b.signals})
 	return b
 }
 
@@ -166,6 +170,8 @@ func TestTypingThrottled(t *testing.T) {
 	require.Equal(t, typing.Throttled, b.signal(t, "telegram", "1", "").Outcome)
 	require.Equal(t, typing.Sent, b.signal(t, "telegram", "2", "").Outcome)
 	require.Len(t, b.fake.taken(), 2)
+	require.Equal(t, 2.0, testutil.ToFloat64(b.signals.WithLabelValues("telegram", "sent")))
+	require.Equal(t, 1.0, testutil.ToFloat64(b.signals.WithLabelValues("telegram", "throttled")))
 	b.now = b.now.Add(4 * time.Second)
 	require.Equal(t, typing.Sent, b.signal(t, "telegram", "1", "").Outcome)
 
