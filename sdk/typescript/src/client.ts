@@ -305,9 +305,17 @@ export class Consumer {
     const onError = opts.onError ?? (() => {});
     const stop = this.keeper(durationMs((await this.get()).ack_wait) || 30_000, onError);
     const acks: string[] = [];
-    const flush = async () => {
+    const inFlight = new Set<Promise<void>>();
+    // Acks go out without holding up the next pull.
+    const flush = () => {
       const ids = acks.splice(0);
-      if (ids.length > 0) await this.ack(...ids).catch(onError);
+      if (ids.length === 0) return;
+      const p: Promise<void> = this.ack(...ids).then(
+        () => undefined,
+        (e) => onError(e),
+      );
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
     };
     const queue: Delivery[] = [];
     let running = 0;
@@ -342,9 +350,11 @@ export class Consumer {
     };
     try {
       while (!opts.signal?.aborted) {
-        await flush();
-        const room = batch - queue.length - running;
-        if (room <= 0) {
+        flush();
+        // Pull again once every pulled delivery has started, so pulls
+        // stay close to full batches.
+        const room = batch - running;
+        if (queue.length > 0 || room <= 0) {
           await new Promise<void>((r) => (wake = r));
           wake = undefined;
           pump();
@@ -366,7 +376,8 @@ export class Consumer {
       }
     } finally {
       stop();
-      await flush();
+      flush();
+      await Promise.all(inFlight);
       for (const d of queue) this.held.delete(d.delivery_id);
     }
   }

@@ -275,12 +275,14 @@ class Consumer:
         inflight: Dict[str, Delivery] = {}
         done = threading.Event()
 
+        acker = ThreadPoolExecutor(max_workers=1)  # acks go out without holding up the next pull
+
         def flush() -> None:
             with lock:
                 ids = acks[:]
                 acks.clear()
             if ids:
-                self._quiet(report, self.ack, *ids)
+                acker.submit(self._quiet, report, self.ack, *ids)
 
         def keep() -> None:
             while not done.wait(ack_wait / 3):
@@ -335,6 +337,7 @@ class Consumer:
         finally:
             done.set()
             flush()
+            acker.shutdown(wait=True)
 
     def _quiet(self, report: Callable[[Exception], None], fn: Callable[..., Any], *args: Any, **kw: Any) -> None:
         try:
