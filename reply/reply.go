@@ -50,39 +50,33 @@ func New(pool *pgxpool.Pool, consumers *consume.Service, out *outbox.Service) *S
 // (ValidationError, ErrKeyConflict, ErrEnqueue). On any error nothing is
 // written.
 func (s *Service) Reply(ctx context.Context, tenantID uuid.UUID, consumer string, deliveryID uuid.UUID, cmd envelope.SendCommand) (*outbox.Sent, error) {
-	var (
-		sent  *outbox.Sent
-		acked bool
-	)
+	var sent *outbox.Sent
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
-		var err error
-		sent, acked, err = s.reply(ctx, tx, tenantID, consumer, deliveryID, cmd)
+		m, err := s.consumers.AckTx(ctx, tx, tenantID, consumer, deliveryID)
+		if err != nil {
+			return err
+		}
+		withDefaults(&cmd, m.AccountID, m.ConversationID, m.ThreadID)
+		sent, err = s.outbox.SendTx(ctx, tx, tenantID, &cmd)
 		return err
 	})
+	if errors.Is(err, consume.ErrLeaseLost) {
+		// That transaction rolled back; the lookup runs in one of its own
+		// that writes nothing.
+		err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+			sent, err = s.replay(ctx, tx, tenantID, cmd)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return sent, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	if acked {
-		s.consumers.Acked(tenantID)
-	}
+	s.consumers.Acked(tenantID)
 	return sent, nil
-}
-
-func (s *Service) reply(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, consumer string, deliveryID uuid.UUID, cmd envelope.SendCommand) (*outbox.Sent, bool, error) {
-	m, err := s.consumers.AckTx(ctx, tx, tenantID, consumer, deliveryID)
-	if errors.Is(err, consume.ErrLeaseLost) {
-		sent, err := s.replay(ctx, tx, tenantID, cmd)
-		return sent, false, err
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	withDefaults(&cmd, m.AccountID, m.ConversationID, m.ThreadID)
-	sent, err := s.outbox.SendTx(ctx, tx, tenantID, &cmd)
-	if err != nil {
-		return nil, false, err
-	}
-	return sent, true, nil
 }
 
 // replay answers a reply whose lease is gone: when the tenant already
