@@ -9,16 +9,16 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TOOL    := $(GO) tool -modfile=tools/go.mod
 
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
+RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/...
 
-.PHONY: run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon postgres fmt
+.PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
 	./$(BIN) dev
 
-## test: lint, check generated code, run every test (real PostgreSQL)
-test: postgres lint check-generated
+## test: lint, check generated code, run every test (real PostgreSQL; the SDK suites need python3 and node)
+test: postgres sdk-tools lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 
@@ -54,12 +54,21 @@ bench-ingest: postgres build
 bench-horizon: postgres build
 	./$(BIN) bench horizon --duration 30s
 
+## bench-sdk: Python and TypeScript consume loops vs the Go client; reply-with-ack vs send+ack
+bench-sdk: postgres sdk-tools build
+	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
+	./$(BIN) bench sdk
+
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
 bench-consume: postgres build
 	./$(BIN) bench consume
 
 postgres:
 	@deploy/scripts/ensure-postgres.sh
+
+## sdk-tools: python3 and Node.js for the SDK suites (Debian packages when missing)
+sdk-tools:
+	@deploy/scripts/ensure-sdk-tools.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

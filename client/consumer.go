@@ -17,9 +17,11 @@ type ConsumerFilter struct {
 	ConversationIDs []string    `json:"conversation_ids,omitempty"`
 }
 
-// ConsumerConfig is a durable consumer's settings (zero values: server
-// defaults — deliver all, ack_wait 30s, max_deliver 5, max_ack_pending
-// 1000, ordering none, stage ready).
+// ConsumerConfig is a durable consumer's settings (zero values are not
+// sent and get the server's defaults — deliver all, ack_wait 30s,
+// max_deliver 5, max_ack_pending 1000, ordering none, stage ready; the
+// server refuses an explicit 0 for max_deliver and max_ack_pending, which
+// this client therefore never sends).
 type ConsumerConfig struct {
 	Filter        ConsumerFilter `json:"filter"`
 	DeliverPolicy string         `json:"deliver_policy,omitempty"` // all, new, by_start_time

@@ -40,6 +40,8 @@ type Service struct {
 	// materialize caps the pending backlog taken into a conversation-
 	// ordered consumer ahead of its leases.
 	materialize int
+	// ids tags lease-range delivery ids (deliveryid.go).
+	ids *deliveryIDs
 }
 
 // Options configure a Service.
@@ -59,7 +61,8 @@ func New(pool *pgxpool.Pool, hub *notify.Hub, m *metrics.Metrics, log *slog.Logg
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{pool: pool, hub: hub, metrics: m, log: log, maxPoll: opts.MaxPoll, materialize: opts.Materialize}
+	return &Service{pool: pool, hub: hub, metrics: m, log: log, maxPoll: opts.MaxPoll, materialize: opts.Materialize,
+		ids: &deliveryIDs{pool: pool}}
 }
 
 // Delivery is one leased message.
@@ -129,6 +132,9 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 	defer p.Close()
 	out, err := s.pull(ctx, p, batch)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.ids.seal(ctx, tenantID, name, out); err != nil {
 		return nil, err
 	}
 	for _, d := range out {
@@ -323,9 +329,10 @@ type SettleOptions struct {
 	Reason string        // term
 }
 
-// Settle applies action to delivery ids. Unknown or expired-and-
-// redelivered ids are reported per id, not as an error.
-func (s *Service) Settle(ctx context.Context, tenantID uuid.UUID, name, action string, ids []uuid.UUID, opts SettleOptions) ([]SettleResult, error) {
+// settle applies action to delivery ids in their database form (Settle).
+// Unknown or expired-and-redelivered ids are reported per id, not as an
+// error.
+func (s *Service) settle(ctx context.Context, tenantID uuid.UUID, name, action string, ids []uuid.UUID, opts SettleOptions) ([]SettleResult, error) {
 	var matched []uuid.UUID
 	if action == ActionAck {
 		// The usual case, one round trip: whole batches of lease ranges

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/client"
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 )
 
@@ -67,10 +68,10 @@ func TestLeaseRanges(t *testing.T) {
 	ds, err := b.client.Pull(ctx, "r", 10, 10*time.Second)
 	require.NoError(t, err)
 	require.Len(t, ds, 5)
-	lease0, _, ok := db.ParseLeaseDeliveryID(ds[0].DeliveryID)
+	lease0, _, ok := consume.ParseDeliveryID(ds[0].DeliveryID)
 	require.True(t, ok)
 	for i, d := range ds {
-		l, idx, ok := db.ParseLeaseDeliveryID(d.DeliveryID)
+		l, idx, ok := consume.ParseDeliveryID(d.DeliveryID)
 		require.True(t, ok)
 		require.Equal(t, lease0, l, "one range per pull")
 		require.Equal(t, i, idx, "members in stream order")
@@ -112,7 +113,7 @@ func TestLeaseRanges(t *testing.T) {
 	for i, d := range again {
 		require.Equal(t, ds[i+2].Message.ID, d.Message.ID, "redelivered in stream order")
 		require.Equal(t, 2, d.DeliveryCount)
-		_, _, isRange := db.ParseLeaseDeliveryID(d.DeliveryID)
+		_, _, isRange := consume.ParseDeliveryID(d.DeliveryID)
 		require.False(t, isRange)
 	}
 	res, err = b.client.Ack(ctx, "r", ds[2].DeliveryID)

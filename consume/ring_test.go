@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/client"
+	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 )
 
@@ -133,7 +134,7 @@ func TestConsumerRingRetiresGenerations(t *testing.T) {
 		}
 	}
 	// The generation the outstanding range was written to is gone.
-	leaseID, _, ok := db.ParseLeaseDeliveryID(outstanding[0].DeliveryID)
+	leaseID, _, ok := consume.ParseDeliveryID(outstanding[0].DeliveryID)
 	require.True(t, ok)
 	var rows int
 	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {

@@ -89,9 +89,8 @@ func (c *tokenCache) put(hash []byte, p *Principal) {
 func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h := r.Header.Get("Authorization")
-			token, ok := strings.CutPrefix(h, "Bearer ")
-			if !ok || token == "" {
+			token, ok := bearerToken(r.Header.Get("Authorization"))
+			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mio"`)
 				writeError(w, http.StatusUnauthorized, "unauthorized", "missing bearer token")
 				return
@@ -156,4 +155,17 @@ func tenantActive(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
 		return errTenantDisabled
 	}
 	return nil
+}
+
+// bearerToken returns the credentials of an Authorization header of the
+// Bearer scheme, matched case-insensitively (RFC 7235 §2.1: "bearer",
+// "BEARER" and "Bearer" are the same scheme); ok is false for any other
+// scheme or empty credentials.
+func bearerToken(h string) (token string, ok bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(h), " ")
+	token = strings.TrimSpace(token)
+	if !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
 }

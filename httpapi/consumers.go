@@ -24,10 +24,12 @@ type consumerRequest struct {
 	DeliverPolicy string     `json:"deliver_policy"`
 	StartTime     *time.Time `json:"start_time"`
 	AckWait       Duration   `json:"ack_wait"`
-	MaxDeliver    int        `json:"max_deliver"`
-	MaxAckPending int        `json:"max_ack_pending"`
-	Ordering      string     `json:"ordering"`
-	Stage         string     `json:"stage"`
+	// MaxDeliver and MaxAckPending: absent means the default; an
+	// explicit 0 is refused like any value out of range.
+	MaxDeliver    *int   `json:"max_deliver"`
+	MaxAckPending *int   `json:"max_ack_pending"`
+	Ordering      string `json:"ordering"`
+	Stage         string `json:"stage"`
 }
 
 // consumerResponse is a consumer's settings and live statistics.
@@ -80,10 +82,18 @@ func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
+	if req.MaxDeliver != nil && *req.MaxDeliver == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "max_deliver must be from 1 to 1000 (omit it for the default, 5)")
+		return
+	}
+	if req.MaxAckPending != nil && *req.MaxAckPending == 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "max_ack_pending must be from 1 to 100000 (omit it for the default, 1000)")
+		return
+	}
 	info, created, err := s.consumers.Put(r.Context(), p.TenantID, chi.URLParam(r, "name"), consume.Config{
 		ChannelTypes: req.Filter.ChannelTypes, AccountIDs: req.Filter.AccountIDs, ConversationIDs: req.Filter.ConversationIDs,
 		DeliverPolicy: req.DeliverPolicy, StartTime: req.StartTime, AckWait: time.Duration(req.AckWait),
-		MaxDeliver: req.MaxDeliver, MaxAckPending: req.MaxAckPending, Ordering: req.Ordering, Stage: req.Stage,
+		MaxDeliver: deref(req.MaxDeliver), MaxAckPending: deref(req.MaxAckPending), Ordering: req.Ordering, Stage: req.Stage,
 	})
 	if err != nil {
 		s.consumerError(w, "put consumer", err)
@@ -249,4 +259,12 @@ func (s *Server) consumerError(w http.ResponseWriter, what string, err error) {
 	default:
 		s.dbError(w, what, err)
 	}
+}
+
+// deref is *p, or 0 when p is nil.
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -30,11 +30,21 @@ type sendAccepted struct {
 // bad input (nothing written); 503 when the enqueue cannot commit
 // (nothing written).
 func (s *Server) postOutbound(w http.ResponseWriter, r *http.Request) {
-	var cmd envelope.SendCommand
-	if err := decodeJSON(w, r, &cmd); err != nil {
+	var req struct {
+		envelope.SendCommand
+		// Ack, when present, acknowledges a delivery in the same
+		// transaction (reply.go).
+		Ack *ackRef `json:"ack"`
+	}
+	if err := decodeJSON(w, r, &req); err != nil {
 		badRequest(w, err)
 		return
 	}
+	if req.Ack != nil {
+		s.replyWithAck(w, r, req.Ack.Consumer, req.Ack.DeliveryID, req.SendCommand)
+		return
+	}
+	cmd := req.SendCommand
 	sent, err := s.outbox.Send(r.Context(), principalFrom(r.Context()).TenantID, &cmd)
 	switch {
 	case err != nil:

@@ -40,6 +40,8 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound", s.listOutbound)
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound/{id}", s.getOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
+		// Typing signals (typing.go): best effort, at once, never queued.
+		r.With(s.authenticate(db.RoleProduce)).Post("/conversations/typing", s.postTyping)
 
 		r.Route("/consumers/{name}", func(r chi.Router) {
 			r.Use(s.authenticate(db.RoleConsume))
@@ -51,6 +53,7 @@ func (s *Server) PublicHandler() http.Handler {
 			r.Post("/nak", s.settle(consume.ActionNak))
 			r.Post("/term", s.settle(consume.ActionTerm))
 			r.Post("/extend", s.settle(consume.ActionExtend))
+			r.Post("/reply", s.postReply) // reply.go: ack + send in one transaction
 		})
 	})
 	return r

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
@@ -24,6 +25,8 @@ import (
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/reply"
+	"github.com/miohq/mio/typing"
 )
 
 // Deps are what the HTTP layer needs from the process.
@@ -45,6 +48,11 @@ type Deps struct {
 	Hub *notify.Hub
 	// Consumers serves the pull API.
 	Consumers *consume.Service
+	// Replies serves replies with ack; default: built from Consumers and
+	// Outbox when Consumers is set.
+	Replies *reply.Service
+	// Typing sends typing signals; default: built from Accounts when set.
+	Typing *typing.Service
 	// WebhookDeadline bounds every webhook request. Default 2.5s.
 	WebhookDeadline time.Duration
 	// WebhookMaxBody is the largest webhook body. Default 1 MiB.
@@ -82,6 +90,8 @@ type Server struct {
 	outbox          *outbox.Service
 	hub             *notify.Hub
 	consumers       *consume.Service
+	replies         *reply.Service
+	typing          *typing.Service
 	blob            blob.Store
 	attachmentTTL   time.Duration
 	adminTokens     adminTokens // admin listener bearer tokens (admin_auth.go)
@@ -117,5 +127,17 @@ func New(d Deps) *Server {
 	if s.admin == nil {
 		s.admin = admin.New(d.Pool, nil, "")
 	}
+	if d.Replies == nil && d.Consumers != nil {
+		d.Replies = reply.New(d.Pool, d.Consumers, d.Outbox)
+	}
+	s.replies = d.Replies
+	if d.Typing == nil && d.Accounts != nil {
+		var signals *prometheus.CounterVec
+		if d.Metrics != nil {
+			signals = metrics.NewTyping(d.Metrics.Registry)
+		}
+		d.Typing = typing.New(d.Accounts, typing.Options{Signals: signals})
+	}
+	s.typing = d.Typing
 	return s
 }

@@ -18,7 +18,8 @@ WITH input AS (
            unnest(@raws::bytea[]) AS raw,
            unnest(@received_ats::timestamptz[]) AS received_at,
            unnest(@platform_message_ids::text[]) AS platform_message_id,
-           unnest(@edit_of_platform_ids::text[]) AS edit_of_platform_id
+           unnest(@edit_of_platform_ids::text[]) AS edit_of_platform_id,
+           generate_series(1, cardinality(@ids::uuid[])) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
@@ -55,6 +56,9 @@ LEFT JOIN mio.inbound_refs AS orig
        ON input.edit_of_platform_id <> ''
       AND orig.tenant_id = @tenant_id::uuid AND orig.account_id = input.account_id
       AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
+-- Rows go in in request order (their seq, ready_seq: the stream order),
+-- whatever order the joins produce.
+ORDER BY input.ord
 RETURNING id;
 
 -- name: InboxGet :one

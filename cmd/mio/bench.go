@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch or horizon"}
+		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch, horizon or sdk"}
 	}
 	which := args[0]
 	var (
@@ -25,6 +25,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		hold     time.Duration
 		holdKind string
 		ordering string
+		messages int
+		replies  int
+		sdkDir   string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -33,6 +36,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000)")
+		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
+		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 	})
@@ -100,7 +106,19 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "sdk":
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.SDK(ctx, env, bench.SDKOptions{Messages: messages, Replies: replies, SDKDir: sdkDir})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch or horizon", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch, horizon or sdk", which)}
 	}
 }

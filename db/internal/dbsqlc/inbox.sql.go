@@ -102,7 +102,8 @@ WITH input AS (
            unnest($9::bytea[]) AS raw,
            unnest($10::timestamptz[]) AS received_at,
            unnest($11::text[]) AS platform_message_id,
-           unnest($12::text[]) AS edit_of_platform_id
+           unnest($12::text[]) AS edit_of_platform_id,
+           generate_series(1, cardinality($2::uuid[])) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
@@ -139,6 +140,7 @@ LEFT JOIN mio.inbound_refs AS orig
        ON input.edit_of_platform_id <> ''
       AND orig.tenant_id = $1::uuid AND orig.account_id = input.account_id
       AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
+ORDER BY input.ord
 RETURNING id
 `
 
@@ -165,6 +167,8 @@ type InboxInsertBatchParams struct {
 // source_message_id merged into its envelope's edit_of. An original
 // stored by the same statement is not visible to it (the edit keeps only
 // the platform id).
+// Rows go in in request order (their seq, ready_seq: the stream order),
+// whatever order the joins produce.
 func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInsertBatchParams) ([]uuid.UUID, error) {
 	rows, err := db.Query(ctx, InboxInsertBatch,
 		arg.TenantID,

@@ -226,6 +226,12 @@ type MioDeadLetter struct {
 	Detail      []byte
 }
 
+type MioDeliveryIDKey struct {
+	Singleton bool
+	Key       []byte
+	CreatedAt time.Time
+}
+
 type MioGatewaySession struct {
 	TenantID       uuid.UUID
 	AccountID      uuid.UUID

@@ -1,0 +1,55 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/envelope"
+)
+
+// Sent is the server's answer to a send or a reply: the outbound
+// message's id and handoff state.
+type Sent struct {
+	ID           uuid.UUID `json:"id"`
+	HandoffState string    `json:"handoff_state"`
+}
+
+// Send queues a SendCommand (POST /v1/outbound). The same command under
+// the same idempotency key answers with the first message's id.
+func (c *Client) Send(ctx context.Context, cmd envelope.SendCommand) (*Sent, error) {
+	var out Sent
+	if err := c.do(ctx, http.MethodPost, "/v1/outbound", cmd, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Reply answers delivery deliveryID of consumer with cmd and acknowledges
+// it in the same server transaction (POST /v1/consumers/{name}/reply):
+// both happen or neither. cmd's AccountID, ConversationID and ThreadID
+// may be left zero: they default to the delivered message's. Use an
+// idempotency key derived from the message (for example "reply:" + its
+// id): a retry after a lost answer then returns the first reply's id
+// instead of sending twice. A lease that is no longer live answers an
+// error for which IsLeaseLost is true; nothing was written.
+func (c *Client) Reply(ctx context.Context, consumer string, deliveryID uuid.UUID, cmd envelope.SendCommand) (*Sent, error) {
+	body := struct {
+		DeliveryID uuid.UUID `json:"delivery_id"`
+		envelope.SendCommand
+	}{deliveryID, cmd}
+	var out Sent
+	if err := c.do(ctx, http.MethodPost, consumerPath(consumer)+"/reply", body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// IsLeaseLost reports whether err is the server's 409 lease_lost: the
+// delivery is no longer leased to the consumer.
+func IsLeaseLost(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code == "lease_lost"
+}

@@ -1,0 +1,188 @@
+"""Typed views of MIO's JSON: mio.v1 messages, deliveries, consumers and outbound status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class Conversation:
+    id: str
+    type: str = ""
+    title: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Conversation":
+        return cls(id=d.get("id", ""), type=d.get("type", ""), title=d.get("title"))
+
+
+@dataclass
+class Sender:
+    id: str
+    display_name: Optional[str] = None
+    is_bot: bool = False
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Sender":
+        return cls(id=d.get("id", ""), display_name=d.get("display_name"), is_bot=bool(d.get("is_bot", False)))
+
+
+@dataclass
+class Attachment:
+    id: str
+    kind: str = ""
+    status: str = ""
+    name: Optional[str] = None
+    mime_type: Optional[str] = None
+    size: Optional[int] = None
+    storage_key: Optional[str] = None
+    content_sha256: Optional[str] = None
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Attachment":
+        return cls(id=d.get("id", ""), kind=d.get("kind", ""), status=d.get("status", ""), name=d.get("name"),
+                   mime_type=d.get("mime_type"), size=d.get("size"), storage_key=d.get("storage_key"),
+                   content_sha256=d.get("content_sha256"), error=d.get("error"))
+
+
+@dataclass
+class Message:
+    """A canonical inbound message, mio.v1.Message."""
+
+    id: str
+    tenant_id: str
+    account_id: str
+    channel_type: str
+    source_message_id: str
+    conversation: Conversation
+    sender: Sender
+    text: str = ""
+    thread_id: Optional[str] = None
+    reply_to_source_id: Optional[str] = None
+    attachments: List[Attachment] = field(default_factory=list)
+    edited: bool = False
+    deleted: bool = False
+    sent_at: Optional[str] = None
+    received_at: Optional[str] = None
+    trace_id: Optional[str] = None
+    raw: Any = None
+    #: The whole JSON object as received (fields this version does not know included).
+    json: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Message":
+        return cls(id=d.get("id", ""), tenant_id=d.get("tenant_id", ""), account_id=d.get("account_id", ""),
+                   channel_type=d.get("channel_type", ""), source_message_id=d.get("source_message_id", ""),
+                   conversation=Conversation.from_json(d.get("conversation") or {}),
+                   sender=Sender.from_json(d.get("sender") or {}), text=d.get("text", ""),
+                   thread_id=d.get("thread_id"), reply_to_source_id=d.get("reply_to_source_id"),
+                   attachments=[Attachment.from_json(a) for a in d.get("attachments") or []],
+                   edited=bool(d.get("edited", False)), deleted=bool(d.get("deleted", False)),
+                   sent_at=d.get("sent_at"), received_at=d.get("received_at"), trace_id=d.get("trace_id"),
+                   raw=d.get("raw"), json=d)
+
+
+@dataclass
+class Delivery:
+    """One leased message of a consumer."""
+
+    delivery_id: str
+    seq: int
+    delivery_count: int
+    message: Message
+    #: The consumer that pulled it (set by the SDK).
+    consumer: str = ""
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any], consumer: str = "") -> "Delivery":
+        return cls(delivery_id=d["delivery_id"], seq=int(d.get("seq", 0)), delivery_count=int(d.get("delivery_count", 1)),
+                   message=Message.from_json(d.get("message") or {}), consumer=consumer)
+
+
+@dataclass
+class SettleResult:
+    delivery_id: str
+    ok: bool
+    error: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "SettleResult":
+        return cls(delivery_id=d["delivery_id"], ok=bool(d.get("ok")), error=d.get("error"))
+
+
+@dataclass
+class ConsumerStats:
+    pending: int = 0
+    ack_pending: int = 0
+    redelivered: int = 0
+    dead: int = 0
+    oldest_pending_age: str = "0s"
+    last_delivered_at: Optional[str] = None
+
+
+@dataclass
+class ConsumerInfo:
+    name: str
+    deliver_policy: str
+    ack_wait: str
+    max_deliver: int
+    max_ack_pending: int
+    ordering: str
+    stage: str
+    filter: Dict[str, Any] = field(default_factory=dict)
+    stats: ConsumerStats = field(default_factory=ConsumerStats)
+    created_at: Optional[str] = None
+    updated_at: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ConsumerInfo":
+        st = d.get("stats") or {}
+        return cls(name=d.get("name", ""), deliver_policy=d.get("deliver_policy", ""), ack_wait=d.get("ack_wait", ""),
+                   max_deliver=int(d.get("max_deliver", 0)), max_ack_pending=int(d.get("max_ack_pending", 0)),
+                   ordering=d.get("ordering", ""), stage=d.get("stage", ""), filter=d.get("filter") or {},
+                   stats=ConsumerStats(**{k: st[k] for k in ConsumerStats.__dataclass_fields__ if k in st}),
+                   created_at=d.get("created_at"), updated_at=d.get("updated_at"))
+
+
+@dataclass
+class Sent:
+    """The answer to a send or a reply: the outbound message's id and handoff state."""
+
+    id: str
+    handoff_state: str
+    #: True when the server answered 200: this idempotency key had already sent this command.
+    replayed: bool = False
+
+
+@dataclass
+class OutboundStatus:
+    """An outbound message and its two state machines (GET /v1/outbound/{id})."""
+
+    id: str
+    handoff_state: str
+    provider_state: str
+    account_id: str = ""
+    conversation_id: str = ""
+    thread_id: Optional[str] = None
+    text: str = ""
+    attempts: int = 0
+    last_error: Optional[str] = None
+    provider_message_id: Optional[str] = None
+    events: List[Dict[str, Any]] = field(default_factory=list)
+    json: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "OutboundStatus":
+        return cls(id=d.get("id", ""), handoff_state=d.get("handoff_state", ""), provider_state=d.get("provider_state", ""),
+                   account_id=d.get("account_id", ""), conversation_id=d.get("conversation_id", ""),
+                   thread_id=d.get("thread_id"), text=d.get("text", ""), attempts=int(d.get("attempts", 0)),
+                   last_error=d.get("last_error"), provider_message_id=d.get("provider_message_id"),
+                   events=d.get("events") or [], json=d)
+
+
+@dataclass
+class TypingResult:
+    status: str
+    error: Optional[str] = None

@@ -1,0 +1,384 @@
+import { APIError, LeaseLost, Term, apiError } from "./errors.js";
+import type {
+  ConsumerConfig,
+  ConsumerInfo,
+  Delivery,
+  Message,
+  OutboundStatus,
+  SendCommand,
+  Sent,
+  SettleResult,
+  TypingResult,
+} from "./types.js";
+
+const RETRY_STATUS = new Set([429, 502, 503, 504]);
+
+export interface ClientOptions {
+  /** Attempts in all for 429/502/503/504 answers and network errors. Default 5. */
+  retries?: number;
+  /** First backoff in ms (doubled per attempt, full jitter). Default 100. */
+  backoffMs?: number;
+  /** Largest backoff in ms. Default 5000. */
+  maxBackoffMs?: number;
+  /** Per-request timeout in ms, added to a pull's wait. Default 70000. */
+  timeoutMs?: number;
+  /** fetch implementation. Default globalThis.fetch (Node 18+). */
+  fetch?: typeof fetch;
+}
+
+/** Seconds (number) or a Go duration string → a Go duration string. */
+function duration(v: string | number | undefined): string | undefined {
+  if (v === undefined) return undefined;
+  return typeof v === "string" ? v : `${Math.round(v * 1000)}ms`;
+}
+
+/** A Go duration string ("1m30s", "250ms") → milliseconds. */
+export function durationMs(d: string): number {
+  const units: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1, us: 0.001, "µs": 0.001, ns: 1e-6 };
+  let total = 0;
+  const re = /([0-9.]+)(ms|us|µs|ns|h|m|s)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(d)) !== null) total += parseFloat(m[1]!) * units[m[2]!]!;
+  return total;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+interface Answer<T> {
+  status: number;
+  body: T;
+}
+
+/** A MIO API client: `new Client(baseUrl, token)`. */
+export class Client {
+  readonly baseUrl: string;
+  private readonly opts: Required<Omit<ClientOptions, "fetch">> & { fetch: typeof fetch };
+
+  constructor(
+    baseUrl: string,
+    private readonly token: string,
+    opts: ClientOptions = {},
+  ) {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.opts = {
+      retries: Math.max(1, opts.retries ?? 5),
+      backoffMs: opts.backoffMs ?? 100,
+      maxBackoffMs: opts.maxBackoffMs ?? 5000,
+      timeoutMs: opts.timeoutMs ?? 70_000,
+      fetch: opts.fetch ?? globalThis.fetch.bind(globalThis),
+    };
+  }
+
+  /** Sends a request, retrying per the policy; returns the raw Response of a 2xx. */
+  async request(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Response> {
+    const data = body === undefined ? undefined : JSON.stringify(body);
+    let last: Error = new Error("mio: no attempt");
+    for (let attempt = 0; attempt < this.opts.retries; attempt++) {
+      let wait = Math.random() * Math.min(this.opts.backoffMs * 2 ** attempt, this.opts.maxBackoffMs);
+      try {
+        const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, "User-Agent": "mio-typescript/0.1" };
+        if (data !== undefined) headers["Content-Type"] = "application/json";
+        const resp = await this.opts.fetch(this.baseUrl + path, {
+          method,
+          headers,
+          body: data,
+          signal: AbortSignal.timeout(timeoutMs ?? this.opts.timeoutMs),
+        });
+        if (resp.ok) return resp;
+        const text = await resp.text();
+        let code = "";
+        let message = text;
+        try {
+          const e = JSON.parse(text).error;
+          code = e.code ?? "";
+          message = e.message ?? "";
+        } catch {
+          // not an API error body
+        }
+        last = apiError(resp.status, code, message);
+        if (!RETRY_STATUS.has(resp.status)) throw last;
+        const ra = Number(resp.headers.get("Retry-After"));
+        if (Number.isFinite(ra) && ra > 0) wait = Math.max(wait, ra * 1000);
+      } catch (e) {
+        if (e instanceof APIError && !RETRY_STATUS.has(e.status)) throw e;
+        if (!(e instanceof APIError)) last = new Error(`mio: ${method} ${path}: ${(e as Error).message}`);
+      }
+      if (attempt + 1 < this.opts.retries) await sleep(wait);
+    }
+    throw last;
+  }
+
+  /** A JSON request; undefined body for empty answers. */
+  async call<T>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Answer<T>> {
+    const resp = await this.request(method, path, body, timeoutMs);
+    const text = await resp.text();
+    return { status: resp.status, body: (text.trim() ? JSON.parse(text) : undefined) as T };
+  }
+
+  /** The durable consumer called name (created with put). */
+  consumer(name: string): Consumer {
+    return new Consumer(this, name);
+  }
+
+  async message(id: string): Promise<Message> {
+    return (await this.call<Message>("GET", `/v1/messages/${encodeURIComponent(id)}`)).body;
+  }
+
+  /** Queues a SendCommand (POST /v1/outbound); with ack, the delivery is acknowledged in the same transaction. */
+  async send(cmd: SendCommand & { ack?: Delivery }): Promise<Sent> {
+    const { ack, ...rest } = cmd;
+    const body: Record<string, unknown> = { ...rest };
+    if (ack) body.ack = { consumer: ack.consumer, delivery_id: ack.delivery_id };
+    const a = await this.call<{ id: string; handoff_state: string }>("POST", "/v1/outbound", body);
+    return { ...a.body, replayed: a.status === 200 };
+  }
+
+  /** Edits an earlier outbound message (a send with edit_of). */
+  async edit(outboundId: string, cmd: SendCommand): Promise<Sent> {
+    return this.send({ ...cmd, edit_of: outboundId });
+  }
+
+  async outbound(id: string): Promise<OutboundStatus> {
+    return (await this.call<OutboundStatus>("GET", `/v1/outbound/${encodeURIComponent(id)}`)).body;
+  }
+
+  /** Shows the bot as typing (best effort): status sent, unsupported, throttled or failed. */
+  async typing(accountId: string, conversationId: string, threadId?: string): Promise<TypingResult> {
+    const body: Record<string, string> = { account_id: accountId, conversation_id: conversationId };
+    if (threadId) body.thread_id = threadId;
+    return (await this.call<TypingResult>("POST", "/v1/conversations/typing", body)).body;
+  }
+
+  /** Streams an attachment's bytes to a file (Node); returns the byte count. */
+  async attachment(id: string, path: string): Promise<number> {
+    const resp = await this.request("GET", `/v1/attachments/${encodeURIComponent(id)}`);
+    const [{ createWriteStream }, { Readable, Transform }, { pipeline }] = await Promise.all([
+      import("node:fs"),
+      import("node:stream"),
+      import("node:stream/promises"),
+    ]);
+    let n = 0;
+    const count = new Transform({
+      transform(chunk: Buffer, _enc, cb) {
+        n += chunk.length;
+        cb(null, chunk);
+      },
+    });
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    await pipeline(Readable.fromWeb(resp.body as any), count, createWriteStream(path));
+    return n;
+  }
+}
+
+/** Options of Consumer.messages and Consumer.consume. */
+export interface ConsumeOptions {
+  /** Deliveries pulled at once (and in flight at most). Default 10. */
+  batch?: number;
+  /** Long-poll wait per pull, seconds (the loop checks signal between pulls). Default 1. */
+  wait?: number;
+  /** Stops the loop. */
+  signal?: AbortSignal;
+  /** Reports errors the loop survives (a failed pull, a failed ack, a handler's error). */
+  onError?: (e: unknown) => void;
+}
+
+/** A durable consumer: pull, ack/nak/term/extend, reply with ack, an async iterator and a consume loop. */
+export class Consumer {
+  private readonly path: string;
+  /** Deliveries handed out and not yet settled, whose leases are kept alive. */
+  private readonly held = new Map<string, number>();
+
+  constructor(
+    readonly client: Client,
+    readonly name: string,
+  ) {
+    this.path = `/v1/consumers/${encodeURIComponent(name)}`;
+  }
+
+  async put(cfg: ConsumerConfig = {}): Promise<ConsumerInfo> {
+    return (await this.client.call<ConsumerInfo>("PUT", this.path, cfg)).body;
+  }
+
+  async get(): Promise<ConsumerInfo> {
+    return (await this.client.call<ConsumerInfo>("GET", this.path)).body;
+  }
+
+  async delete(): Promise<void> {
+    await this.client.call("DELETE", this.path);
+  }
+
+  /** Leases up to batch messages, long-polling up to wait seconds. */
+  async pull(batch = 10, wait = 0): Promise<Delivery[]> {
+    const a = await this.client.call<{ deliveries: Omit<Delivery, "consumer">[] }>(
+      "POST",
+      `${this.path}/pull`,
+      { batch, wait: duration(wait) },
+      wait * 1000 + 70_000,
+    );
+    return (a.body.deliveries ?? []).map((d) => ({ ...d, consumer: this.name }));
+  }
+
+  private async settle(action: string, ds: (string | Delivery)[], extra: Record<string, unknown> = {}): Promise<SettleResult[]> {
+    const ids = ds.map((d) => (typeof d === "string" ? d : d.delivery_id));
+    if (action !== "extend") for (const id of ids) this.held.delete(id);
+    const a = await this.client.call<{ results: SettleResult[] }>("POST", `${this.path}/${action}`, { delivery_ids: ids, ...extra });
+    return a.body.results;
+  }
+
+  ack(...ds: (string | Delivery)[]): Promise<SettleResult[]> {
+    return this.settle("ack", ds);
+  }
+
+  /** Delivers again after delaySeconds. */
+  nak(ds: (string | Delivery)[], delaySeconds?: number): Promise<SettleResult[]> {
+    return this.settle("nak", ds, delaySeconds ? { delay: duration(delaySeconds) } : {});
+  }
+
+  term(ds: (string | Delivery)[], reason?: string): Promise<SettleResult[]> {
+    return this.settle("term", ds, reason ? { reason } : {});
+  }
+
+  extend(...ds: (string | Delivery)[]): Promise<SettleResult[]> {
+    return this.settle("extend", ds);
+  }
+
+  /**
+   * Answers delivery and acknowledges it in ONE server transaction: both happen or neither.
+   * Account, conversation and thread default to the delivered message's; the default
+   * idempotency key is "reply:" + delivery id, so a retry after a lost answer returns the first
+   * reply. Throws LeaseLost when the lease is gone (nothing was written).
+   */
+  async reply(d: Delivery, cmd: Omit<SendCommand, "idempotency_key"> & { idempotency_key?: string; rich?: Record<string, unknown> }): Promise<Sent> {
+    const { rich, ...rest } = cmd;
+    const body: Record<string, unknown> = { idempotency_key: `reply:${d.delivery_id}`, ...rest, delivery_id: d.delivery_id };
+    if (rich) body.rich_content = rich;
+    this.held.delete(d.delivery_id);
+    const a = await this.client.call<{ id: string; handoff_state: string }>("POST", `${this.path}/reply`, body);
+    return { ...a.body, replayed: a.status === 200 };
+  }
+
+  /** Keeps the leases of held deliveries alive every third of ack_wait until stopped. */
+  private keeper(ackWaitMs: number, onError: (e: unknown) => void): () => void {
+    const timer = setInterval(() => {
+      const ids = [...this.held.keys()];
+      if (ids.length > 0) this.settle("extend", ids).catch(onError);
+    }, Math.max(ackWaitMs / 3, 200));
+    timer.unref?.();
+    return () => clearInterval(timer);
+  }
+
+  /**
+   * Deliveries, one at a time: `for await (const d of consumer.messages()) { … consumer.reply(d, …) }`.
+   * A delivery's lease is extended until it is settled (ack, nak, term or reply) or the loop ends.
+   */
+  async *messages(opts: ConsumeOptions = {}): AsyncGenerator<Delivery, void, undefined> {
+    const batch = opts.batch ?? 10;
+    const onError = opts.onError ?? (() => {});
+    const stop = this.keeper(durationMs((await this.get()).ack_wait) || 30_000, onError);
+    try {
+      while (!opts.signal?.aborted) {
+        let ds: Delivery[];
+        try {
+          ds = await this.pull(batch, opts.wait ?? 1);
+        } catch (e) {
+          onError(e);
+          continue;
+        }
+        for (const d of ds) this.held.set(d.delivery_id, Date.now());
+        for (const d of ds) yield d;
+      }
+    } finally {
+      stop();
+      this.held.clear();
+    }
+  }
+
+  /**
+   * Runs handler on every delivery until signal aborts, up to concurrency at once. A handler that
+   * resolves acks the delivery (batched; unless it settled it itself, e.g. with reply); one that
+   * throws Term terminates it; any other error naks it with backoff 1s, 2s, 4s … by
+   * delivery_count (up to 60s). Leases are extended while deliveries wait or run.
+   */
+  async consume(handler: (d: Delivery) => Promise<void> | void, opts: ConsumeOptions & { concurrency?: number } = {}): Promise<void> {
+    const batch = opts.batch ?? 10;
+    const concurrency = opts.concurrency ?? 4;
+    const onError = opts.onError ?? (() => {});
+    const stop = this.keeper(durationMs((await this.get()).ack_wait) || 30_000, onError);
+    const acks: string[] = [];
+    const inFlight = new Set<Promise<void>>();
+    // Acks go out without holding up the next pull.
+    const flush = () => {
+      const ids = acks.splice(0);
+      if (ids.length === 0) return;
+      const p: Promise<void> = this.ack(...ids).then(
+        () => undefined,
+        (e) => onError(e),
+      );
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    };
+    const queue: Delivery[] = [];
+    let running = 0;
+    let wake: (() => void) | undefined;
+    const run = async (d: Delivery) => {
+      try {
+        await handler(d);
+        if (this.held.has(d.delivery_id)) {
+          this.held.delete(d.delivery_id);
+          acks.push(d.delivery_id);
+        }
+      } catch (e) {
+        if (e instanceof Term) {
+          await this.term([d], e.reason).catch(onError);
+        } else if (!(e instanceof LeaseLost)) {
+          onError(e);
+          await this.nak([d], Math.min(2 ** Math.max(d.delivery_count - 1, 0), 60)).catch(onError);
+        } else {
+          onError(e);
+        }
+      } finally {
+        running--;
+        if (!opts.signal?.aborted) pump();
+        wake?.();
+      }
+    };
+    const pump = (): void => {
+      while (running < concurrency && queue.length > 0) {
+        running++;
+        void run(queue.shift()!);
+      }
+    };
+    try {
+      while (!opts.signal?.aborted) {
+        flush();
+        // Pull again once every pulled delivery has started, so pulls
+        // stay close to full batches.
+        const room = batch - running;
+        if (queue.length > 0 || room <= 0) {
+          await new Promise<void>((r) => (wake = r));
+          wake = undefined;
+          pump();
+          continue;
+        }
+        let ds: Delivery[] = [];
+        try {
+          ds = await this.pull(room, opts.wait ?? 1);
+        } catch (e) {
+          onError(e);
+        }
+        for (const d of ds) this.held.set(d.delivery_id, Date.now());
+        queue.push(...ds);
+        pump();
+      }
+      while (running > 0) {
+        await new Promise<void>((r) => (wake = r));
+        wake = undefined;
+      }
+    } finally {
+      stop();
+      flush();
+      await Promise.all(inFlight);
+      for (const d of queue) this.held.delete(d.delivery_id);
+    }
+  }
+}

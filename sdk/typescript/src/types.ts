@@ -1,0 +1,151 @@
+// Types of MIO's JSON (docs/api.md): mio.v1 messages, deliveries,
+// consumers, outbound status.
+
+export interface Conversation {
+  id: string;
+  type: "dm" | "group" | "channel" | string;
+  title?: string;
+}
+
+export interface Sender {
+  id: string;
+  display_name?: string;
+  is_bot?: boolean;
+}
+
+export interface Attachment {
+  id: string;
+  kind: "image" | "file" | "audio" | "video" | "sticker" | string;
+  status: "pending" | "stored" | "failed" | "skipped" | string;
+  name?: string;
+  mime_type?: string;
+  size?: number;
+  storage_key?: string;
+  content_sha256?: string;
+  error?: string;
+}
+
+/** A canonical inbound message, mio.v1.Message. */
+export interface Message {
+  id: string;
+  tenant_id: string;
+  account_id: string;
+  channel_type: string;
+  source_message_id: string;
+  conversation: Conversation;
+  thread_id?: string;
+  reply_to_source_id?: string;
+  sender: Sender;
+  text: string;
+  attachments: Attachment[];
+  edited?: boolean;
+  deleted?: boolean;
+  sent_at?: string;
+  received_at?: string;
+  raw?: unknown;
+  trace_id?: string;
+}
+
+/** One leased message of a consumer. */
+export interface Delivery {
+  delivery_id: string;
+  seq: number;
+  delivery_count: number;
+  message: Message;
+  /** The consumer that pulled it (set by the SDK). */
+  consumer: string;
+}
+
+export interface SettleResult {
+  delivery_id: string;
+  ok: boolean;
+  error?: string;
+}
+
+export interface ConsumerFilter {
+  channel_types?: string[];
+  account_ids?: string[];
+  conversation_ids?: string[];
+}
+
+/** Consumer settings; omitted ones get the server's defaults (an explicit 0 for max_deliver or max_ack_pending is refused). */
+export interface ConsumerConfig {
+  filter?: ConsumerFilter;
+  deliver_policy?: "all" | "new" | "by_start_time";
+  start_time?: string;
+  /** Go duration ("30s"). */
+  ack_wait?: string;
+  max_deliver?: number;
+  max_ack_pending?: number;
+  ordering?: "none" | "conversation";
+  stage?: "ready" | "received";
+}
+
+export interface ConsumerStats {
+  pending: number;
+  ack_pending: number;
+  redelivered: number;
+  dead: number;
+  oldest_pending_age: string;
+  last_delivered_at?: string;
+}
+
+export interface ConsumerInfo extends Required<Omit<ConsumerConfig, "start_time">> {
+  name: string;
+  start_time?: string;
+  created_at: string;
+  updated_at: string;
+  stats: ConsumerStats;
+}
+
+/** The answer to a send or a reply. */
+export interface Sent {
+  id: string;
+  handoff_state: string;
+  /** True when the server answered 200: this idempotency key had already sent this command. */
+  replayed: boolean;
+}
+
+export interface SendAttachment {
+  url: string;
+  name?: string;
+  mime_type?: string;
+}
+
+/** A SendCommand (POST /v1/outbound). */
+export interface SendCommand {
+  idempotency_key: string;
+  account_id?: string;
+  conversation_id?: string;
+  thread_id?: string;
+  text?: string;
+  rich_content?: Record<string, unknown>;
+  attachments?: SendAttachment[];
+  edit_of?: string;
+}
+
+/** An outbound message and its state machines (GET /v1/outbound/{id}). */
+export interface OutboundStatus {
+  id: string;
+  idempotency_key: string;
+  account_id: string;
+  channel_type: string;
+  conversation_id: string;
+  thread_id?: string;
+  text: string;
+  edit_of?: string;
+  handoff_state: string;
+  provider_state: string;
+  attempt: number;
+  attempts: number;
+  last_error?: string;
+  provider_message_id?: string;
+  events?: Record<string, unknown>[];
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TypingResult {
+  status: "sent" | "unsupported" | "throttled" | "failed" | string;
+  error?: string;
+}
