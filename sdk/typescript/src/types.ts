@@ -25,6 +25,16 @@ export interface Attachment {
   error?: string;
 }
 
+/** What an edit or delete points at: the original message. */
+export interface EditRef {
+  /** The original's MIO message id, when MIO stored it. */
+  id?: string;
+  /** The original's source_message_id when stored, else its platform id. */
+  source_message_id: string;
+  /** The platform's id of the original (Slack ts, Telegram message_id, ...). */
+  platform_message_id: string;
+}
+
 /** A canonical inbound message, mio.v1.Message. */
 export interface Message {
   id: string;
@@ -40,6 +50,8 @@ export interface Message {
   attachments: Attachment[];
   edited?: boolean;
   deleted?: boolean;
+  /** On an edit or delete: the message it changes. */
+  edit_of?: EditRef;
   sent_at?: string;
   received_at?: string;
   raw?: unknown;

@@ -48,6 +48,23 @@ class Attachment:
 
 
 @dataclass
+class EditRef:
+    """What an edit or delete points at: the original message."""
+
+    #: The original's source_message_id when MIO stored it, else its platform id.
+    source_message_id: str
+    #: The platform's id of the original (Slack ts, Telegram message_id, ...).
+    platform_message_id: str
+    #: The original's MIO message id, when MIO stored it.
+    id: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "EditRef":
+        return cls(source_message_id=d.get("source_message_id", ""),
+                   platform_message_id=d.get("platform_message_id", ""), id=d.get("id"))
+
+
+@dataclass
 class Message:
     """A canonical inbound message, mio.v1.Message."""
 
@@ -64,6 +81,8 @@ class Message:
     attachments: List[Attachment] = field(default_factory=list)
     edited: bool = False
     deleted: bool = False
+    #: On an edit or delete: the message it changes.
+    edit_of: Optional[EditRef] = None
     sent_at: Optional[str] = None
     received_at: Optional[str] = None
     trace_id: Optional[str] = None
@@ -80,6 +99,7 @@ class Message:
                    thread_id=d.get("thread_id"), reply_to_source_id=d.get("reply_to_source_id"),
                    attachments=[Attachment.from_json(a) for a in d.get("attachments") or []],
                    edited=bool(d.get("edited", False)), deleted=bool(d.get("deleted", False)),
+                   edit_of=EditRef.from_json(d["edit_of"]) if d.get("edit_of") else None,
                    sent_at=d.get("sent_at"), received_at=d.get("received_at"), trace_id=d.get("trace_id"),
                    raw=d.get("raw"), json=d)
 
