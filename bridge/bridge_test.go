@@ -196,7 +196,7 @@ func TestStreamMismatch(t *testing.T) {
 	b := setup(t)
 	js, err := jetstream.New(b.connect(t))
 	require.NoError(t, err)
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>"}, Duplicates: time.Second})
+	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "OTHER", Subjects: []string{"other.>", "mio.outbound_cmd.*"}, Duplicates: time.Second})
 	require.NoError(t, err)
 	br, _ := b.newBridge(t, bridge.Config{Stream: "OTHER"})
 	err = br.CheckStream(ctx)
@@ -204,6 +204,7 @@ func TestStreamMismatch(t *testing.T) {
 	require.ErrorAs(t, err, &mismatch)
 	require.Contains(t, err.Error(), "do not take mio.inbound.>")
 	require.Contains(t, err.Error(), "duplicate window 1s is shorter")
+	require.Contains(t, err.Error(), "take mio.outbound_cmd.>")
 	require.Error(t, br.Ready())
 
 	// A stream MIO creates is fine, and reused as is.

@@ -24,13 +24,18 @@ func (e *StreamMismatchError) Error() string {
 		e.Stream, strings.Join(e.Problems, "; "))
 }
 
-// StreamConfig is the stream MIO creates when it does not exist: every
-// subject under mio.>, file storage, the given duplicate window.
+// StreamSubjects are the subjects of the stream MIO creates: every event
+// subject under mio., and not mio.outbound_cmd.> (a stream capturing the
+// commands would store them and answer their requests with its own acks).
+var StreamSubjects = []string{SubjectInbound + ".>", SubjectInboundEnriched + ".>", SubjectOutbound + ".>", SubjectOutboundStatus + ".>"}
+
+// StreamConfig is the stream MIO creates when it does not exist: the
+// StreamSubjects, file storage, the given duplicate window.
 func StreamConfig(name string, duplicates time.Duration) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        name,
 		Description: "MIO events (docs/nats.md)",
-		Subjects:    []string{"mio.>"},
+		Subjects:    slices.Clone(StreamSubjects),
 		Storage:     jetstream.FileStorage,
 		Duplicates:  duplicates,
 	}
@@ -38,8 +43,8 @@ func StreamConfig(name string, duplicates time.Duration) jetstream.StreamConfig 
 
 // EnsureStream creates the stream when it does not exist, and checks an
 // existing one: its subjects must take mio.inbound.…, mio.inbound_enriched.…,
-// mio.outbound.… and mio.outbound_status.… (mio.outbound_cmd is
-// request-reply, not stored), and its duplicate window must be at least
+// mio.outbound.… and mio.outbound_status.…, not mio.outbound_cmd.…
+// (request-reply, not stored), and its duplicate window must be at least
 // duplicates (the bridge's republish after a crash relies on it).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, name string, duplicates time.Duration) error {
 	s, err := js.Stream(ctx, name)
@@ -66,6 +71,10 @@ func checkStream(c jetstream.StreamConfig, duplicates time.Duration) error {
 		if !slices.ContainsFunc(c.Subjects, func(f string) bool { return subjectMatches(f, probe) }) {
 			problems = append(problems, fmt.Sprintf("subjects %v do not take %s.>", c.Subjects, root))
 		}
+	}
+	probe := SubjectOutboundCmd + ".x"
+	if slices.ContainsFunc(c.Subjects, func(f string) bool { return subjectMatches(f, probe) }) {
+		problems = append(problems, fmt.Sprintf("subjects %v take %s.> (commands would be stored and acknowledged by the stream)", c.Subjects, SubjectOutboundCmd))
 	}
 	if c.Duplicates < duplicates {
 		problems = append(problems, fmt.Sprintf("duplicate window %s is shorter than MIO_NATS_DUPLICATE_WINDOW %s", c.Duplicates, duplicates))

@@ -126,6 +126,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		}
 		defer closeNATS()
 		go br.Run(bg)
+		go func() {
+			if err := br.ServeCommands(bg, outbox.New(pool, riverClient)); err != nil {
+				log.Error("nats: outbound commands not served", "err", err)
+			}
+		}()
 		if cfg.Role == "bridge" {
 			bridgeReady = br.Ready
 		}
