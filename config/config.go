@@ -280,7 +280,7 @@ func options() []option {
 			set: func(c *Config, v string) error { c.NatsCreds = v; return nil }},
 		{flag: "nats-duplicate-window", envs: []string{"MIO_NATS_DUPLICATE_WINDOW"}, def: "2m", usage: "duplicate window of the JetStream stream (republishes after a crash are dropped within it)",
 			set: func(c *Config, v string) error { return duration(&c.NatsDuplicateWindow, v, time.Second, 24*time.Hour) }},
-		{flag: "nats-stream", envs: []string{"MIO_NATS_STREAM"}, def: "MIO", usage: "JetStream stream of the bridge (created over mio.> when missing)",
+		{flag: "nats-stream", envs: []string{"MIO_NATS_STREAM"}, def: "MIO", usage: "JetStream stream of the bridge (created when missing; docs/nats.md)",
 			set: func(c *Config, v string) error {
 				if v == "" || strings.ContainsAny(v, ".*> \t/\\") {
 					return errors.New("want a stream name without '.', '*', '>', '/', '\\' or spaces")
