@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch or horizon"}
+		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch, horizon or bridge"}
 	}
 	which := args[0]
 	var (
@@ -24,6 +24,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		rate     int
 		hold     time.Duration
 		holdKind string
+		messages int
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -32,6 +33,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
+		fs.IntVar(&messages, "messages", 100_000, "bridge: messages preloaded")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 	})
 	if err != nil {
@@ -95,7 +97,20 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "bridge":
+		// The server runs no bridge of its own: the benchmark's is the only one.
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h", "MIO_NATS_URL="}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch or horizon", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch, horizon or bridge", which)}
 	}
 }

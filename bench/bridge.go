@@ -1,0 +1,226 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/miohq/mio/bridge"
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/metrics"
+)
+
+// BridgeOptions configure the bridge benchmark.
+type BridgeOptions struct {
+	Preload int // ready messages preloaded; default 100k
+	// NatsURL targets an existing nats-server; empty starts one in this
+	// process (JetStream, file store in a temp dir).
+	NatsURL       string
+	SkipReference bool
+}
+
+// BridgeResult holds the figures of one run.
+type BridgeResult struct {
+	Messages        int // preloaded messages (each is two events: inbound, inbound_enriched)
+	Events          int
+	Elapsed         time.Duration
+	EventsPerSec    float64
+	ReferenceEvents int
+	ReferenceTime   time.Duration
+	ReferencePerSec float64
+	MaxPending      int
+}
+
+// Print writes the figures.
+func (r *BridgeResult) Print(w io.Writer) {
+	fmt.Fprintf(w, "bridge: %d messages (%d events) published into JetStream in %s: %.0f events/s (%.0f messages/s), pending-ack window %d\n",
+		r.Messages, r.Events, r.Elapsed.Round(time.Millisecond), r.EventsPerSec, r.EventsPerSec/2, r.MaxPending)
+	if r.ReferencePerSec > 0 {
+		fmt.Fprintf(w, "reference: the same %d payloads published straight to the same nats-server, async, same window: %.0f events/s in %s\n",
+			r.ReferenceEvents, r.ReferencePerSec, r.ReferenceTime.Round(time.Millisecond))
+		fmt.Fprintf(w, "ratio: %.2f x reference\n", r.EventsPerSec/r.ReferencePerSec)
+	}
+}
+
+// Bridge preloads ready messages, runs a bridge in this process until
+// the stream holds every event (inbound and inbound_enriched per
+// message), then publishes the same payloads straight to the same
+// nats-server with the same pending-ack window (no PostgreSQL).
+func Bridge(ctx context.Context, env *Env, opts BridgeOptions) (*BridgeResult, error) {
+	if opts.Preload == 0 {
+		opts.Preload = 100_000
+	}
+	url := opts.NatsURL
+	if url == "" {
+		stop, u, err := startNATS()
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+		url = u
+	}
+	cs := &consumerSetup{}
+	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 8, RuntimeRole: "mio_runtime", StatementTimeout: -1})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	cs.pool, cs.secret = pool, "whsec_"+strings.Repeat("QUJD", 8)
+	if err := cs.init(ctx, env, "bench-bridge"); err != nil {
+		return nil, err
+	}
+	if err := preloadReady(ctx, env, cs, opts.Preload); err != nil {
+		return nil, err
+	}
+	nc, err := bridge.Connect(bridge.ConnectOptions{URL: url, Name: "mio-bench"})
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	const stream = "MIO_BENCH"
+	res := &BridgeResult{Messages: opts.Preload, Events: 2 * opts.Preload, MaxPending: bridge.DefaultMaxPending}
+	br, err := bridge.New(pool, nc, bridge.Config{Stream: stream, Metrics: metrics.NewBridge(nil)})
+	if err != nil {
+		return nil, err
+	}
+	if err := br.CheckStream(ctx); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(res.MaxPending))
+	if err != nil {
+		return nil, err
+	}
+	bctx, cancel := context.WithCancel(ctx)
+	start := time.Now()
+	go br.Run(bctx)
+	if err = waitStream(ctx, js, stream, uint64(res.Events)); err != nil {
+		err = fmt.Errorf("wait for the bridge: %w", err)
+	}
+	res.Elapsed = time.Since(start)
+	cancel()
+	if err != nil {
+		return res, err
+	}
+	res.EventsPerSec = float64(res.Events) / res.Elapsed.Seconds()
+	if opts.SkipReference {
+		return res, nil
+	}
+	if err := reference(ctx, js, stream, res); err != nil {
+		return res, fmt.Errorf("reference: %w", err)
+	}
+	return res, nil
+}
+
+// reference reads the bridge's stream back and publishes the same
+// subjects (under ref.), headers and payloads to another stream.
+func reference(ctx context.Context, js jetstream.JetStream, from string, res *BridgeResult) error {
+	src, err := js.Stream(ctx, from)
+	if err != nil {
+		return err
+	}
+	msgs := make([]*nats.Msg, 0, res.Events)
+	for seq := uint64(1); seq <= uint64(res.Events); seq++ {
+		m, err := src.GetMsg(ctx, seq)
+		if err != nil {
+			return fmt.Errorf("reference: read %d: %w", seq, err)
+		}
+		h := nats.Header{}
+		for _, k := range []string{jetstream.MsgIDHeader, bridge.HeaderTenantID, bridge.HeaderChannelType, bridge.HeaderEvent} {
+			h.Set(k, m.Header.Get(k))
+		}
+		msgs = append(msgs, &nats.Msg{Subject: "ref." + m.Subject, Header: h, Data: m.Data})
+	}
+	const ref = "MIO_BENCH_REF"
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: ref, Subjects: []string{"ref.>"},
+		Storage: jetstream.FileStorage, Duplicates: bridge.DefaultDuplicateWindow}); err != nil {
+		return err
+	}
+	start := time.Now()
+	for _, m := range msgs {
+		for {
+			_, err := js.PublishMsgAsync(m, jetstream.WithExpectStream(ref)) // as the bridge does
+			if err == nil {
+				break
+			}
+			if err != jetstream.ErrTooManyStalledMsgs {
+				return fmt.Errorf("reference: publish: %w", err)
+			}
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	res.ReferenceTime = time.Since(start)
+	res.ReferenceEvents = len(msgs)
+	res.ReferencePerSec = float64(len(msgs)) / res.ReferenceTime.Seconds()
+	return waitStream(ctx, js, ref, uint64(len(msgs)))
+}
+
+// waitStream waits until the stream holds want messages.
+func waitStream(ctx context.Context, js jetstream.JetStream, name string, want uint64) error {
+	for ctx.Err() == nil {
+		s, err := js.Stream(ctx, name)
+		if err == nil {
+			info, err := s.Info(ctx)
+			if err == nil && info.State.Msgs >= want {
+				return nil
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return ctx.Err()
+}
+
+// preloadReady inserts n ready messages of the setup's account in
+// statements of 50k.
+func preloadReady(ctx context.Context, env *Env, cs *consumerSetup, n int) error {
+	for done := 0; done < n; done += 50_000 {
+		k := min(50_000, n-done)
+		err := env.Exec(ctx, fmt.Sprintf(`
+			SELECT set_config('app.current_tenant_id', '%[1]s', false);
+			WITH ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, %[3]d) AS g)
+			INSERT INTO mio.inbox (tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state, envelope, raw, received_at, ready_xid, ready_seq, ready_at)
+			SELECT '%[1]s', id, '%[2]s', 'webhook', 'pre-' || id, 'conv-' || (g %% 100), 'ready',
+			       jsonb_build_object('id', id, 'tenant_id', '%[1]s', 'account_id', '%[2]s', 'channel_type', 'webhook',
+			         'source_message_id', 'pre-' || id, 'conversation', jsonb_build_object('id', 'conv-' || (g %% 100), 'type', 'dm'),
+			         'sender', jsonb_build_object('id', 'u1', 'is_bot', false), 'text', repeat('x', 300), 'attachments', '[]'::jsonb,
+			         'edited', false, 'deleted', false),
+			       NULL, now(), pg_current_xact_id(), nextval('mio.inbox_ready_seq'), now()
+			FROM ids`, cs.tenant.ID, cs.account.ID, k))
+		if err != nil {
+			return fmt.Errorf("preload: %w", err)
+		}
+	}
+	return env.Exec(ctx, "ANALYZE mio.inbox")
+}
+
+// startNATS runs a JetStream nats-server in this process on a free port.
+func startNATS() (stop func(), url string, err error) {
+	dir, err := os.MkdirTemp("", "mio-bench-nats-")
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		return nil, "", err
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		return nil, "", fmt.Errorf("nats-server did not start")
+	}
+	return func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		_ = os.RemoveAll(dir)
+	}, fmt.Sprintf("nats://127.0.0.1:%d", s.Addr().(*net.TCPAddr).Port), nil
+}
