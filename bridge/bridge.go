@@ -189,6 +189,14 @@ func (b *Bridge) CheckStream(ctx context.Context) error {
 	return err
 }
 
+// streamFailed makes the next step check the stream again (it may have
+// been deleted or changed) and Ready report err meanwhile.
+func (b *Bridge) streamFailed(err error) {
+	b.mu.Lock()
+	b.streamOK, b.streamErr = false, err
+	b.mu.Unlock()
+}
+
 // Ready reports whether the bridge can publish: NATS connected and the
 // stream checked.
 func (b *Bridge) Ready() error {
@@ -234,9 +242,11 @@ func (b *Bridge) session(ctx context.Context) error {
 	b.mu.Unlock()
 
 	sctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer func() {
+		cancel() // the locks are going: stop the readers first
+		wg.Wait()
+	}()
 	held := map[uuid.UUID]context.CancelFunc{}
 	tick := time.NewTicker(b.cfg.ClaimInterval)
 	defer tick.Stop()

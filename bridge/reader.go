@@ -82,10 +82,11 @@ func (b *Bridge) runReader(ctx context.Context, tenantID uuid.UUID, stream db.Br
 // position once JetStream acknowledged all of it. more reports that the
 // next batch may be ready at once.
 func (b *Bridge) step(ctx context.Context, tenantID uuid.UUID, stream db.BridgeStream) (more bool, err error) {
-	if err := b.Ready(); err != nil {
-		if err = b.CheckStream(ctx); err != nil {
-			return false, err
-		}
+	if !b.nc.IsConnected() {
+		return false, fmt.Errorf("nats: %s", b.nc.Status()) // the backlog waits in PostgreSQL
+	}
+	if err := b.CheckStream(ctx); err != nil {
+		return false, err
 	}
 	var (
 		pos    db.LogPos
@@ -114,6 +115,9 @@ func (b *Bridge) step(ctx context.Context, tenantID uuid.UUID, stream db.BridgeS
 		return false, nil // nothing new: the position stays (no write while idle)
 	}
 	if err := b.publish(ctx, tenantID, stream, events); err != nil {
+		if ctx.Err() == nil && b.nc.IsConnected() {
+			b.streamFailed(err)
+		}
 		return false, err
 	}
 	if b.afterAcks != nil {
