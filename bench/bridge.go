@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -16,6 +18,7 @@ import (
 	"github.com/miohq/mio/bridge"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/notify"
 )
 
 // BridgeOptions configure the bridge benchmark.
@@ -25,6 +28,10 @@ type BridgeOptions struct {
 	// process (JetStream, file store in a temp dir).
 	NatsURL       string
 	SkipReference bool
+	// E2ERate and E2EDuration drive the latency phase: webhooks per
+	// second (default 500) for this long (default 10s; negative skips it).
+	E2ERate     int
+	E2EDuration time.Duration
 }
 
 // BridgeResult holds the figures of one run.
@@ -37,6 +44,9 @@ type BridgeResult struct {
 	ReferenceTime   time.Duration
 	ReferencePerSec float64
 	MaxPending      int
+	E2ESent         int
+	E2ECount        int
+	E2EP50, E2EP99  time.Duration
 }
 
 // Print writes the figures.
@@ -46,7 +56,11 @@ func (r *BridgeResult) Print(w io.Writer) {
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: the same %d payloads published straight to the same nats-server, async, same window: %.0f events/s in %s\n",
 			r.ReferenceEvents, r.ReferencePerSec, r.ReferenceTime.Round(time.Millisecond))
-		fmt.Fprintf(w, "ratio: %.2f x reference\n", r.EventsPerSec/r.ReferencePerSec)
+		fmt.Fprintf(w, "ratio: %.2f x reference (target >= 0.50; >= 10,000 messages/s)\n", r.EventsPerSec/r.ReferencePerSec)
+	}
+	if r.E2ESent > 0 {
+		fmt.Fprintf(w, "end to end (webhook answered 200 -> event received from NATS, bridge woken by LISTEN/NOTIFY): %d sent, %d measured\n", r.E2ESent, r.E2ECount)
+		fmt.Fprintf(w, "  e2e p50 %s, p99 %s (target p99 <= 50ms at 500 msg/s)\n", r.E2EP50.Round(10*time.Microsecond), r.E2EP99.Round(10*time.Microsecond))
 	}
 }
 
@@ -57,6 +71,12 @@ func (r *BridgeResult) Print(w io.Writer) {
 func Bridge(ctx context.Context, env *Env, opts BridgeOptions) (*BridgeResult, error) {
 	if opts.Preload == 0 {
 		opts.Preload = 100_000
+	}
+	if opts.E2ERate == 0 {
+		opts.E2ERate = 500
+	}
+	if opts.E2EDuration == 0 {
+		opts.E2EDuration = 10 * time.Second
 	}
 	url := opts.NatsURL
 	if url == "" {
@@ -110,11 +130,13 @@ func Bridge(ctx context.Context, env *Env, opts BridgeOptions) (*BridgeResult, e
 		return res, err
 	}
 	res.EventsPerSec = float64(res.Events) / res.Elapsed.Seconds()
-	if opts.SkipReference {
-		return res, nil
+	if !opts.SkipReference {
+		if err := reference(ctx, js, stream, res); err != nil {
+			return res, fmt.Errorf("reference: %w", err)
+		}
 	}
-	if err := reference(ctx, js, stream, res); err != nil {
-		return res, fmt.Errorf("reference: %w", err)
+	if opts.E2EDuration >= 0 {
+		return res, bridgeE2E(ctx, env, cs, nc, stream, opts, res)
 	}
 	return res, nil
 }
@@ -223,4 +245,64 @@ func startNATS() (stop func(), url string, err error) {
 		s.WaitForShutdown()
 		_ = os.RemoveAll(dir)
 	}, fmt.Sprintf("nats://127.0.0.1:%d", s.Addr().(*net.TCPAddr).Port), nil
+}
+
+// bridgeE2E sends webhooks to the server at a steady rate while a bridge
+// in this process, woken by the server's NOTIFY, publishes them; a core
+// NATS subscriber on mio.inbound.> timestamps their arrival.
+func bridgeE2E(ctx context.Context, env *Env, cs *consumerSetup, nc *nats.Conn, stream string, opts BridgeOptions, res *BridgeResult) error {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hub := notify.New(cs.pool, nil, notify.Options{})
+	go hub.Run(hctx)
+	br, err := bridge.New(cs.pool, nc, bridge.Config{Stream: stream, Hub: hub, Metrics: metrics.NewBridge(nil)})
+	if err != nil {
+		return err
+	}
+	go br.Run(hctx)
+	var (
+		mu          sync.Mutex
+		acked, recv = map[string]time.Time{}, map[string]time.Time{}
+	)
+	sub, err := nc.Subscribe(bridge.SubjectInbound+".>", func(m *nats.Msg) {
+		now := time.Now()
+		var msg struct {
+			SourceMessageID string `json:"source_message_id"`
+		}
+		if json.Unmarshal(m.Data, &msg) == nil {
+			mu.Lock()
+			recv[msg.SourceMessageID] = now
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe() //nolint:errcheck
+	url := env.BaseURL + "/webhooks/webhook/" + cs.account.ID.String()
+	res.E2ESent = webhookLoad(url, cs.secret, opts.E2ERate, opts.E2EDuration, func(id string) {
+		mu.Lock()
+		acked[id] = time.Now()
+		mu.Unlock()
+	})
+	for wait := time.Now().Add(5 * time.Second); time.Now().Before(wait); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		n := len(recv)
+		mu.Unlock()
+		if n >= res.E2ESent {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var lats []time.Duration
+	for id, at := range acked {
+		if got, ok := recv[id]; ok {
+			lats = append(lats, max(0, got.Sub(at))) // the event may arrive before the webhook's answer
+		}
+	}
+	SortDurations(lats)
+	res.E2ECount = len(lats)
+	res.E2EP50, res.E2EP99 = Percentile(lats, 50), Percentile(lats, 99)
+	return nil
 }

@@ -219,43 +219,12 @@ func e2e(ctx context.Context, env *Env, c *client.Client, accountID uuid.UUID, s
 			}
 		}
 	}()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	interval := time.Second / time.Duration(opts.E2ERate)
-	tick := time.NewTicker(interval)
-	deadline := time.Now().Add(opts.E2EDuration)
 	began := time.Now()
-	var senders sync.WaitGroup
-	for i := 0; time.Now().Before(deadline); i++ {
-		<-tick.C
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			id := fmt.Sprintf("e2e_%d_%d", began.UnixNano(), i)
-			body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"e2e-%d"},"sender":{"id":"u"},"text":"hi"}}`,
-				time.Now().UTC().Format(time.RFC3339), i%20))
-			now := time.Now()
-			sig, _ := webhook.Sign(secret, id, now, body)
-			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("webhook-id", id)
-			req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-			req.Header.Set("webhook-signature", sig)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				mu.Lock()
-				acked[id] = time.Now()
-				mu.Unlock()
-				sent.Add(1)
-			}
-		}()
-	}
-	tick.Stop()
-	senders.Wait()
+	sent.Store(int64(webhookLoad(url, secret, opts.E2ERate, opts.E2EDuration, func(id string) {
+		mu.Lock()
+		acked[id] = time.Now()
+		mu.Unlock()
+	})))
 	res.E2ESentRate = float64(sent.Load()) / time.Since(began).Seconds()
 	// Let the last deliveries arrive.
 	waitUntil := time.Now().Add(5 * time.Second)
@@ -335,4 +304,47 @@ func (cs *consumerSetup) init(ctx context.Context, env *Env, name string) error 
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64}}))
 	_, err = cs.client.PutConsumer(ctx, "bench", client.ConsumerConfig{MaxAckPending: 100000})
 	return err
+}
+
+// webhookLoad posts signed webhooks to url at rate per second for d, each
+// with a unique webhook id; answered calls acked(id) once the webhook was
+// answered 200 (committed). It returns how many were.
+func webhookLoad(url, secret string, rate int, d time.Duration, acked func(id string)) int {
+	var sent atomic.Int64
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	interval := time.Second / time.Duration(rate)
+	tick := time.NewTicker(interval)
+	deadline := time.Now().Add(d)
+	began := time.Now()
+	var senders sync.WaitGroup
+	for i := 0; time.Now().Before(deadline); i++ {
+		<-tick.C
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			id := fmt.Sprintf("e2e_%d_%d", began.UnixNano(), i)
+			body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"e2e-%d"},"sender":{"id":"u"},"text":"hi"}}`,
+				time.Now().UTC().Format(time.RFC3339), i%20))
+			now := time.Now()
+			sig, _ := webhook.Sign(secret, id, now, body)
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("webhook-id", id)
+			req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+			req.Header.Set("webhook-signature", sig)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				acked(id)
+				sent.Add(1)
+			}
+		}()
+	}
+	tick.Stop()
+	senders.Wait()
+	return int(sent.Load())
 }

@@ -105,7 +105,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef})
+		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef, E2EDuration: duration})
 		if res != nil {
 			res.Print(stdout)
 		}
