@@ -23,6 +23,7 @@ const adminUsage = `mio admin — operator commands (connects with MIO_DATABASE_
 
   mio admin tenant create --name NAME
   mio admin tenant list
+  mio admin tenant nats --tenant ID on|off   publish the tenant to NATS or not (default on)
   mio admin account create --tenant ID --channel SLUG [--name NAME] [--external-id ID]
         [--settings-file F] [--credentials-file F|-] [--credentials-env VAR]
         [--webhook-secret-file F|-] [--webhook-secret-env VAR]
@@ -55,6 +56,7 @@ func adminCommands() map[string]adminCommand {
 	return map[string]adminCommand{
 		"tenant create": {flags: []string{"name"}},
 		"tenant list":   {},
+		"tenant nats":   {flags: []string{"tenant"}},
 		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
 			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
 		"account list":    {flags: []string{"tenant"}, config: printsURLs},
@@ -201,6 +203,8 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		return out.Encode(info)
+	case "tenant nats":
+		return cmdAdminTenantNATS(ctx, pool, &a, stdout)
 	case "dead list", "dead show", "dead requeue", "dead discard":
 		return cmdAdminDead(ctx, pool, args[1], a.tenant, a.channel, a.positional, stdout)
 	case "token create":

@@ -12,12 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
 )
 
@@ -148,4 +151,35 @@ func TestBridgeKill9Failover(t *testing.T) {
 	var inbox int
 	require.NoError(t, owner.QueryRow(ctx, "SELECT count(*) FROM mio.inbox").Scan(&inbox))
 	require.Equal(t, want/2, inbox)
+}
+
+// TestAdminTenantNATS: the opt-out is set from the command line.
+func TestAdminTenantNATS(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	tenant, err := admin.New(env.Pool, nil, "http://x").TenantCreate(ctx, "optout")
+	require.NoError(t, err)
+	publish := func() bool {
+		var p bool
+		require.NoError(t, db.InTenantTx(ctx, env.Pool, tenant.ID, func(tx pgx.Tx) error {
+			p, err = db.BridgePublishGet(ctx, tx, tenant.ID)
+			return err
+		}))
+		return p
+	}
+	require.True(t, publish(), "published by default")
+	dbURL := []string{"MIO_DATABASE_URL=" + env.OwnerURL}
+	r := runMio(t, dbURL, "admin", "tenant", "nats", "--tenant", tenant.ID.String(), "off")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.JSONEq(t, `{"tenant_id":"`+tenant.ID.String()+`","nats_publish":false}`, r.stdout)
+	require.False(t, publish())
+	r = runMio(t, dbURL, "admin", "tenant", "nats", "--tenant", tenant.ID.String(), "on")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, publish())
+	r = runMio(t, dbURL, "admin", "tenant", "nats", "--tenant", tenant.ID.String(), "maybe")
+	require.Equal(t, 2, r.code)
+	r = runMio(t, dbURL, "admin", "tenant", "nats", "--tenant", uuid.NewString(), "off")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "no such tenant")
 }
