@@ -59,9 +59,12 @@ type Config struct {
 	Hub *notify.Hub
 	// Logger; default discards.
 	Logger *slog.Logger
+	// BatchRows is the most events one read of a stream's log takes.
+	// Default MaxPending / 2 (a stream reads its next batch while the
+	// current one awaits its acks). At most MaxPending.
+	BatchRows int
 	// MaxPending bounds the publishes awaiting their JetStream ack across
-	// the process; it is also the most events one read takes. Default
-	// 1024.
+	// the process. Default 1024.
 	MaxPending int
 	// Metrics; nil records nothing.
 	Metrics *metrics.Bridge
@@ -85,6 +88,10 @@ func (c *Config) defaults() {
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
 	}
+	if c.BatchRows <= 0 {
+		c.BatchRows = max(1, c.MaxPending/2)
+	}
+	c.BatchRows = min(c.BatchRows, c.MaxPending)
 	if c.Metrics == nil {
 		c.Metrics = metrics.NewBridge(nil)
 	}

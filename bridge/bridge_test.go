@@ -93,7 +93,7 @@ func TestCrashBeforeAdvance(t *testing.T) {
 	}
 	crashed, release := make(chan struct{}), make(chan struct{})
 	var batches atomic.Int32
-	first, _ := b.newBridge(t, bridge.Config{MaxPending: 150})
+	first, _ := b.newBridge(t, bridge.Config{MaxPending: 300, BatchRows: 150})
 	first.SetAfterAcks(func(_ uuid.UUID, s db.BridgeStream) error {
 		if s == db.BridgeInbound && batches.Add(1) == 2 {
 			close(crashed)
@@ -110,7 +110,7 @@ func TestCrashBeforeAdvance(t *testing.T) {
 	b.terminate(t, first.LockSessionPID())
 
 	ids = append(ids, b.insert(t, b.rows(50))...)
-	second, m := b.newBridge(t, bridge.Config{MaxPending: 150})
+	second, m := b.newBridge(t, bridge.Config{MaxPending: 300, BatchRows: 150})
 	run(t, second)
 	checkExactlyOnce(t, b, ids)
 	// The batch acknowledged before the crash is republished and dropped.

@@ -17,7 +17,7 @@ import (
 // read returns the next events of the stream's window (pos.Lo, hi].
 func (b *Bridge) read(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, stream db.BridgeStream, pos db.LogPos, hi string) ([]event, error) {
 	if stream == db.BridgeOutbound {
-		rows, err := db.BridgeOutboxRead(ctx, tx, tenantID, pos, hi, b.cfg.MaxPending)
+		rows, err := db.BridgeOutboxRead(ctx, tx, tenantID, pos, hi, b.cfg.BatchRows)
 		if err != nil {
 			return nil, err
 		}
@@ -29,7 +29,7 @@ func (b *Bridge) read(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, stream
 		}
 		return out, nil
 	}
-	rows, err := db.BridgeInboundRead(ctx, tx, tenantID, stream, pos, hi, b.cfg.MaxPending)
+	rows, err := db.BridgeInboundRead(ctx, tx, tenantID, stream, pos, hi, b.cfg.BatchRows)
 	if err != nil {
 		return nil, err
 	}
