@@ -78,29 +78,14 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 	// 200k-row archive catch-up running during the drain would measure the
 	// preload shortcut, not the consumers (it roughly halves the drain
 	// rate here: docs/benchmarks.md).
-	for done := 0; done < opts.Preload; done += 50_000 {
-		n := min(50_000, opts.Preload-done)
-		err := env.Exec(ctx, fmt.Sprintf(`
-			SELECT set_config('app.current_tenant_id', '%[1]s', false);
-			WITH ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, %[3]d) AS g)
-			INSERT INTO mio.inbox (tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state, envelope, raw, received_at, ready_xid, ready_seq, ready_at)
-			SELECT '%[1]s', id, '%[2]s', 'webhook', 'pre-' || id, 'conv-' || (g %% 100), 'ready',
-			       jsonb_build_object('id', id, 'tenant_id', '%[1]s', 'account_id', '%[2]s', 'channel_type', 'webhook',
-			         'source_message_id', 'pre-' || id, 'conversation', jsonb_build_object('id', 'conv-' || (g %% 100), 'type', 'dm'),
-			         'sender', jsonb_build_object('id', 'u1', 'is_bot', false), 'text', repeat('x', 300), 'attachments', '[]'::jsonb,
-			         'edited', false, 'deleted', false),
-			       NULL, now(), pg_current_xact_id(), nextval('mio.inbox_ready_seq'), now()
-			FROM ids`, tenant.ID, acct.ID, n))
-		if err != nil {
-			return nil, fmt.Errorf("preload: %w", err)
-		}
+	if err := preloadReady(ctx, env, cs, opts.Preload); err != nil {
+		return nil, err
 	}
 	if err := env.Exec(ctx, fmt.Sprintf(`
 		INSERT INTO mio.archive_cursors (tenant_id, log_lo) VALUES ('%[1]s', pg_current_snapshot())
 		ON CONFLICT (tenant_id) DO UPDATE SET log_lo = excluded.log_lo, log_hi = NULL, ready_xid = '0', ready_seq = 0`, tenant.ID)); err != nil {
 		return nil, fmt.Errorf("preload: %w", err)
 	}
-	_ = env.Exec(ctx, "ANALYZE mio.inbox")
 
 	res := &ConsumeResult{}
 	var (

@@ -77,41 +77,36 @@ type BridgeMessage struct {
 // the log window (pos.Lo, hi] after pos.After, in window order. hi must
 // have been taken before this statement.
 func BridgeInboundRead(ctx context.Context, tx DBTX, tenantID uuid.UUID, stream BridgeStream, pos LogPos, hi string, maxRows int) ([]BridgeMessage, error) {
-	var out []BridgeMessage
-	add := func(id, account uuid.UUID, ct, conv, xid string, seq int64, env, raw []byte, at time.Time) error {
-		x, err := parseXid(xid)
-		if err != nil {
-			return err
-		}
-		out = append(out, BridgeMessage{ID: id, AccountID: account, ChannelType: ct, ConversationID: conv,
-			Pos: StreamPos{Xid: x, Seq: seq}, Envelope: env, Raw: raw, At: at})
-		return nil
-	}
+	var (
+		rows []dbsqlc.BridgeInboundReceivedRow
+		err  error
+	)
 	switch stream {
 	case BridgeInbound:
-		rows, err := queries().BridgeInboundReceived(ctx, tx, &dbsqlc.BridgeInboundReceivedParams{
+		rows, err = queries().BridgeInboundReceived(ctx, tx, &dbsqlc.BridgeInboundReceivedParams{
 			TenantID: tenantID, Lo: pos.Lo, Hi: hi, AfterXid: pos.After.xidText(), AfterSeq: pos.After.Seq, MaxRows: int32(maxRows)})
-		if err != nil {
-			return nil, translate(err)
-		}
-		for _, r := range rows {
-			if err := add(r.ID, r.AccountID, r.ChannelType, r.ConversationID, r.Xid, r.Seq.Int64, r.Envelope, r.Raw, r.ReceivedAt); err != nil {
-				return nil, err
-			}
-		}
 	case BridgeInboundEnriched:
-		rows, err := queries().BridgeInboundReady(ctx, tx, &dbsqlc.BridgeInboundReadyParams{
+		var ready []dbsqlc.BridgeInboundReadyRow
+		ready, err = queries().BridgeInboundReady(ctx, tx, &dbsqlc.BridgeInboundReadyParams{
 			TenantID: tenantID, Lo: pos.Lo, Hi: hi, AfterXid: pos.After.xidText(), AfterSeq: pos.After.Seq, MaxRows: int32(maxRows)})
-		if err != nil {
-			return nil, translate(err)
-		}
-		for _, r := range rows {
-			if err := add(r.ID, r.AccountID, r.ChannelType, r.ConversationID, r.Xid, r.Seq.Int64, r.Envelope, r.Raw, r.ReceivedAt); err != nil {
-				return nil, err
-			}
+		rows = make([]dbsqlc.BridgeInboundReceivedRow, len(ready))
+		for i, r := range ready {
+			rows[i] = dbsqlc.BridgeInboundReceivedRow(r) // the same columns
 		}
 	default:
 		return nil, errors.New("db: not an inbox stream: " + string(stream))
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]BridgeMessage, len(rows))
+	for i, r := range rows {
+		x, err := parseXid(r.Xid)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = BridgeMessage{ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
+			Pos: StreamPos{Xid: x, Seq: r.Seq.Int64}, Envelope: r.Envelope, Raw: r.Raw, At: r.ReceivedAt}
 	}
 	return out, nil
 }
