@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -173,6 +174,9 @@ func Connect(o ConnectOptions) (*nats.Conn, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats: reconnected", "url", c.ConnectedUrlRedacted()) }),
 	}
 	if o.CredsFile != "" {
+		if _, err := os.Stat(o.CredsFile); err != nil {
+			return nil, fmt.Errorf("nats: credentials file: %w", err)
+		}
 		opts = append(opts, nats.UserCredentials(o.CredsFile))
 	}
 	nc, err := nats.Connect(o.URL, opts...)

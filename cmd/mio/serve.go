@@ -340,7 +340,7 @@ func startBridge(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool, hu
 	log *slog.Logger) (*bridge.Bridge, func(), error) {
 	nc, err := bridge.Connect(bridge.ConnectOptions{URL: cfg.NatsURL, CredsFile: cfg.NatsCreds, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("MIO_NATS_URL: %w", err)
+		return nil, nil, fmt.Errorf("NATS bridge (MIO_NATS_URL, MIO_NATS_CREDS): %w", err)
 	}
 	br, err := bridge.New(pool, nc, bridge.Config{Stream: cfg.NatsStream, DuplicateWindow: cfg.NatsDuplicateWindow,
 		Hub: hub, Metrics: bm, Logger: log})
