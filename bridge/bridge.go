@@ -261,11 +261,12 @@ func (b *Bridge) session(ctx context.Context) error {
 	held := map[uuid.UUID]context.CancelFunc{}
 	tick := time.NewTicker(b.cfg.ClaimInterval)
 	defer tick.Stop()
-	for {
+	for n := 0; ; n++ {
 		if _, err := lockConn.Exec(sctx, "SELECT 1"); err != nil {
 			return err
 		}
-		if err := b.claim(sctx, lockConn, held, &wg); err != nil {
+		// Held tenants' opt-outs are looked at every 5th round.
+		if err := b.claim(sctx, lockConn, held, &wg, n%5 == 0); err != nil {
 			return err
 		}
 		select {
@@ -276,53 +277,69 @@ func (b *Bridge) session(ctx context.Context) error {
 	}
 }
 
-// claim takes the locks of published tenants not held yet and releases
-// those of tenants that opted out.
-func (b *Bridge) claim(ctx context.Context, lockConn *pgx.Conn, held map[uuid.UUID]context.CancelFunc, wg *sync.WaitGroup) error {
+// claim takes the locks of published tenants nobody holds (one round
+// trip for all of them) and starts their readers; with checkHeld, it
+// also releases the held tenants that opted out.
+func (b *Bridge) claim(ctx context.Context, lockConn *pgx.Conn, held map[uuid.UUID]context.CancelFunc, wg *sync.WaitGroup, checkHeld bool) error {
 	tenants, err := db.TenantList(ctx, b.pool)
 	if err != nil {
 		b.log.Warn("bridge: list tenants", "err", err)
 		return nil
 	}
+	free := make([]uuid.UUID, 0, len(tenants))
 	for _, t := range tenants {
-		var publish bool
-		err := db.InTenantTx(ctx, b.pool, t.ID, func(tx pgx.Tx) error {
-			var err error
-			publish, err = db.BridgePublishGet(ctx, tx, t.ID)
-			return err
-		})
-		if err != nil {
-			b.log.Warn("bridge: tenant setting", "tenant_id", t.ID, "err", err)
+		stop, holding := held[t.ID]
+		if !holding {
+			free = append(free, t.ID)
 			continue
 		}
-		stop, holding := held[t.ID]
-		switch {
-		case holding && !publish:
-			stop()
-			delete(held, t.ID)
-			if err := db.BridgeUnlock(ctx, lockConn, t.ID); err != nil {
+		if !checkHeld || b.published(ctx, t.ID, true) {
+			continue
+		}
+		stop()
+		delete(held, t.ID)
+		if err := db.BridgeUnlock(ctx, lockConn, t.ID); err != nil {
+			return err
+		}
+		b.log.Info("bridge: tenant opted out", "tenant_id", t.ID)
+	}
+	locked, err := db.BridgeTryLock(ctx, lockConn, free)
+	if err != nil {
+		return err
+	}
+	for _, id := range locked {
+		if !b.published(ctx, id, false) {
+			if err := db.BridgeUnlock(ctx, lockConn, id); err != nil {
 				return err
 			}
-			b.log.Info("bridge: tenant opted out", "tenant_id", t.ID)
-		case !holding && publish:
-			ok, err := db.BridgeTryLock(ctx, lockConn, t.ID)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue
-			}
-			tctx, cancel := context.WithCancel(ctx)
-			held[t.ID] = cancel
-			b.log.Info("bridge: publishing tenant", "tenant_id", t.ID)
-			for _, s := range []db.BridgeStream{db.BridgeInbound, db.BridgeInboundEnriched, db.BridgeOutbound} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					b.runReader(tctx, t.ID, s)
-				}()
-			}
+			continue
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		held[id] = cancel
+		b.log.Info("bridge: publishing tenant", "tenant_id", id)
+		for _, s := range []db.BridgeStream{db.BridgeInbound, db.BridgeInboundEnriched, db.BridgeOutbound} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b.runReader(tctx, id, s)
+			}()
 		}
 	}
 	return nil
+}
+
+// published reads the tenant's opt-out setting; when it cannot be read,
+// it answers onError.
+func (b *Bridge) published(ctx context.Context, tenantID uuid.UUID, onError bool) bool {
+	var publish bool
+	err := db.InTenantTx(ctx, b.pool, tenantID, func(tx pgx.Tx) error {
+		var err error
+		publish, err = db.BridgePublishGet(ctx, tx, tenantID)
+		return err
+	})
+	if err != nil {
+		b.log.Warn("bridge: tenant setting", "tenant_id", tenantID, "err", err)
+		return onError
+	}
+	return publish
 }

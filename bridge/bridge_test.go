@@ -243,3 +243,35 @@ func waitCount(t *testing.T, c prometheus.Collector, want int) {
 	require.Eventually(t, func() bool { return testutil.ToFloat64(c) >= float64(want) }, 10*time.Second, 5*time.Millisecond)
 	require.Equal(t, float64(want), testutil.ToFloat64(c))
 }
+
+// A tenant that opts out while it is published is let go: its lock is
+// released and what it receives next is not published.
+func TestTenantOptOutWhilePublished(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t)
+	other := b.otherTenant(t)
+	br, _ := b.newBridge(t, bridge.Config{})
+	run(t, br)
+	ids := b.insert(t, b.rows(5))
+	checkExactlyOnce(t, b, ids)
+
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		return db.BridgePublishSet(ctx, tx, b.tenant, false)
+	}))
+	// The bridge let go once this session can take the tenant's lock.
+	conn, err := b.env.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	t.Cleanup(conn.Release)
+	require.Eventually(t, func() bool {
+		locked, err := db.BridgeTryLock(ctx, conn, []uuid.UUID{b.tenant})
+		require.NoError(t, err)
+		return len(locked) == 1
+	}, 30*time.Second, 20*time.Millisecond)
+	defer db.BridgeUnlock(ctx, conn, b.tenant) //nolint:errcheck
+
+	b.insert(t, b.rows(5))
+	otherIDs := other.insert(t, other.rows(5))
+	// The other tenant's messages are the signal that the bridge went on.
+	checkExactlyOnce(t, b, append(ids, otherIDs...))
+}

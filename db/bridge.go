@@ -149,12 +149,16 @@ func BridgeOutboxRead(ctx context.Context, tx DBTX, tenantID uuid.UUID, pos LogP
 	return out, nil
 }
 
-// BridgeTryLock takes the tenant's bridge lock on tx's session (a
-// session-level advisory lock: hold it on a connection of its own); false
-// when another session holds it. A lost connection releases it.
-func BridgeTryLock(ctx context.Context, tx DBTX, tenantID uuid.UUID) (bool, error) {
-	ok, err := queries().BridgeTryLock(ctx, tx, &dbsqlc.BridgeTryLockParams{TenantID: tenantID.String()})
-	return ok, translate(err)
+// BridgeTryLock takes, on tx's session, the bridge locks of the tenants
+// that no other session holds and returns those tenants (session-level
+// advisory locks: hold them on a connection of their own; a lost
+// connection releases them).
+func BridgeTryLock(ctx context.Context, tx DBTX, tenantIDs []uuid.UUID) ([]uuid.UUID, error) {
+	if len(tenantIDs) == 0 {
+		return nil, nil
+	}
+	ids, err := queries().BridgeTryLock(ctx, tx, &dbsqlc.BridgeTryLockParams{TenantIds: tenantIDs})
+	return ids, translate(err)
 }
 
 // BridgeUnlock releases the tenant's bridge lock held by tx's session.

@@ -42,10 +42,12 @@ FROM mio.log_outbox_events(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg
 JOIN mio.outbox AS o ON o.tenant_id = e.tenant_id AND o.id = e.outbox_id
 ORDER BY e.xid, e.id;
 
--- name: BridgeTryLock :one
--- A session-level advisory lock per tenant: one publishing bridge per
--- tenant across replicas.
-SELECT pg_try_advisory_lock(hashtextextended('mio.bridge:' || @tenant_id::text, 0)) AS locked;
+-- name: BridgeTryLock :many
+-- Session-level advisory locks per tenant (one publishing bridge per
+-- tenant across replicas): takes those of @tenant_ids that are free and
+-- returns them, in one round trip.
+SELECT t.id::uuid AS tenant_id FROM unnest(@tenant_ids::uuid[]) AS t (id)
+WHERE pg_try_advisory_lock(hashtextextended('mio.bridge:' || t.id::text, 0));
 
 -- name: BridgeUnlock :exec
 SELECT pg_advisory_unlock(hashtextextended('mio.bridge:' || @tenant_id::text, 0));

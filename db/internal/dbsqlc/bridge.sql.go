@@ -329,21 +329,36 @@ func (q *Queries) BridgePublishSet(ctx context.Context, db DBTX, arg *BridgePubl
 	return err
 }
 
-const BridgeTryLock = `-- name: BridgeTryLock :one
-SELECT pg_try_advisory_lock(hashtextextended('mio.bridge:' || $1::text, 0)) AS locked
+const BridgeTryLock = `-- name: BridgeTryLock :many
+SELECT t.id::uuid AS tenant_id FROM unnest($1::uuid[]) AS t (id)
+WHERE pg_try_advisory_lock(hashtextextended('mio.bridge:' || t.id::text, 0))
 `
 
 type BridgeTryLockParams struct {
-	TenantID string
+	TenantIds []uuid.UUID
 }
 
-// A session-level advisory lock per tenant: one publishing bridge per
-// tenant across replicas.
-func (q *Queries) BridgeTryLock(ctx context.Context, db DBTX, arg *BridgeTryLockParams) (bool, error) {
-	row := db.QueryRow(ctx, BridgeTryLock, arg.TenantID)
-	var locked bool
-	err := row.Scan(&locked)
-	return locked, err
+// Session-level advisory locks per tenant (one publishing bridge per
+// tenant across replicas): takes those of @tenant_ids that are free and
+// returns them, in one round trip.
+func (q *Queries) BridgeTryLock(ctx context.Context, db DBTX, arg *BridgeTryLockParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, BridgeTryLock, arg.TenantIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var tenant_id uuid.UUID
+		if err := rows.Scan(&tenant_id); err != nil {
+			return nil, err
+		}
+		items = append(items, tenant_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const BridgeUnlock = `-- name: BridgeUnlock :exec
