@@ -193,43 +193,12 @@ func e2e(ctx context.Context, env *Env, c *client.Client, accountID uuid.UUID, s
 			}
 		}
 	}()
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	interval := time.Second / time.Duration(opts.E2ERate)
-	tick := time.NewTicker(interval)
-	deadline := time.Now().Add(opts.E2EDuration)
 	began := time.Now()
-	var senders sync.WaitGroup
-	for i := 0; time.Now().Before(deadline); i++ {
-		<-tick.C
-		senders.Add(1)
-		go func() {
-			defer senders.Done()
-			id := fmt.Sprintf("e2e_%d_%d", began.UnixNano(), i)
-			body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"e2e-%d"},"sender":{"id":"u"},"text":"hi"}}`,
-				time.Now().UTC().Format(time.RFC3339), i%20))
-			now := time.Now()
-			sig, _ := webhook.Sign(secret, id, now, body)
-			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("webhook-id", id)
-			req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-			req.Header.Set("webhook-signature", sig)
-			resp, err := hc.Do(req)
-			if err != nil {
-				return
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				mu.Lock()
-				acked[id] = time.Now()
-				mu.Unlock()
-				sent.Add(1)
-			}
-		}()
-	}
-	tick.Stop()
-	senders.Wait()
+	sent.Store(int64(webhookLoad(url, secret, opts.E2ERate, opts.E2EDuration, func(id string) {
+		mu.Lock()
+		acked[id] = time.Now()
+		mu.Unlock()
+	})))
 	res.E2ESentRate = float64(sent.Load()) / time.Since(began).Seconds()
 	// Let the last deliveries arrive.
 	waitUntil := time.Now().Add(5 * time.Second)
@@ -311,16 +280,73 @@ func (cs *consumerSetup) init(ctx context.Context, env *Env, name string) error 
 	return err
 }
 
-// preload commits total ready messages of account in the tenant.
+// preload commits total ready messages of account in the tenant
+// (insertReady), archived already.
 func preload(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, total int) error {
-	// Preload ready messages in one statement per 50k. They start archived
-	// (the tenant's archive position is after the preload):
-	// a live inbox is archived every MIO_ARCHIVE_INTERVAL as it fills, so a
-	// 200k-row archive catch-up running during the drain would measure the
-	// preload shortcut, not the consumers (it roughly halves the drain
-	// rate here: docs/benchmarks.md).
-	for done := 0; done < total; done += 50_000 {
-		n := min(50_000, total-done)
+	// They start archived (the tenant's archive position is after the
+	// preload): a live inbox is archived every MIO_ARCHIVE_INTERVAL as it
+	// fills, so a 200k-row archive catch-up running during the drain would
+	// measure the preload shortcut, not the consumers (it roughly halves
+	// the drain rate here: docs/benchmarks.md).
+	if err := insertReady(ctx, env, tenantID, accountID, total); err != nil {
+		return err
+	}
+	if err := env.Exec(ctx, fmt.Sprintf(`
+		INSERT INTO mio.archive_cursors (tenant_id, log_lo) VALUES ('%[1]s', pg_current_snapshot())
+		ON CONFLICT (tenant_id) DO UPDATE SET log_lo = excluded.log_lo, log_hi = NULL, ready_xid = '0', ready_seq = 0`, tenantID)); err != nil {
+		return fmt.Errorf("preload: %w", err)
+	}
+	return nil
+}
+
+// webhookLoad posts signed webhooks to url at rate per second for d, each
+// with a unique webhook id; answered calls acked(id) once the webhook was
+// answered 200 (committed). It returns how many were.
+func webhookLoad(url, secret string, rate int, d time.Duration, acked func(id string)) int {
+	var sent atomic.Int64
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	interval := time.Second / time.Duration(rate)
+	tick := time.NewTicker(interval)
+	deadline := time.Now().Add(d)
+	began := time.Now()
+	var senders sync.WaitGroup
+	for i := 0; time.Now().Before(deadline); i++ {
+		<-tick.C
+		senders.Add(1)
+		go func() {
+			defer senders.Done()
+			id := fmt.Sprintf("e2e_%d_%d", began.UnixNano(), i)
+			body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"e2e-%d"},"sender":{"id":"u"},"text":"hi"}}`,
+				time.Now().UTC().Format(time.RFC3339), i%20))
+			now := time.Now()
+			sig, _ := webhook.Sign(secret, id, now, body)
+			req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("webhook-id", id)
+			req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+			req.Header.Set("webhook-signature", sig)
+			resp, err := hc.Do(req)
+			if err != nil {
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				acked(id)
+				sent.Add(1)
+			}
+		}()
+	}
+	tick.Stop()
+	senders.Wait()
+	return int(sent.Load())
+}
+
+// insertReady inserts n ready messages of account in the tenant, in
+// statements of 50k, then analyzes the inbox.
+func insertReady(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, n int) error {
+	for done := 0; done < n; done += 50_000 {
+		k := min(50_000, n-done)
 		err := env.Exec(ctx, fmt.Sprintf(`
 			SELECT set_config('app.current_tenant_id', '%[1]s', false);
 			WITH ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, %[3]d) AS g)
@@ -331,16 +357,10 @@ func preload(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, total
 			         'sender', jsonb_build_object('id', 'u1', 'is_bot', false), 'text', repeat('x', 300), 'attachments', '[]'::jsonb,
 			         'edited', false, 'deleted', false),
 			       NULL, now(), pg_current_xact_id(), nextval('mio.inbox_ready_seq'), now()
-			FROM ids`, tenantID, accountID, n))
+			FROM ids`, tenantID, accountID, k))
 		if err != nil {
 			return fmt.Errorf("preload: %w", err)
 		}
 	}
-	if err := env.Exec(ctx, fmt.Sprintf(`
-		INSERT INTO mio.archive_cursors (tenant_id, log_lo) VALUES ('%[1]s', pg_current_snapshot())
-		ON CONFLICT (tenant_id) DO UPDATE SET log_lo = excluded.log_lo, log_hi = NULL, ready_xid = '0', ready_seq = 0`, tenantID)); err != nil {
-		return fmt.Errorf("preload: %w", err)
-	}
-	_ = env.Exec(ctx, "ANALYZE mio.inbox")
-	return nil
+	return env.Exec(ctx, "ANALYZE mio.inbox")
 }

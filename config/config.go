@@ -116,7 +116,18 @@ type Config struct {
 	// encoded, that encrypts account credentials at rest. Required by
 	// commands that read or write credentials.
 	MasterKey []byte
-	// NatsURL (MIO_NATS_URL) enables the optional NATS bridge. Default off.
+	// NatsCreds (MIO_NATS_CREDS) is a NATS credentials file (JWT + nkey)
+	// for the bridge. Default none.
+	NatsCreds string
+	// NatsDuplicateWindow (MIO_NATS_DUPLICATE_WINDOW) is the duplicate
+	// window of the stream MIO creates, and the least an existing one must
+	// have. Default 2m.
+	NatsDuplicateWindow time.Duration
+	// NatsStream (MIO_NATS_STREAM) is the JetStream stream the bridge
+	// publishes to (created over mio.> when missing). Default MIO.
+	NatsStream string
+	// NatsURL (MIO_NATS_URL) enables the optional NATS bridge
+	// (docs/nats.md). Default off.
 	NatsURL string
 	// PublicURL (MIO_PUBLIC_URL) is the externally reachable base URL of the
 	// public listener, used to print webhook URLs. Default derived from
@@ -311,6 +322,18 @@ func options() []option {
 				c.MasterKey = k
 				return nil
 			}},
+		{flag: "nats-creds", envs: []string{"MIO_NATS_CREDS"}, usage: "NATS credentials file of the bridge (JWT + nkey)",
+			set: func(c *Config, v string) error { c.NatsCreds = v; return nil }},
+		{flag: "nats-duplicate-window", envs: []string{"MIO_NATS_DUPLICATE_WINDOW"}, def: "2m", usage: "duplicate window of the JetStream stream (republishes after a crash are dropped within it)",
+			set: func(c *Config, v string) error { return duration(&c.NatsDuplicateWindow, v, time.Second, 24*time.Hour) }},
+		{flag: "nats-stream", envs: []string{"MIO_NATS_STREAM"}, def: "MIO", usage: "JetStream stream of the bridge (created when missing; docs/nats.md)",
+			set: func(c *Config, v string) error {
+				if v == "" || strings.ContainsAny(v, ".*> \t/\\") {
+					return errors.New("want a stream name without '.', '*', '>', '/', '\\' or spaces")
+				}
+				c.NatsStream = v
+				return nil
+			}},
 		{flag: "nats-url", envs: []string{"MIO_NATS_URL"}, usage: "NATS URL for the optional bridge (nats://host:4222)",
 			set: func(c *Config, v string) error {
 				if v == "" {
@@ -318,7 +341,7 @@ func options() []option {
 				}
 				u, err := url.Parse(v)
 				if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-					return errors.New("want nats://host:port")
+					return errors.New("want nats://host:port or tls://host:port")
 				}
 				c.NatsURL = v
 				return nil

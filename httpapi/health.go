@@ -10,7 +10,8 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 when the database answers and the schema is current.
+// readyz answers 200 when the database answers, the schema is current
+// and, in a bridge-only process, the NATS bridge can publish.
 // The schema check is cached briefly so probes do not hammer the database.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
@@ -22,6 +23,12 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if s.schemaCheck != nil {
 		if err := s.schemaCheck(ctx); err != nil {
 			writeError(w, http.StatusServiceUnavailable, "schema_out_of_date", err.Error())
+			return
+		}
+	}
+	if s.bridgeReady != nil {
+		if err := s.bridgeReady(); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "nats_unavailable", err.Error())
 			return
 		}
 	}

@@ -65,6 +65,7 @@ func (s *Server) AdminHandler() http.Handler {
 	r.Use(s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz) // the only listener of a bridge-only process
 	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
 	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters", s.adminDeadList)
 	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)

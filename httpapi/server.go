@@ -37,6 +37,9 @@ type Deps struct {
 	// SchemaCheck returns an error when the schema is not current; /readyz
 	// reports it. Nil skips the check.
 	SchemaCheck func(ctx context.Context) error
+	// BridgeReady, set in a bridge-only process, returns an error while
+	// the NATS bridge cannot publish; /readyz reports it. Nil: not checked.
+	BridgeReady func() error
 	// Registry, Accounts and Ingester serve webhooks.
 	Registry *channels.Registry
 	Accounts *accounts.Resolver
@@ -80,6 +83,7 @@ type Server struct {
 	metrics     *metrics.Metrics
 	log         *slog.Logger
 	schemaCheck func(ctx context.Context) error
+	bridgeReady func() error
 
 	registry        *channels.Registry
 	accounts        *accounts.Resolver
@@ -114,7 +118,7 @@ func New(d Deps) *Server {
 	if d.Outbox == nil {
 		d.Outbox = outbox.New(d.Pool, nil)
 	}
-	s := &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck,
+	s := &Server{pool: d.Pool, metrics: d.Metrics, log: d.Logger, schemaCheck: d.SchemaCheck, bridgeReady: d.BridgeReady,
 		registry: d.Registry, accounts: d.Accounts, ingester: d.Ingester,
 		webhookDeadline: d.WebhookDeadline, webhookMaxBody: d.WebhookMaxBody,
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}

@@ -26,6 +26,7 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
 
   mio admin tenant create --name NAME
   mio admin tenant list | show ID | disable ID | enable ID
+  mio admin tenant nats --tenant ID on|off   publish the tenant to NATS or not (default on)
   mio admin account create --tenant ID --channel SLUG [--name NAME] [--external-id ID]
         [--settings-file F] [--credentials-file F|-] [--credentials-env VAR]
         [--webhook-secret-file F|-] [--webhook-secret-env VAR]
@@ -76,6 +77,7 @@ func adminCommands() map[string]adminCommand {
 		"tenant show":    {},
 		"tenant disable": {},
 		"tenant enable":  {},
+		"tenant nats":    {flags: []string{"tenant"}},
 		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
 			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
 		"account list":    {flags: []string{"tenant"}, config: printsURLs},
@@ -289,6 +291,8 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 		return adminAuditList(ctx, svc, a)
 	case "outbound search":
 		return adminOutboundSearch(ctx, svc, a)
+	case "tenant nats":
+		return nil, cmdAdminTenantNATS(ctx, pool, a, stdout)
 	case "queue health":
 		tid, err := a.optionalTenant()
 		if err != nil {

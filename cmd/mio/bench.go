@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch, horizon or sdk"}
+		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch, horizon, bridge or sdk"}
 	}
 	which := args[0]
 	var (
@@ -36,7 +36,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
-		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000)")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
@@ -118,7 +118,23 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "bridge":
+		// The server runs no bridge of its own: the benchmark's is the only one.
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h", "MIO_NATS_URL="}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		if messages == 0 {
+			messages = 100_000
+		}
+		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef, E2EDuration: duration})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch, horizon or sdk", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch, horizon, bridge or sdk", which)}
 	}
 }

@@ -27,7 +27,7 @@ Usage:
   mio migrate up|down|status   apply, roll back one, or list schema migrations
   mio admin ...                operator commands (tenants, accounts, tokens)
   mio send-test [--text T]     send a signed test webhook to the mio dev demo account
-  mio bench ingest|consume|dispatch|horizon|sdk
+  mio bench ingest|consume|dispatch|horizon|bridge|sdk
                                benchmarks with their reference (pgbench, River)
   mio version                  version, commit and schema version
 

@@ -18,6 +18,7 @@ import (
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/blob"
+	"github.com/miohq/mio/bridge"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/telegram"
@@ -47,6 +48,9 @@ func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	if cfg.DatabaseURL == "" {
 		return &usageError{"MIO_DATABASE_URL (or DATABASE_URL) is required for mio serve; mio dev starts a private database"}
+	}
+	if cfg.Role == "bridge" && cfg.NatsURL == "" {
+		return &usageError{"MIO_NATS_URL is required for mio serve --role bridge"}
 	}
 	return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel), nil)
 }
@@ -147,12 +151,30 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		close(gatewayDone)
 	}
 
+	var bridgeReady func() error
+	if cfg.NatsURL != "" && (cfg.Role == "all" || cfg.Role == "bridge") {
+		br, closeNATS, err := startBridge(ctx, cfg, pool, hub, metrics.NewBridge(m.Registry), log.With("component", "bridge"))
+		if err != nil {
+			return err
+		}
+		defer closeNATS()
+		go br.Run(bg)
+		go func() {
+			if err := br.ServeCommands(bg, outbox.New(pool, riverClient)); err != nil {
+				log.Error("nats: outbound commands not served", "err", err)
+			}
+		}()
+		if cfg.Role == "bridge" {
+			bridgeReady = br.Ready
+		}
+	}
+
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	go consumers.RunGauges(bg, 15*time.Second)
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
 	api := httpapi.New(httpapi.Deps{
-		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check,
+		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
 		Registry: registry, Accounts: accts, Ingester: ingester,
 		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
@@ -395,4 +417,31 @@ func platformClient() *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 512
 	return &http.Client{Transport: tr}
+}
+
+// startBridge connects to NATS and checks the stream. A stream that
+// exists with other settings stops the start; NATS being down does not
+// (the bridge reports it on /readyz and publishes once it is back).
+func startBridge(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool, hub *notify.Hub, bm *metrics.Bridge,
+	log *slog.Logger) (*bridge.Bridge, func(), error) {
+	nc, err := bridge.Connect(bridge.ConnectOptions{URL: cfg.NatsURL, CredsFile: cfg.NatsCreds, Logger: log})
+	if err != nil {
+		return nil, nil, fmt.Errorf("NATS bridge (MIO_NATS_URL, MIO_NATS_CREDS): %w", err)
+	}
+	br, err := bridge.New(pool, nc, bridge.Config{Stream: cfg.NatsStream, DuplicateWindow: cfg.NatsDuplicateWindow,
+		Hub: hub, Metrics: bm, Logger: log})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var mismatch *bridge.StreamMismatchError
+	if err := br.CheckStream(cctx); errors.As(err, &mismatch) {
+		nc.Close()
+		return nil, nil, err
+	} else if err != nil {
+		log.Warn("nats: stream not checked yet; the bridge retries", "err", err)
+	}
+	return br, nc.Close, nil
 }

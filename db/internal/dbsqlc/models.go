@@ -110,6 +110,22 @@ type MioAuditLog struct {
 	After    []byte
 }
 
+type MioBridgeCursor struct {
+	TenantID  uuid.UUID
+	Stream    string
+	LogLo     interface{}
+	LogHi     interface{}
+	AfterXid  pgtype.Uint64
+	AfterSeq  int64
+	UpdatedAt time.Time
+}
+
+type MioBridgeSetting struct {
+	TenantID  uuid.UUID
+	Publish   bool
+	UpdatedAt time.Time
+}
+
 type MioConsumer struct {
 	TenantID              uuid.UUID
 	Name                  string
@@ -338,6 +354,7 @@ type MioOutboxEvent struct {
 	AttemptNo int32
 	Detail    []byte
 	At        time.Time
+	Xid       pgtype.Uint64
 }
 
 type MioProviderEvent struct {

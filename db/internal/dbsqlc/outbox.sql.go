@@ -343,7 +343,7 @@ func (q *Queries) OutboxClaimFast(ctx context.Context, db DBTX, arg *OutboxClaim
 }
 
 const OutboxEventList = `-- name: OutboxEventList :many
-SELECT tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at FROM mio.outbox_events
+SELECT tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid FROM mio.outbox_events
 WHERE tenant_id = $1 AND outbox_id = $2
 ORDER BY id
 `
@@ -372,6 +372,7 @@ func (q *Queries) OutboxEventList(ctx context.Context, db DBTX, arg *OutboxEvent
 			&i.AttemptNo,
 			&i.Detail,
 			&i.At,
+			&i.Xid,
 		); err != nil {
 			return nil, err
 		}
