@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/...
 
-.PHONY: run test test-deploy lint generate check-generated build image bench bench-ingest bench-consume bench-horizon postgres fmt
+.PHONY: run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-consume bench-horizon postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -22,6 +22,14 @@ test: postgres lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 	$(MAKE) test-deploy
+	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then $(MAKE) test-pgbouncer; \
+	  else echo "pgbouncer not installed: skipping test-pgbouncer (apt-get install pgbouncer)"; fi
+
+## test-pgbouncer: the database, notification and consumer tests, and mio serve, through
+## PgBouncer in transaction pooling mode (docs/deploy.md, "Connection poolers")
+test-pgbouncer:
+	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 15m ./db/ ./notify/ ./consume/
+	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 5m -run 'TestServeWithListenURL' ./cmd/mio/
 
 ## test-deploy: parse the Dockerfile, render the Helm chart, load the compose file
 ## (its own module, deploy/deploytest, so Helm and k8s.io stay out of go.mod)

@@ -95,7 +95,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger: log.With("component", "dispatch")})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
-	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
+	// Behind a transaction pooler (MIO_DATABASE_LISTEN_URL set) River polls.
+	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker",
+		PollOnly: cfg.DatabaseListenURL != ""}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
@@ -103,7 +105,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	hub := notify.New(pool, log.With("component", "notify"), notify.Options{})
+	hub := notify.New(pool, log.With("component", "notify"), notify.Options{ListenURL: cfg.DatabaseListenURL})
 	go hub.Run(bg)
 	ingester := ingest.New(pool, ingest.Config{
 		Flushers: cfg.IngestFlushers,

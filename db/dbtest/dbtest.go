@@ -195,6 +195,9 @@ type Env struct {
 	// row-level security applies. With MIO_TEST_PGBOUNCER set it goes
 	// through PgBouncer in transaction pooling mode (pgbouncer.go).
 	Pool *pgxpool.Pool
+	// PoolURL is the URL Pool connects with: OwnerURL, or through
+	// PgBouncer as PooledRole.
+	PoolURL string
 	// ListenURL connects straight to the database (never through a
 	// pooler): for LISTEN, which needs a session.
 	ListenURL string
@@ -255,6 +258,7 @@ func NewWith(t testing.TB, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
+	env.PoolURL = url
 	env.Pool, err = db.Open(ctx, url, db.PoolOptions{MaxConns: opts.MaxConns, RuntimeRole: RuntimeRole})
 	if err != nil {
 		t.Fatalf("dbtest: open runtime pool: %v", err)

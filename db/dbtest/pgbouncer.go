@@ -46,15 +46,19 @@ func bouncerURL(ctx context.Context, name string) (string, error) {
 }
 
 func startBouncer(ctx context.Context) (*localpg.PgBouncer, error) {
-	// Roles are cluster-wide and test processes run concurrently: create
-	// once, tolerate the race.
-	if _, err := server.admin.Exec(ctx, fmt.Sprintf(`DO $$ BEGIN
-  CREATE ROLE %[1]s LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE %[2]s;
-EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+	// Roles are cluster-wide and test processes run concurrently: one at
+	// a time creates or updates the role.
+	if _, err := server.admin.Exec(ctx, fmt.Sprintf(`BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('mio-dbtest-pooled-role'));
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%[1]s') THEN
+    CREATE ROLE %[1]s LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE %[2]s;
+    ALTER ROLE %[1]s SET role = %[2]s;
+    ALTER ROLE %[1]s SET statement_timeout = '30s';
+    ALTER ROLE %[1]s SET idle_in_transaction_session_timeout = '10s';
+  END IF;
 END $$;
-ALTER ROLE %[1]s SET role = %[2]s;
-ALTER ROLE %[1]s SET statement_timeout = '30s';
-ALTER ROLE %[1]s SET idle_in_transaction_session_timeout = '10s'`, PooledRole, RuntimeRole)); err != nil {
+COMMIT`, PooledRole, RuntimeRole)); err != nil {
 		return nil, fmt.Errorf("dbtest: pooled role: %w", err)
 	}
 	cfg, err := pgx.ParseConfig(server.adminURL)
@@ -73,7 +77,6 @@ ALTER ROLE %[1]s SET idle_in_transaction_session_timeout = '10s'`, PooledRole, R
 		// db.Open sends these as startup parameters; PgBouncer refuses
 		// them unless told to drop them (the role sets them instead).
 		IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout"},
-		Log:                     os.Stderr,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dbtest: %w", err)

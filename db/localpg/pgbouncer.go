@@ -131,7 +131,7 @@ pidfile =
 		}
 		select {
 		case <-b.done:
-			return nil, errors.New("pgbouncer exited at start (see its log)")
+			return nil, errors.New("pgbouncer exited at start (pass PgBouncerOptions.Log to see why)")
 		case <-ctx.Done():
 			b.Stop()
 			return nil, ctx.Err()

@@ -143,7 +143,7 @@ existingSecret: {name: mio-secrets}
 
 const fullValues = `
 image: {repository: registry.example.com/mio, tag: v1.2.3}
-existingSecret: {name: mio-prod, databaseURLKey: db, masterKeyKey: key, natsURLKey: nats}
+existingSecret: {name: mio-prod, databaseURLKey: db, masterKeyKey: key, natsURLKey: nats, databaseListenURLKey: db-direct}
 config:
   MIO_PUBLIC_URL: https://mio.example.com
   MIO_BLOB_URL: gs://mio-blobs/prod
@@ -187,7 +187,7 @@ func TestHelmChart(t *testing.T) {
 			cm := r.configMaps[0]
 			for k := range cm.Data {
 				require.True(t, known[k], "ConfigMap key %s is not a MIO setting (config/config.go)", k)
-				require.NotContains(t, []string{"MIO_DATABASE_URL", "MIO_MASTER_KEY", "MIO_NATS_URL"}, k)
+				require.NotContains(t, []string{"MIO_DATABASE_URL", "MIO_DATABASE_LISTEN_URL", "MIO_MASTER_KEY", "MIO_NATS_URL"}, k)
 			}
 			require.Equal(t, ":8080", cm.Data["MIO_HTTP_ADDR"])
 			require.Equal(t, ":9090", cm.Data["MIO_ADMIN_ADDR"])
@@ -203,7 +203,7 @@ func TestHelmChart(t *testing.T) {
 			require.Empty(t, jc.EnvFrom, "the hook runs before the chart's ConfigMap exists")
 			checkPod(t, job.Spec.Template.Spec, secretName.(string), known)
 			for _, e := range jc.Env {
-				require.NotContains(t, []string{"MIO_MASTER_KEY", "MIO_NATS_URL"}, e.Name, "the migration needs the database URL only")
+				require.NotContains(t, []string{"MIO_MASTER_KEY", "MIO_NATS_URL", "MIO_DATABASE_LISTEN_URL"}, e.Name, "the migration needs the database URL only")
 			}
 
 			require.ElementsMatch(t, tc.roles, slices.Collect(mapsKeys(r.deployments)))
@@ -212,6 +212,9 @@ func TestHelmChart(t *testing.T) {
 				checkPod(t, spec, secretName.(string), known)
 				c := spec.Containers[0]
 				requireSecretEnv(t, c, "MIO_MASTER_KEY", secretName.(string))
+				if tc.name == "Full" {
+					requireSecretEnv(t, c, "MIO_DATABASE_LISTEN_URL", secretName.(string))
+				}
 				if role != "bridge" {
 					require.False(t, slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "MIO_NATS_URL" }), "only the bridge gets the NATS credentials")
 				}
@@ -285,6 +288,7 @@ func TestHelmChartRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, values, want string }{
 		{"NoSecret", `{}`, "existingSecret.name is required"},
 		{"DatabaseURLInConfig", minimalValues + "config: {MIO_DATABASE_URL: postgres://u:p@db/mio}", "config.MIO_DATABASE_URL is a secret"},
+		{"ListenURLInConfig", minimalValues + "config: {MIO_DATABASE_LISTEN_URL: postgres://u:p@db/mio}", "config.MIO_DATABASE_LISTEN_URL is a secret"},
 		{"MasterKeyInConfig", minimalValues + "config: {MIO_MASTER_KEY: c2VjcmV0}", "config.MIO_MASTER_KEY is a secret"},
 		{"RoleInConfig", minimalValues + "config: {MIO_ROLE: api}", "set by the chart"},
 		{"NotMIO", minimalValues + "config: {HTTP_PROXY: x}", "only MIO_*"},

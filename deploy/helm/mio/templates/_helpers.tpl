@@ -34,7 +34,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- $_ := required "existingSecret.databaseURLKey is required" .Values.existingSecret.databaseURLKey -}}
 {{- $_ := required "existingSecret.masterKeyKey is required" .Values.existingSecret.masterKeyKey -}}
 {{- range $k, $v := .Values.config -}}
-{{- if has $k (list "MIO_DATABASE_URL" "DATABASE_URL" "MIO_MASTER_KEY" "MIO_NATS_URL") -}}
+{{- if has $k (list "MIO_DATABASE_URL" "DATABASE_URL" "MIO_DATABASE_LISTEN_URL" "MIO_MASTER_KEY" "MIO_NATS_URL") -}}
 {{- fail (printf "config.%s is a secret: put it in existingSecret, not in values" $k) -}}
 {{- end -}}
 {{- if has $k (list "MIO_ROLE" "MIO_HTTP_ADDR" "MIO_ADMIN_ADDR") -}}
@@ -55,7 +55,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{/*
 mio.secretEnv: the secrets, only as references to existingSecret, each
 to the containers that need it. Argument: dict with "root", "masterKey"
-and "nats" (booleans).
+(the serving roles: also the listen URL) and "nats" (booleans).
 */}}
 {{- define "mio.secretEnv" -}}
 {{- $s := .root.Values.existingSecret -}}
@@ -70,6 +70,13 @@ and "nats" (booleans).
     secretKeyRef:
       name: {{ $s.name }}
       key: {{ $s.masterKeyKey }}
+{{- end }}
+{{- if and .masterKey $s.databaseListenURLKey }}
+- name: MIO_DATABASE_LISTEN_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ $s.name }}
+      key: {{ $s.databaseListenURLKey }}
 {{- end }}
 {{- if and .nats $s.natsURLKey }}
 - name: MIO_NATS_URL
