@@ -143,7 +143,7 @@ existingSecret: {name: mio-secrets}
 
 const fullValues = `
 image: {repository: registry.example.com/mio, tag: v1.2.3}
-existingSecret: {name: mio-prod, databaseURLKey: db, masterKeyKey: key, natsURLKey: nats, databaseListenURLKey: db-direct}
+existingSecret: {name: mio-prod, databaseURLKey: db, masterKeyKey: key, natsURLKey: nats, databaseListenURLKey: db-direct, migrationDatabaseURLKey: db-owner}
 config:
   MIO_PUBLIC_URL: https://mio.example.com
   MIO_BLOB_URL: gs://mio-blobs/prod
@@ -253,12 +253,15 @@ func TestHelmChart(t *testing.T) {
 				require.Empty(t, r.monitors)
 				require.Empty(t, r.netpols)
 				require.Equal(t, "mio:0.1.0", r.deployments["api"].Spec.Template.Spec.Containers[0].Image)
+				require.Equal(t, "database-url", jc.Env[0].ValueFrom.SecretKeyRef.Key)
 				return
 			}
 			require.Empty(t, r.hpas)
 			require.Equal(t, int32(3), *r.deployments["api"].Spec.Replicas)
 			require.Len(t, r.pdbs, 1, "the worker's PDB is disabled")
 			require.Equal(t, "registry.example.com/mio:v1.2.3", job.Spec.Template.Spec.Containers[0].Image)
+			require.Equal(t, "db-owner", jc.Env[0].ValueFrom.SecretKeyRef.Key, "the migration connects as the owner")
+			require.Equal(t, "db", r.deployments["api"].Spec.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Key)
 			require.Equal(t, "40", cm.Data["MIO_DB_MAX_CONNS"])
 			require.Len(t, r.ingresses, 1)
 			require.Equal(t, "http", r.ingresses[0].Spec.Rules[0].HTTP.Paths[0].Backend.Service.Port.Name)

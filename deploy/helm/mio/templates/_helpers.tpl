@@ -54,8 +54,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/*
 mio.secretEnv: the secrets, only as references to existingSecret, each
-to the containers that need it. Argument: dict with "root", "masterKey"
-(the serving roles: also the listen URL) and "nats" (booleans).
+to the containers that need it. Argument: dict with "root", "migrate"
+(the migration's own database URL), "masterKey" (the serving roles: also
+the listen URL) and "nats" (booleans).
 */}}
 {{- define "mio.secretEnv" -}}
 {{- $s := .root.Values.existingSecret -}}
@@ -63,7 +64,7 @@ to the containers that need it. Argument: dict with "root", "masterKey"
   valueFrom:
     secretKeyRef:
       name: {{ $s.name }}
-      key: {{ $s.databaseURLKey }}
+      key: {{ ternary (default $s.databaseURLKey $s.migrationDatabaseURLKey) $s.databaseURLKey (eq .migrate true) }}
 {{- if .masterKey }}
 - name: MIO_MASTER_KEY
   valueFrom:
@@ -158,7 +159,7 @@ spec:
             - configMapRef:
                 name: {{ include "mio.fullname" $root }}
           env:
-            {{- include "mio.secretEnv" (dict "root" $root "masterKey" true "nats" (eq $role "bridge")) | nindent 12 }}
+            {{- include "mio.secretEnv" (dict "root" $root "migrate" false "masterKey" true "nats" (eq $role "bridge")) | nindent 12 }}
           livenessProbe:
             httpGet:
               path: /livez
