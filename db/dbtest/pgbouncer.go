@@ -28,6 +28,7 @@ const pgbouncerEnv = "MIO_TEST_PGBOUNCER"
 var (
 	bouncerOnce sync.Once
 	bouncer     *localpg.PgBouncer
+	bouncerDir  string
 	bouncerErr  error
 )
 
@@ -69,6 +70,7 @@ COMMIT`, PooledRole, RuntimeRole)); err != nil {
 	if err != nil {
 		return nil, err
 	}
+	bouncerDir = dir
 	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerOptions{
 		Dir:          filepath.Join(dir, "b"),
 		UpstreamPort: int(cfg.Port),
@@ -87,5 +89,8 @@ COMMIT`, PooledRole, RuntimeRole)); err != nil {
 func stopBouncer() {
 	if bouncer != nil {
 		bouncer.Stop()
+	}
+	if bouncerDir != "" {
+		_ = os.RemoveAll(bouncerDir)
 	}
 }
