@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/...
 
-.PHONY: sdk-tools run test lint generate check-generated build bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
+.PHONY: sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -21,19 +21,40 @@ run: postgres build
 test: postgres sdk-tools lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
+	$(MAKE) test-deploy
+	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then $(MAKE) test-pgbouncer; \
+	  else echo "pgbouncer not installed: skipping test-pgbouncer (apt-get install pgbouncer)"; fi
+
+## test-pgbouncer: the database, notification and consumer tests, and mio serve, through
+## PgBouncer in transaction pooling mode (docs/deploy.md, "Connection poolers")
+test-pgbouncer:
+	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 15m ./db/ ./notify/ ./consume/
+	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 5m -run 'TestServeWithListenURL' ./cmd/mio/
+
+## test-deploy: parse the Dockerfile, render the Helm chart, load the compose file
+## (its own module, deploy/deploytest, so Helm and k8s.io stay out of go.mod)
+test-deploy:
+	$(GO) -C deploy/deploytest test -count=1 ./...
 
 ## build: build bin/mio
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mio
 
-## lint: gofmt, go mod tidy (both modules), go vet, staticcheck
+## image: build the container image mio:$(VERSION) (needs Docker with BuildKit)
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t mio:$(VERSION) .
+
+## lint: gofmt, go mod tidy (all modules), go vet, staticcheck
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
 	$(GO) -C tools mod tidy -diff
+	$(GO) -C deploy/deploytest mod tidy -diff
 	$(GO) vet ./...
+	$(GO) -C deploy/deploytest vet ./...
 	$(TOOL) staticcheck ./...
+	cd deploy/deploytest && $(GO) tool -modfile=../../tools/go.mod staticcheck ./...
 
 ## generate: regenerate sqlc code from queries/*.sql and migrations/*.sql
 generate:

@@ -71,6 +71,12 @@ type Config struct {
 	// connection URL. Empty: `mio dev` starts a private PostgreSQL; other
 	// commands refuse to start.
 	DatabaseURL string
+	// DatabaseListenURL (MIO_DATABASE_LISTEN_URL) is a direct connection
+	// URL (a session, not a transaction pooler) for LISTEN. Set it when
+	// DatabaseURL goes through PgBouncer in transaction mode: consumer
+	// wake-ups then LISTEN on it and River polls instead of listening.
+	// Default empty (LISTEN on a pooled connection).
+	DatabaseListenURL string
 	// DedupRetention (MIO_DEDUP_RETENTION) is how long inbound dedup keys
 	// are kept: a platform redelivery older than this is stored again.
 	// Default 720h (30 days).
@@ -240,16 +246,10 @@ func options() []option {
 			}},
 		{flag: "database-url", envs: []string{"MIO_DATABASE_URL", "DATABASE_URL"}, secret: true, usage: "PostgreSQL URL (postgres://user:pass@host:5432/db)",
 			set: func(c *Config, v string) error {
-				if v == "" {
-					return nil
-				}
-				u, err := url.Parse(v)
-				if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-					return errors.New("want postgres://user:password@host:port/database")
-				}
-				c.DatabaseURL = v
-				return nil
+				return postgresURL(&c.DatabaseURL, v)
 			}},
+		{flag: "database-listen-url", envs: []string{"MIO_DATABASE_LISTEN_URL"}, secret: true, usage: "direct (session) PostgreSQL URL for LISTEN, when MIO_DATABASE_URL goes through a transaction pooler such as PgBouncer; River then polls",
+			set: func(c *Config, v string) error { return postgresURL(&c.DatabaseListenURL, v) }},
 		{flag: "dedup-retention", envs: []string{"MIO_DEDUP_RETENTION"}, def: "720h", usage: "how long inbound dedup keys are kept",
 			set: func(c *Config, v string) error { return duration(&c.DedupRetention, v, time.Hour, 24*365*time.Hour) }},
 		{flag: "db-max-conns", envs: []string{"MIO_DB_MAX_CONNS"}, def: "20", usage: "database connection pool size",
@@ -572,6 +572,19 @@ func ParseBytes(v string) (int64, error) {
 		return 0, fmt.Errorf("bad size %q", v)
 	}
 	return n * mult, nil
+}
+
+// postgresURL sets *dst to v, a postgres:// URL; empty leaves it empty.
+func postgresURL(dst *string, v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return errors.New("want postgres://user:password@host:port/database")
+	}
+	*dst = v
+	return nil
 }
 
 // Table returns the configuration options as documentation rows (env,

@@ -23,7 +23,8 @@ func (s *Server) PublicHandler() http.Handler {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method not allowed on this route")
 	})
 
-	r.Get("/healthz", s.healthz)
+	r.Get("/livez", s.livez)
+	r.Get("/healthz", s.livez)
 	r.Get("/readyz", s.readyz)
 
 	// Inbound webhooks (and platform handshakes: Meta's is a GET).
@@ -64,8 +65,10 @@ func (s *Server) AdminHandler() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
-	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz) // the only listener of a bridge-only process
+	// Probes here too: a worker or bridge replica has only this listener.
+	r.Get("/livez", s.livez)
+	r.Get("/healthz", s.livez)
+	r.Get("/readyz", s.readyz)
 	// Dead letters (admin_dead.go): viewers read, operators requeue and discard.
 	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters", s.adminDeadList)
 	r.With(s.adminAuth(db.AdminRoleViewer)).Get("/admin/v1/dead-letters/{id}", s.adminDeadShow)

@@ -10,6 +10,7 @@ package notify
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -25,10 +27,11 @@ const Channel = "mio_inbox"
 
 // Hub fans out "new messages for tenant" signals.
 type Hub struct {
-	pool     *pgxpool.Pool
-	log      *slog.Logger
-	debounce time.Duration
-	self     string // identifies this process's own notifications
+	pool      *pgxpool.Pool
+	listenURL string
+	log       *slog.Logger
+	debounce  time.Duration
+	self      string // identifies this process's own notifications
 
 	mu      sync.Mutex
 	subs    map[uuid.UUID]map[*Sub]struct{}
@@ -41,6 +44,11 @@ type Options struct {
 	// Debounce is the longest a NOTIFY waits to gather tenants. Default
 	// 2ms.
 	Debounce time.Duration
+	// ListenURL, when set, is a direct connection URL (a session, never
+	// a transaction pooler) the Hub LISTENs on; empty listens on a
+	// connection taken from the pool. LISTEN needs a session: behind
+	// PgBouncer in transaction mode a pooled LISTEN hears nothing.
+	ListenURL string
 }
 
 // New returns a Hub. pool may be nil (in-process only, tests).
@@ -52,7 +60,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, opts Options) *Hub {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Hub{
-		pool: pool, log: log, debounce: opts.Debounce, self: uuid.NewString()[:8],
+		pool: pool, listenURL: opts.ListenURL, log: log, debounce: opts.Debounce, self: uuid.NewString()[:8],
 		subs: map[uuid.UUID]map[*Sub]struct{}{}, pending: map[uuid.UUID]struct{}{},
 		kick: make(chan struct{}, 1),
 	}
@@ -181,12 +189,10 @@ func (h *Hub) listenLoop(ctx context.Context) {
 }
 
 func (h *Hub) listenOnce(ctx context.Context) error {
-	conn, err := h.pool.Acquire(ctx)
+	pc, err := h.listenConn(ctx)
 	if err != nil {
 		return err
 	}
-	// The connection carries LISTEN state: never return it to the pool.
-	pc := conn.Hijack()
 	defer pc.Close(context.Background())
 	if _, err := pc.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
@@ -208,6 +214,24 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 		}
 		h.mu.Unlock()
 	}
+}
+
+// listenConn is the connection to LISTEN on: a direct one to ListenURL,
+// else one taken out of the pool for good (it carries LISTEN state, so it
+// must never be returned).
+func (h *Hub) listenConn(ctx context.Context) (*pgx.Conn, error) {
+	if h.listenURL != "" {
+		c, err := pgx.Connect(ctx, h.listenURL)
+		if err != nil {
+			return nil, fmt.Errorf("notify: listen connection: %w", err)
+		}
+		return c, nil
+	}
+	conn, err := h.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return conn.Hijack(), nil
 }
 
 func (h *Hub) wakeAll() {

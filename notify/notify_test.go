@@ -56,9 +56,25 @@ func TestCrossProcessWake(t *testing.T) {
 	other, err := db.Open(ctx, env.OwnerURL, db.PoolOptions{MaxConns: 4, RuntimeRole: dbtest.RuntimeRole})
 	require.NoError(t, err)
 	defer other.Close()
+	requireCrossWake(t, ctx, notify.New(env.Pool, nil, notify.Options{}), notify.New(other, nil, notify.Options{}))
+}
 
-	sender := notify.New(env.Pool, nil, notify.Options{})
-	receiver := notify.New(other, nil, notify.Options{})
+// TestCrossProcessWakeListenURL: with ListenURL the receiver LISTENs on
+// its own direct connection, so both hubs may use a pool behind a
+// transaction pooler (MIO_TEST_PGBOUNCER=1 runs it so).
+func TestCrossProcessWakeListenURL(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	requireCrossWake(t, ctx, notify.New(env.Pool, nil, notify.Options{}),
+		notify.New(env.Pool, nil, notify.Options{ListenURL: env.ListenURL}))
+}
+
+// requireCrossWake runs both hubs and fails unless a publish on sender
+// wakes a subscriber of receiver.
+func requireCrossWake(t *testing.T, ctx context.Context, sender, receiver *notify.Hub) {
+	t.Helper()
 	go sender.Run(ctx)
 	go receiver.Run(ctx)
 	tenant := uuid.New()

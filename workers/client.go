@@ -30,6 +30,10 @@ type Config struct {
 	// FetchCooldown between fetches. Default 10ms (River's 100ms default
 	// caps throughput at MaxWorkers per 100ms).
 	FetchCooldown time.Duration
+	// PollOnly makes River poll for jobs instead of LISTENing: needed
+	// when the pool goes through a transaction pooler (PgBouncer in
+	// transaction mode), where LISTEN hears nothing.
+	PollOnly bool
 }
 
 // Set is the process's worker set and periodic jobs; cmd builds it.
@@ -64,8 +68,9 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		cfg.FetchCooldown = 10 * time.Millisecond
 	}
 	rc := &river.Config{
-		Logger: cfg.Logger,
-		Schema: migrations.RiverSchema,
+		Logger:   cfg.Logger,
+		Schema:   migrations.RiverSchema,
+		PollOnly: cfg.PollOnly,
 	}
 	if cfg.Work && set != nil && set.Len() > 0 {
 		rc.Workers = set.Workers

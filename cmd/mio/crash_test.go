@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -18,10 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/miohq/mio/admin"
-	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/db/dbtest"
-	"github.com/miohq/mio/secretbox"
 )
 
 // TestCrashConsistency kills `mio serve` with SIGKILL in the middle of a
@@ -32,19 +26,11 @@ func TestCrashConsistency(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := dbtest.New(t)
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	box, _ := secretbox.New(key)
-	svc := admin.New(env.Pool, box, "http://x")
-	tenant, err := svc.TenantCreate(ctx, "crash")
-	require.NoError(t, err)
-	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})
-	require.NoError(t, err)
+	f := newWebhookFixture(t, env, "crash")
 
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	serverEnv := []string{"MIO_DATABASE_URL=" + env.OwnerURL, "MIO_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key),
+	serverEnv := []string{"MIO_DATABASE_URL=" + env.OwnerURL, "MIO_MASTER_KEY=" + f.masterKey,
 		"MIO_HTTP_ADDR=" + addr, "MIO_ADMIN_ADDR=127.0.0.1:0", "MIO_LOG_LEVEL=error"}
 	start := func() *exec.Cmd {
 		cmd := exec.Command(mioBin, "serve")
@@ -55,27 +41,7 @@ func TestCrashConsistency(t *testing.T) {
 		waitReady(t, "http://"+addr, out)
 		return cmd
 	}
-	url := "http://" + addr + "/webhooks/webhook/" + acct.ID.String()
-	send := func(client *http.Client, id string) (int, error) {
-		body := []byte(fmt.Sprintf(`{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"c"},"sender":{"id":"u"},"text":%q}}`,
-			time.Now().UTC().Format(time.RFC3339), id))
-		now := time.Now()
-		sig, err := webhook.Sign(secret, id, now, body)
-		if err != nil {
-			return 0, err
-		}
-		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("webhook-id", id)
-		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-		req.Header.Set("webhook-signature", sig)
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
+	send := func(client *http.Client, id string) (int, error) { return f.send(client, "http://"+addr, id, id) }
 
 	server := start()
 	var (

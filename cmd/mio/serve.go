@@ -109,7 +109,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
 		ActiveWithin: cfg.ReconcileWindow, Metrics: metrics.NewReconcile(m.Registry), Logger: log.With("component", "reconcile")})
-	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker"}
+	// Behind a transaction pooler (MIO_DATABASE_LISTEN_URL set) River polls.
+	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker",
+		PollOnly: cfg.DatabaseListenURL != ""}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
@@ -117,7 +119,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	bg, stopBG := context.WithCancel(context.Background())
 	defer stopBG()
-	hub := notify.New(pool, log.With("component", "notify"), notify.Options{})
+	hub := notify.New(pool, log.With("component", "notify"), notify.Options{ListenURL: cfg.DatabaseListenURL})
 	go hub.Run(bg)
 	ingester := ingest.New(pool, ingest.Config{
 		Flushers: cfg.IngestFlushers,

@@ -64,6 +64,7 @@ type serverHandle struct {
 }
 
 func shutdown() {
+	stopBouncer()
 	if server != nil {
 		server.admin.Close()
 		if server.close != nil {
@@ -191,8 +192,15 @@ type Env struct {
 	// OwnerURL connects as the owner (superuser): migrations, fixtures.
 	OwnerURL string
 	// Pool is the service's pool: every session runs as mio_runtime, so
-	// row-level security applies.
+	// row-level security applies. With MIO_TEST_PGBOUNCER set it goes
+	// through PgBouncer in transaction pooling mode (pgbouncer.go).
 	Pool *pgxpool.Pool
+	// PoolURL is the URL Pool connects with: OwnerURL, or through
+	// PgBouncer as PooledRole.
+	PoolURL string
+	// ListenURL connects straight to the database (never through a
+	// pooler): for LISTEN, which needs a session.
+	ListenURL string
 }
 
 // Options for New.
@@ -244,6 +252,13 @@ func NewWith(t testing.TB, opts Options) *Env {
 	if opts.MaxConns == 0 {
 		opts.MaxConns = 10
 	}
+	env.ListenURL = url
+	if pooled() {
+		if url, err = bouncerURL(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env.PoolURL = url
 	env.Pool, err = db.Open(ctx, url, db.PoolOptions{MaxConns: opts.MaxConns, RuntimeRole: RuntimeRole})
 	if err != nil {
 		t.Fatalf("dbtest: open runtime pool: %v", err)

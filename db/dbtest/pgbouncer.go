@@ -1,0 +1,96 @@
+package dbtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db/localpg"
+)
+
+// PooledRole is the login role runtime pools use behind PgBouncer: a
+// member of RuntimeRole that starts every server session as RuntimeRole
+// (ALTER ROLE … SET role), because a session-level SET ROLE issued by a
+// client does not follow it from one server connection to the next in
+// transaction pooling. See docs/deploy.md, "Connection poolers".
+const PooledRole = "mio_pooled"
+
+// pgbouncerEnv, when set (to anything), makes New's runtime pool go
+// through a PgBouncer in transaction pooling mode started for the test
+// process: MIO_TEST_PGBOUNCER=1 go test ./consume/. The owner pool and
+// notifications (ListenURL) stay direct.
+const pgbouncerEnv = "MIO_TEST_PGBOUNCER"
+
+var (
+	bouncerOnce sync.Once
+	bouncer     *localpg.PgBouncer
+	bouncerDir  string
+	bouncerErr  error
+)
+
+// pooled reports whether runtime pools go through PgBouncer.
+func pooled() bool { return os.Getenv(pgbouncerEnv) != "" }
+
+// bouncerURL is the URL of database name through the process's PgBouncer
+// (started on first use, stopped by Main), as PooledRole, with the query
+// mode a transaction pooler needs (no named prepared statements).
+func bouncerURL(ctx context.Context, name string) (string, error) {
+	bouncerOnce.Do(func() { bouncer, bouncerErr = startBouncer(ctx) })
+	if bouncerErr != nil {
+		return "", bouncerErr
+	}
+	return bouncer.URL(name, PooledRole) + "&default_query_exec_mode=cache_describe", nil
+}
+
+func startBouncer(ctx context.Context) (*localpg.PgBouncer, error) {
+	// Roles are cluster-wide and test processes run concurrently: one at
+	// a time creates or updates the role.
+	if _, err := server.admin.Exec(ctx, fmt.Sprintf(`BEGIN;
+SELECT pg_advisory_xact_lock(hashtext('mio-dbtest-pooled-role'));
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%[1]s') THEN
+    CREATE ROLE %[1]s LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE %[2]s;
+    ALTER ROLE %[1]s SET role = %[2]s;
+    ALTER ROLE %[1]s SET statement_timeout = '30s';
+    ALTER ROLE %[1]s SET idle_in_transaction_session_timeout = '10s';
+  END IF;
+END $$;
+COMMIT`, PooledRole, RuntimeRole)); err != nil {
+		return nil, fmt.Errorf("dbtest: pooled role: %w", err)
+	}
+	cfg, err := pgx.ParseConfig(server.adminURL)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "mio-pgbouncer-")
+	if err != nil {
+		return nil, err
+	}
+	bouncerDir = dir
+	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerOptions{
+		Dir:          filepath.Join(dir, "b"),
+		UpstreamPort: int(cfg.Port),
+		Users:        []string{PooledRole},
+		PoolMode:     "transaction",
+		// db.Open sends these as startup parameters; PgBouncer refuses
+		// them unless told to drop them (the role sets them instead).
+		IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dbtest: %w", err)
+	}
+	return b, nil
+}
+
+func stopBouncer() {
+	if bouncer != nil {
+		bouncer.Stop()
+	}
+	if bouncerDir != "" {
+		_ = os.RemoveAll(bouncerDir)
+	}
+}
