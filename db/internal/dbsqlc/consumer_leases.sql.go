@@ -144,19 +144,22 @@ func (q *Queries) ConsumersInGen(ctx context.Context, db DBTX, arg *ConsumersInG
 
 const LeaseAck = `-- name: LeaseAck :many
 WITH req AS (
-    SELECT unnest($1::bigint[]) AS lease_id, unnest($2::int[]) AS idx
+    SELECT DISTINCT u.lease_id, u.idx
+    FROM (SELECT unnest($1::bigint[]) AS lease_id, unnest($2::int[]) AS idx) AS u
 ),
-l AS (
+l AS MATERIALIZED (
     SELECT r.id, cardinality(r.message_ids) AS n FROM mio.consumer_leases AS r
     WHERE r.tenant_id = $3 AND r.consumer_name = $4 AND r.id = ANY ($1::bigint[])
 ),
+done AS MATERIALIZED (
+    SELECT s.lease_id, x.idx FROM mio.consumer_settles AS s CROSS JOIN LATERAL unnest(s.idxs) AS x (idx)
+    WHERE s.tenant_id = $3 AND s.consumer_name = $4 AND s.lease_id = ANY ($1::bigint[])
+),
 hit AS (
-    SELECT DISTINCT req.lease_id, req.idx
+    SELECT req.lease_id, req.idx
     FROM req JOIN l ON l.id = req.lease_id
     WHERE req.idx >= 0 AND req.idx < l.n
-      AND NOT EXISTS (
-          SELECT 1 FROM mio.consumer_settles AS s
-          WHERE s.tenant_id = $3 AND s.consumer_name = $4 AND s.lease_id = req.lease_id AND req.idx = ANY (s.idxs))
+      AND NOT EXISTS (SELECT 1 FROM done WHERE done.lease_id = req.lease_id AND done.idx = req.idx)
 ),
 ins AS (
     INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
@@ -182,7 +185,8 @@ type LeaseAckRow struct {
 // ranges by appending one settle row per range (nothing is updated or
 // deleted). Returns the members that were outstanding. The caller holds
 // LeaseLock on the ranges, so two settlements of one member cannot both
-// find it outstanding.
+// find it outstanding. Set-based: the ranges and their settled members are
+// each read once (one index scan per partition), not probed per member.
 func (q *Queries) LeaseAck(ctx context.Context, db DBTX, arg *LeaseAckParams) ([]LeaseAckRow, error) {
 	rows, err := db.Query(ctx, LeaseAck,
 		arg.LeaseIds,

@@ -233,15 +233,23 @@ func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockPa
 }
 
 const ConsumerPullState = `-- name: ConsumerPullState :one
-WITH c AS (
+WITH c AS MATERIALIZED (
     SELECT s.swept, s.log_hi FROM mio.consumer_state AS s WHERE s.tenant_id = $1 AND s.name = $2
 ),
-r AS (
-    SELECT r.id, r.expires_at, cardinality(r.message_ids) - coalesce((
-        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
-        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0) AS outstanding
+rr AS MATERIALIZED (
+    SELECT r.id, r.expires_at, cardinality(r.message_ids) AS n
     FROM mio.consumer_leases AS r
     WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > (SELECT c.swept FROM c)
+),
+st AS MATERIALIZED (
+    SELECT x.lease_id, sum(cardinality(x.idxs)) AS settled
+    FROM mio.consumer_settles AS x
+    WHERE x.tenant_id = $1 AND x.consumer_name = $2 AND x.lease_id > (SELECT c.swept FROM c)
+    GROUP BY x.lease_id
+),
+r AS MATERIALIZED (
+    SELECT rr.id, rr.expires_at, rr.n - coalesce(st.settled, 0) AS outstanding
+    FROM rr LEFT JOIN st ON st.lease_id = rr.id
 )
 SELECT
     ((SELECT count(*) FROM mio.consumer_deliveries AS l
@@ -280,6 +288,8 @@ type ConsumerPullStateRow struct {
 // consumer's open window, else this statement's snapshot (taken once the
 // consumer's row lock is granted). Only the ranges above the sweep are
 // read: the consumer's unsettled ones and the few settled after them.
+// The ranges above the sweep and, read once (one index range scan per
+// partition), how many of their members are settled.
 func (q *Queries) ConsumerPullState(ctx context.Context, db DBTX, arg *ConsumerPullStateParams) (ConsumerPullStateRow, error) {
 	row := db.QueryRow(ctx, ConsumerPullState, arg.TenantID, arg.ConsumerName)
 	var i ConsumerPullStateRow
