@@ -57,6 +57,7 @@ DO $$ BEGIN
     ALTER ROLE %[1]s SET role = %[2]s;
     ALTER ROLE %[1]s SET statement_timeout = '30s';
     ALTER ROLE %[1]s SET idle_in_transaction_session_timeout = '10s';
+    ALTER ROLE %[1]s SET jit = off;
   END IF;
 END $$;
 COMMIT`, PooledRole, RuntimeRole)); err != nil {
@@ -78,7 +79,7 @@ COMMIT`, PooledRole, RuntimeRole)); err != nil {
 		PoolMode:     "transaction",
 		// db.Open sends these as startup parameters; PgBouncer refuses
 		// them unless told to drop them (the role sets them instead).
-		IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout"},
+		IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout", "jit"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dbtest: %w", err)
