@@ -205,6 +205,23 @@ func TestMessagesStoredOnce(t *testing.T) {
 	require.Equal(t, envelope.ConversationDM, env.Conversation.Type)
 	require.Equal(t, "a DM", env.Text)
 	require.Equal(t, "2", env.Sender.ID)
+
+	// The edit and the delete point at their stored originals (edit_of).
+	for src, orig := range map[string]string{"1001:edit:2026-11-23T10:05:00.000000+00:00": "1001", "1003:delete": "1003"} {
+		var changed, original envelope.Message
+		require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+			q := `SELECT envelope FROM mio.inbox WHERE account_id = $1 AND source_message_id = $2`
+			if err := tx.QueryRow(context.Background(), q, b.account, src).Scan(&changed); err != nil {
+				return err
+			}
+			return tx.QueryRow(context.Background(), q, b.account, orig).Scan(&original)
+		}))
+		require.NotNil(t, changed.EditOf, "%s has no edit_of", src)
+		require.NotNil(t, changed.EditOf.ID, "%s: edit_of.id of a stored original", src)
+		require.Equal(t, original.ID, *changed.EditOf.ID, src)
+		require.Equal(t, orig, changed.EditOf.SourceMessageID, src)
+		require.Equal(t, orig, changed.EditOf.PlatformMessageID, src)
+	}
 }
 
 func TestResumeReplaysFromStoredSequence(t *testing.T) {

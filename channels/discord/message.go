@@ -70,6 +70,7 @@ func ParseMessageEvent(eventType string, data []byte, selfID string) (*channels.
 	case EventMessageDelete:
 		msg.SourceMessageID = m.ID + ":delete"
 		msg.Deleted = true
+		msg.EditOf = envelope.NewEditRef(m.ID)
 		return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
 	case EventMessageUpdate:
 		if m.EditedTimestamp == nil || *m.EditedTimestamp == "" || m.Content == nil {
@@ -77,10 +78,13 @@ func ParseMessageEvent(eventType string, data []byte, selfID string) (*channels.
 		}
 		msg.SourceMessageID = m.ID + ":edit:" + *m.EditedTimestamp
 		msg.Edited = true
+		msg.EditOf = envelope.NewEditRef(m.ID)
 		if t, err := time.Parse(time.RFC3339Nano, *m.EditedTimestamp); err == nil {
 			msg.SentAt = t.UTC()
 		}
 	case EventMessageCreate:
+		// What a later MESSAGE_UPDATE or MESSAGE_DELETE names (edit_of).
+		msg.PlatformMessageID = m.ID
 	default:
 		return nil, channels.BadRequestf("discord: dispatch %q is not a message event", eventType)
 	}
