@@ -93,13 +93,16 @@ func (s *Server) adminTail(w http.ResponseWriter, r *http.Request) {
 		defer sub.Close()
 		wake = sub.C
 	}
+	// The tail starts before the client can see it is live (the opening
+	// comment): a message received right after that comment must not count
+	// as older than the tail. Microseconds, as received_at is stored.
+	start := time.Now().Truncate(time.Microsecond)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprint(w, ": mio live tail\n\n")
 	flusher.Flush()
 
-	start := time.Now()
 	from := start
 	sent := map[uuid.UUID]time.Time{}
 	tick := time.NewTicker(tailPoll)
