@@ -490,3 +490,29 @@ func TestConsumerSeek(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, 2, a.auditCount(t, "consumer.seek"))
 }
+
+// TestAdminBearerSchemeAnyCase: the admin listener reads the
+// Authorization header like the public API (RFC 7235: the scheme is
+// case-insensitive), and still refuses other schemes.
+func TestAdminBearerSchemeAnyCase(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(), Hub: b.hub, Admin: b.svc})
+	adm := httptest.NewServer(api.AdminHandler())
+	t.Cleanup(adm.Close)
+	viewer := (&adminAPI{testBundle: b, adm: adm}).token(t, "viewer")
+	for header, want := range map[string]int{
+		"bearer " + viewer: http.StatusOK,
+		"BEARER " + viewer: http.StatusOK,
+		"Basic " + viewer:  http.StatusUnauthorized,
+		"Bearer ":          http.StatusUnauthorized,
+	} {
+		req, err := http.NewRequest(http.MethodGet, adm.URL+"/admin/v1/tenants", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", header)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, "Authorization: %q", header)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,9 +53,8 @@ const AdminTokenCacheTTL = 5 * time.Second
 func (s *Server) adminAuth(roles ...db.AdminRole) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			token = strings.TrimSpace(token)
-			if !ok || token == "" {
+			token, ok := bearerToken(r.Header.Get("Authorization")) // the public API's parser: any case of the scheme
+			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="mio-admin"`)
 				writeError(w, http.StatusUnauthorized, "unauthorized", "missing admin bearer token")
 				return
