@@ -135,6 +135,13 @@ type Config struct {
 	// NatsURL (MIO_NATS_URL) enables the optional NATS bridge
 	// (docs/nats.md). Default off.
 	NatsURL string
+	// OutboundFlushers (MIO_OUTBOUND_FLUSHERS) is how many group-commit
+	// transactions of POST /v1/outbound may be in flight at once.
+	// Default 2.
+	OutboundFlushers int
+	// OutboundWindow (MIO_OUTBOUND_WINDOW) is how long a group commit
+	// waits to gather concurrent sends. Default 500µs.
+	OutboundWindow time.Duration
 	// PublicURL (MIO_PUBLIC_URL) is the externally reachable base URL of the
 	// public listener, used to print webhook URLs. Default derived from
 	// HTTPAddr (http://localhost:PORT); PublicURLDerived is then true.
@@ -291,14 +298,7 @@ func options() []option {
 		{flag: "inbox-retention", envs: []string{"MIO_INBOX_RETENTION"}, def: "168h", usage: "how long inbox messages are kept (deleted only once archived)",
 			set: func(c *Config, v string) error { return duration(&c.InboxRetention, v, time.Hour, 24*3650*time.Hour) }},
 		{flag: "ingest-flushers", envs: []string{"MIO_INGEST_FLUSHERS"}, def: "2", usage: "group-commit transactions in flight",
-			set: func(c *Config, v string) error {
-				n, err := strconv.Atoi(v)
-				if err != nil || n < 1 || n > 256 {
-					return errors.New("want an integer from 1 to 256")
-				}
-				c.IngestFlushers = n
-				return nil
-			}},
+			set: func(c *Config, v string) error { return intRange(&c.IngestFlushers, v, 1, 256) }},
 		{flag: "ingest-window", envs: []string{"MIO_INGEST_WINDOW"}, def: "500us", usage: "how long a group commit gathers webhooks",
 			set: func(c *Config, v string) error { return duration(&c.IngestWindow, v, 0, time.Second) }},
 		{flag: "log-level", envs: []string{"MIO_LOG_LEVEL"}, def: "info", usage: "debug, info, warn or error",
@@ -346,6 +346,10 @@ func options() []option {
 				c.NatsURL = v
 				return nil
 			}},
+		{flag: "outbound-flushers", envs: []string{"MIO_OUTBOUND_FLUSHERS"}, def: "2", usage: "group-commit transactions of sends in flight",
+			set: func(c *Config, v string) error { return intRange(&c.OutboundFlushers, v, 1, 256) }},
+		{flag: "outbound-window", envs: []string{"MIO_OUTBOUND_WINDOW"}, def: "500us", usage: "how long a group commit gathers sends",
+			set: func(c *Config, v string) error { return duration(&c.OutboundWindow, v, 0, time.Second) }},
 		{flag: "pprof", envs: []string{"MIO_PPROF"}, def: "false", usage: "serve /debug/pprof on the admin listener (operator admin tokens only)",
 			set: func(c *Config, v string) error {
 				b, err := strconv.ParseBool(v)
@@ -527,6 +531,16 @@ func addr(dst *string, v string) error {
 	}
 	_ = host
 	*dst = v
+	return nil
+}
+
+// intRange parses v as an integer from lo to hi into dst.
+func intRange(dst *int, v string, lo, hi int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return fmt.Errorf("want an integer from %d to %d", lo, hi)
+	}
+	*dst = n
 	return nil
 }
 

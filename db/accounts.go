@@ -96,6 +96,20 @@ func AccountGet(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*Account,
 	return accountFrom(r), nil
 }
 
+// AccountGetMany returns the tenant's accounts among ids (missing ones
+// are left out), in no particular order.
+func AccountGetMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]*Account, error) {
+	rs, err := queries().AccountGetMany(ctx, tx, &dbsqlc.AccountGetManyParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Account, len(rs))
+	for i, r := range rs {
+		out[i] = accountFrom(r)
+	}
+	return out, nil
+}
+
 // AccountList returns the tenant's accounts, optionally of one channel.
 func AccountList(ctx context.Context, tx DBTX, tenantID uuid.UUID, channelType string) ([]*Account, error) {
 	var ct *string

@@ -234,6 +234,31 @@ func OutboxGetByKey(ctx context.Context, tx DBTX, tenantID uuid.UUID, key string
 	return outboundFrom(r), nil
 }
 
+// OutboxGetByKeys returns the tenant's outbound messages holding any of
+// these idempotency keys, in no particular order.
+func OutboxGetByKeys(ctx context.Context, tx DBTX, tenantID uuid.UUID, keys []string) ([]*Outbound, error) {
+	rs, err := queries().OutboxGetByKeys(ctx, tx, &dbsqlc.OutboxGetByKeysParams{TenantID: tenantID, IdempotencyKeys: keys})
+	return outboundsFrom(rs, err)
+}
+
+// OutboxGetMany returns the tenant's outbound messages among ids, in no
+// particular order.
+func OutboxGetMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]*Outbound, error) {
+	rs, err := queries().OutboxGetMany(ctx, tx, &dbsqlc.OutboxGetManyParams{TenantID: tenantID, Ids: ids})
+	return outboundsFrom(rs, err)
+}
+
+func outboundsFrom(rs []dbsqlc.MioOutbox, err error) ([]*Outbound, error) {
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Outbound, len(rs))
+	for i, r := range rs {
+		out[i] = outboundFrom(r)
+	}
+	return out, nil
+}
+
 // OutboxEvent is one entry of an outbound message's timeline.
 type OutboxEvent struct {
 	ID int64

@@ -18,6 +18,7 @@ import (
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/outbox"
@@ -80,7 +81,10 @@ func newOutAPI(t *testing.T) *outAPI {
 	o.a, o.b = mk("a"), mk("b")
 	river, err := workers.NewClient(env.Pool, nil, workers.Config{})
 	require.NoError(t, err)
-	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Outbox: outbox.New(env.Pool, river)})
+	// Sends are group-committed, as in mio serve.
+	sender := outbox.New(env.Pool, river)
+	t.Cleanup(sender.StartGroupCommit(groupcommit.Config{}))
+	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Outbox: sender})
 	o.pub = httptest.NewServer(api.PublicHandler())
 	t.Cleanup(o.pub.Close)
 	o.adm = httptest.NewServer(api.AdminHandler())
@@ -159,6 +163,69 @@ func TestOutboundPostIdempotent(t *testing.T) {
 	ev := m["events"].([]any)
 	require.Len(t, ev, 1)
 	require.Equal(t, "queued", ev[0].(map[string]any)["event"])
+}
+
+// TestOutboundBatch: POST /v1/outbound/batch answers each command as
+// POST /v1/outbound would alone, in one transaction; a batch that is not
+// one is refused whole with nothing written.
+func TestOutboundBatch(t *testing.T) {
+	t.Parallel()
+	o := newOutAPI(t)
+	status, m := o.send(t, o.a, cmd("prior", o.a.account, ""))
+	require.Equal(t, http.StatusAccepted, status, m)
+	prior := m["id"]
+	batch := func(cmds ...string) string { return `{"commands":[` + strings.Join(cmds, ",") + `]}` }
+	url := o.pub.URL + "/v1/outbound/batch"
+	status, m = o.do(t, http.MethodPost, url, o.a.produce, batch(
+		cmd("n-1", o.a.account, ""),
+		cmd("prior", o.a.account, ""),
+		cmd("prior", o.a.account, `,"thread_id":"other"`),
+		cmd("n-2", o.a.disabled, ""),
+		cmd("n-3", o.b.account, ""),
+		`{"account_id":"`+o.a.account.String()+`","conversation_id":"c-1","text":"no key"}`,
+		cmd("n-4", o.a.account, ""),
+	))
+	require.Equal(t, http.StatusOK, status, m)
+	items := m["items"].([]any)
+	require.Len(t, items, 7)
+	want := []float64{202, 200, 409, 400, 400, 400, 202}
+	for i, it := range items {
+		item := it.(map[string]any)
+		require.EqualValues(t, i, item["index"])
+		require.Equal(t, want[i], item["status"], "item %d: %v", i, item)
+		if want[i] >= 400 {
+			require.NotEmpty(t, item["error"].(map[string]any)["message"], "item %d", i)
+			require.Nil(t, item["id"], "item %d", i)
+		} else {
+			require.Equal(t, "queued", item["handoff_state"], "item %d", i)
+		}
+	}
+	require.Equal(t, prior, items[1].(map[string]any)["id"], "replay: the first message")
+	require.Contains(t, items[5].(map[string]any)["error"].(map[string]any)["message"], "idempotency_key is required")
+	require.Equal(t, [3]int{3, 3, 3}, o.counts(t), "prior, n-1 and n-4")
+
+	// The sends are the tenant's, readable one by one.
+	status, m = o.do(t, http.MethodGet, o.pub.URL+"/v1/outbound/"+items[6].(map[string]any)["id"].(string), o.a.read, "")
+	require.Equal(t, http.StatusOK, status, m)
+	require.Equal(t, "n-4", m["idempotency_key"])
+
+	tooMany := make([]string, outbox.MaxBatch+1)
+	for i := range tooMany {
+		tooMany[i] = cmd(fmt.Sprintf("many-%d", i), o.a.account, "")
+	}
+	for name, body := range map[string]string{
+		"empty":     `{"commands":[]}`,
+		"null item": batch(cmd("x-1", o.a.account, ""), "null"),
+		"too many":  batch(tooMany...),
+		"not JSON":  `{"commands":`,
+		"unknown":   `{"commands":[],"extra":1}`,
+	} {
+		status, m = o.do(t, http.MethodPost, url, o.a.produce, body)
+		require.Equal(t, http.StatusBadRequest, status, "%s: %v", name, m)
+	}
+	status, _ = o.do(t, http.MethodPost, url, o.a.read, batch(cmd("x-2", o.a.account, "")))
+	require.Equal(t, http.StatusForbidden, status, "read token cannot send")
+	require.Equal(t, [3]int{3, 3, 3}, o.counts(t), "nothing written by refused batches")
 }
 
 func TestOutboundBadInput(t *testing.T) {

@@ -40,13 +40,18 @@ const maxRequestBody = 1 << 20
 // trailing data and oversized bodies. The returned error's text is a
 // reason safe to show the caller.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeJSONLimit(w, r, v, maxRequestBody)
+}
+
+// decodeJSONLimit is decodeJSON with a body limit of its own.
+func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
 			return errUnsupportedMedia
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBody))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError

@@ -38,6 +38,7 @@ func (s *Server) PublicHandler() http.Handler {
 
 		// Replies to the platforms (outbound.go).
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound", s.postOutbound)
+		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/batch", s.postOutboundBatch)
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound", s.listOutbound)
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound/{id}", s.getOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)

@@ -10,10 +10,8 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,11 +20,12 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 )
 
 // ErrStopped is returned for requests submitted after Stop.
-var ErrStopped = errors.New("ingest: stopped")
+var ErrStopped = groupcommit.ErrStopped
 
 // Request is one webhook's worth of rows, all of one tenant.
 type Request struct {
@@ -75,24 +74,9 @@ type Config struct {
 
 // Ingester group-commits requests.
 type Ingester struct {
-	pool  *pgxpool.Pool
-	cfg   Config
-	queue chan *pending
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-	mu    sync.RWMutex
-	done  bool
-}
-
-type pending struct {
-	ctx context.Context
-	req *Request
-	res chan outcome
-}
-
-type outcome struct {
-	res *Result
-	err error
+	pool *pgxpool.Pool
+	cfg  Config
+	gc   *groupcommit.Committer[*Request, *Result]
 }
 
 // New returns an Ingester; call Start.
@@ -100,171 +84,44 @@ func New(pool *pgxpool.Pool, cfg Config) *Ingester {
 	if cfg.Window <= 0 {
 		cfg.Window = DefaultWindow
 	}
-	if cfg.MaxBatch == 0 {
-		cfg.MaxBatch = 64
-	}
 	if cfg.Flushers == 0 {
 		cfg.Flushers = DefaultFlushers
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Ingester{pool: pool, cfg: cfg, queue: make(chan *pending, cfg.MaxBatch*cfg.Flushers)}
+	in := &Ingester{pool: pool, cfg: cfg}
+	in.gc = groupcommit.New(in.commit, groupcommit.Config{Window: cfg.Window, MaxBatch: cfg.MaxBatch,
+		Flushers: cfg.Flushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest"})
+	return in
 }
 
 // Start runs the flushers.
-func (in *Ingester) Start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	in.stop = cancel
-	for range in.cfg.Flushers {
-		in.wg.Add(1)
-		go func() { defer in.wg.Done(); in.flusher(ctx) }()
-	}
-}
+func (in *Ingester) Start() { in.gc.Start() }
 
 // Stop refuses new requests, commits what is queued, and waits for the
 // flushers. Call it after the HTTP server has drained.
-func (in *Ingester) Stop() {
-	in.mu.Lock()
-	in.done = true
-	in.mu.Unlock()
-	in.stop()
-	in.wg.Wait()
-	// Anything still queued was never started: fail it (nothing written).
-	for {
-		select {
-		case p := <-in.queue:
-			p.res <- outcome{err: ErrStopped}
-		default:
-			return
-		}
-	}
-}
+func (in *Ingester) Stop() { in.gc.Stop() }
 
 // Ingest commits req (possibly together with concurrent requests) and
 // returns once its transaction has committed or failed. It never returns a
-// result without a commit. ctx bounds the wait.
+// result without a commit. ctx bounds the wait: when it ends first the
+// batch may still commit, and the platform's redelivery then
+// deduplicates.
 func (in *Ingester) Ingest(ctx context.Context, req *Request) (*Result, error) {
 	if len(req.Messages) == 0 && len(req.Statuses) == 0 {
 		return &Result{}, nil
 	}
-	p := &pending{ctx: ctx, req: req, res: make(chan outcome, 1)}
-	in.mu.RLock()
-	if in.done {
-		in.mu.RUnlock()
-		return nil, ErrStopped
-	}
-	select {
-	case in.queue <- p:
-		in.mu.RUnlock()
-	case <-ctx.Done():
-		in.mu.RUnlock()
-		return nil, ctx.Err()
-	}
-	select {
-	case o := <-p.res:
-		return o.res, o.err
-	case <-ctx.Done():
-		// The batch may still commit; the platform's redelivery then
-		// deduplicates. Never report success we have not seen.
-		return nil, ctx.Err()
-	}
+	return in.gc.Do(ctx, req)
 }
 
-func (in *Ingester) flusher(ctx context.Context) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		var first *pending
-		select {
-		case first = <-in.queue:
-		case <-ctx.Done():
-			// Drain what is queued before exiting.
-			select {
-			case first = <-in.queue:
-			default:
-				return
-			}
-		}
-		batch := []*pending{first}
-		timer.Reset(in.cfg.Window)
-	collect:
-		for len(batch) < in.cfg.MaxBatch {
-			select {
-			case p := <-in.queue:
-				batch = append(batch, p)
-			case <-timer.C:
-				break collect
-			}
-		}
-		timer.Stop()
-		in.flush(batch)
-	}
-}
-
-// flush commits a batch; on failure it retries each request alone, so
-// only the culprit fails (unless the database itself is unavailable).
-func (in *Ingester) flush(batch []*pending) {
-	live := batch[:0]
-	for _, p := range batch {
-		if err := p.ctx.Err(); err != nil {
-			p.res <- outcome{err: err}
-			continue
-		}
-		live = append(live, p)
-	}
-	if len(live) == 0 {
-		return
-	}
-	results, err := in.commit(live)
-	if err == nil {
-		for i, p := range live {
-			p.res <- outcome{res: results[i]}
-		}
-		if in.cfg.OnBatch != nil {
-			in.cfg.OnBatch(len(live))
-		}
-		return
-	}
-	if len(live) == 1 || db.IsUnavailable(err) {
-		for _, p := range live {
-			p.res <- outcome{err: err}
-		}
-		return
-	}
-	in.cfg.Logger.Warn("ingest: batch failed; retrying requests one by one", "requests", len(live), "err", err)
-	for _, p := range live {
-		rs, err := in.commit([]*pending{p})
-		if err != nil {
-			p.res <- outcome{err: err}
-			continue
-		}
-		p.res <- outcome{res: rs[0]}
-	}
-}
-
-func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
-	// The batch's deadline is the latest of its requests': a request whose
-	// own deadline passes stops waiting (and answers 503) on its own.
-	ctx := context.Background()
-	var deadline time.Time
-	for _, p := range batch {
-		if d, ok := p.ctx.Deadline(); ok && d.After(deadline) {
-			deadline = d
-		}
-	}
-	if !deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
-
+func (in *Ingester) commit(ctx context.Context, batch []*Request) ([]groupcommit.Outcome[*Result], error) {
 	// Group requests by tenant: row-level security sees one tenant per
 	// statement, so each tenant's rows go in their own statement.
 	order := []uuid.UUID{}
 	byTenant := map[uuid.UUID][]int{}
 	for i, p := range batch {
-		t := p.req.TenantID
+		t := p.TenantID
 		if _, ok := byTenant[t]; !ok {
 			order = append(order, t)
 		}
@@ -281,12 +138,12 @@ func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
 	for n, tenant := range order {
 		groups[n].TenantID = tenant
 		for _, i := range byTenant[tenant] {
-			for _, m := range batch[i].req.Messages {
+			for _, m := range batch[i].Messages {
 				owner[m.ID] = i
 				groups[n].Rows = append(groups[n].Rows, m)
 				needsEnrich = needsEnrich || (m.State == db.InboxReceived && in.cfg.River != nil)
 			}
-			groups[n].Events = append(groups[n].Events, batch[i].req.Statuses...)
+			groups[n].Events = append(groups[n].Events, batch[i].Statuses...)
 		}
 	}
 	var (
@@ -327,7 +184,11 @@ func (in *Ingester) commit(batch []*pending) ([]*Result, error) {
 			}
 		}
 	}
-	return results, nil
+	outs := make([]groupcommit.Outcome[*Result], len(results))
+	for i, r := range results {
+		outs[i].Res = r
+	}
+	return outs, nil
 }
 
 // commitWithJobs commits groups in a transaction that also enqueues an

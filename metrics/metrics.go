@@ -22,6 +22,7 @@ type Metrics struct {
 	DedupTotal          *prometheus.CounterVec   // channel_type
 	InboundMessages     *prometheus.CounterVec   // channel_type
 	IngestBatchSize     prometheus.Histogram
+	OutboundBatchSize   prometheus.Histogram
 
 	ConsumerLag        *prometheus.GaugeVec   // consumer
 	ConsumerAckPending *prometheus.GaugeVec   // consumer
@@ -59,6 +60,11 @@ func New() *Metrics {
 			Help:    "Webhook requests committed together in one group-commit transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		OutboundBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_outbound_batch_requests",
+			Help:    "POST /v1/outbound requests committed together in one group-commit transaction.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mio_consumer_lag",
 			Help: "Messages a consumer has not yet acknowledged (pending, leased and not yet taken from the stream), summed over tenants.",
@@ -77,7 +83,7 @@ func New() *Metrics {
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 15, 30, 60},
 		}),
 	}
-	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize,
+	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize, m.OutboundBatchSize,
 		m.ConsumerLag, m.ConsumerAckPending, m.ConsumerDeliveries, m.PullLatency)
 	return m
 }

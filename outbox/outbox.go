@@ -16,9 +16,7 @@
 package outbox
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -29,6 +27,7 @@ import (
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 )
 
@@ -56,6 +55,9 @@ var (
 type Service struct {
 	pool  *pgxpool.Pool
 	river *river.Client[pgx.Tx]
+	// group, when started (StartGroupCommit), commits concurrent Sends
+	// together.
+	group *groupcommit.Committer[sendRequest, *Sent]
 }
 
 // New returns a Service on pool. client inserts the dispatch jobs (an
@@ -78,7 +80,10 @@ type Sent struct {
 }
 
 // Send checks cmd and, in one transaction of the tenant, writes the
-// outbox row, its first event and its dispatch job. The same command
+// outbox row, its first event and its dispatch job. With group commit
+// started the transaction is shared with concurrent sends (of any
+// tenant, each under its own tenant setting); a send refused for its own
+// reasons never fails the others. The same command
 // sent again under the same idempotency key is answered with the first
 // message (Sent.Replayed); a different one is ErrKeyConflict. A bad
 // command is a *ValidationError, checked before anything is read.
@@ -87,9 +92,12 @@ func (s *Service) Send(ctx context.Context, tenantID uuid.UUID, cmd *envelope.Se
 	if err != nil {
 		return nil, err
 	}
+	if s.group != nil {
+		return s.group.Do(ctx, sendRequest{tenantID: tenantID, cmd: c})
+	}
 	var sent *Sent
 	err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
-		sent, err = s.send(ctx, tx, tenantID, c)
+		sent, err = s.sendOne(ctx, tx, tenantID, c)
 		return err
 	})
 	if err != nil {
@@ -106,7 +114,7 @@ func (s *Service) SendTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmd
 	if err != nil {
 		return nil, err
 	}
-	return s.send(ctx, tx, tenantID, c)
+	return s.sendOne(ctx, tx, tenantID, c)
 }
 
 // newCommand checks cmd, then that the Service can enqueue.
@@ -116,82 +124,6 @@ func (s *Service) newCommand(cmd *envelope.SendCommand) (*command, error) {
 		err = ErrNotConfigured
 	}
 	return c, err
-}
-
-func (s *Service) send(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c *command) (*Sent, error) {
-	prior, err := db.OutboxGetByKey(ctx, tx, tenantID, c.IdempotencyKey)
-	if err == nil {
-		return replay(prior, c.hash)
-	}
-	if !errors.Is(err, db.ErrNotFound) {
-		return nil, fmt.Errorf("outbox: idempotency key: %w", err)
-	}
-	row, err := newRow(ctx, tx, tenantID, c)
-	if err != nil {
-		return nil, err
-	}
-	rows := []db.OutboxNew{*row}
-	ins, err := s.EnqueueTx(ctx, tx, tenantID, rows)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)
-	}
-	if len(ins) == 0 {
-		// A concurrent send of the same key committed first (the insert
-		// waited for it): drop this send's job and answer with that row.
-		if _, err := s.river.JobDeleteTx(ctx, tx, rows[0].JobID); err != nil {
-			return nil, fmt.Errorf("outbox: drop the job of a duplicate send: %w", err)
-		}
-		if prior, err = db.OutboxGetByKey(ctx, tx, tenantID, c.IdempotencyKey); err != nil {
-			return nil, fmt.Errorf("outbox: idempotency key: %w", err)
-		}
-		return replay(prior, c.hash)
-	}
-	return &Sent{ID: ins[0].ID, HandoffState: db.HandoffQueued}, nil
-}
-
-// replay answers a send whose idempotency key the tenant already used.
-func replay(prior *db.Outbound, hash []byte) (*Sent, error) {
-	if !bytes.Equal(prior.RequestSHA256, hash) {
-		return nil, ErrKeyConflict
-	}
-	return &Sent{ID: prior.ID, HandoffState: prior.HandoffState, Replayed: true}, nil
-}
-
-// newRow checks the command against the database (its account, the
-// message it edits) and builds its row.
-func newRow(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c *command) (*db.OutboxNew, error) {
-	acct, err := db.AccountGet(ctx, tx, tenantID, c.AccountID)
-	if errors.Is(err, db.ErrNotFound) {
-		return nil, &ValidationError{Field: "account_id", Reason: "account_id: no such account", Err: ErrAccountNotFound}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("outbox: account: %w", err)
-	}
-	if acct.Status != db.AccountActive {
-		return nil, &ValidationError{Field: "account_id", Reason: "account_id: the account is " + acct.Status, Err: ErrAccountDisabled}
-	}
-	if c.EditOf != nil {
-		orig, err := db.OutboxGet(ctx, tx, tenantID, *c.EditOf)
-		if errors.Is(err, db.ErrNotFound) {
-			return nil, invalid("edit_of", "edit_of: no such outbound message")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("outbox: edited message: %w", err)
-		}
-		if orig.AccountID != c.AccountID || orig.ConversationID != c.ConversationID {
-			return nil, invalid("edit_of", "edit_of: the edited message was sent on another account or conversation")
-		}
-	}
-	row := &db.OutboxNew{ID: db.NewOutboxID(), AccountID: acct.ID, ChannelType: acct.ChannelType,
-		ConversationID: c.ConversationID, ThreadID: c.ThreadID, IdempotencyKey: c.IdempotencyKey,
-		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf}
-	if c.rich != nil {
-		row.RichContent, _ = json.Marshal(c.rich)
-	}
-	if len(c.Attachments) > 0 {
-		row.Attachments, _ = json.Marshal(c.Attachments)
-	}
-	return row, nil
 }
 
 // EnqueueTx writes rows as they are — no checks: Send makes them — in

@@ -11,6 +11,9 @@ RETURNING *;
 -- name: AccountGet :one
 SELECT * FROM mio.accounts WHERE tenant_id = @tenant_id AND id = @id;
 
+-- name: AccountGetMany :many
+SELECT * FROM mio.accounts WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
 -- name: AccountList :many
 SELECT * FROM mio.accounts
 WHERE tenant_id = @tenant_id

@@ -42,6 +42,14 @@ SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND id = @id;
 -- name: OutboxGetByKey :one
 SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
 
+-- name: OutboxGetByKeys :many
+-- The tenant's outbound messages with any of these idempotency keys (a
+-- group of sends checks its replays in one statement).
+SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND idempotency_key = ANY(@idempotency_keys::text[]);
+
+-- name: OutboxGetMany :many
+SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
 -- name: OutboxEventList :many
 SELECT * FROM mio.outbox_events
 WHERE tenant_id = @tenant_id AND outbox_id = @outbox_id

@@ -27,6 +27,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/gateway"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
@@ -130,6 +131,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
+	// Sends of concurrent requests share transactions (group commit).
+	sender := outbox.New(pool, riverClient)
+	stopSender := sender.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, Window: cfg.OutboundWindow,
+		OnBatch: func(n int) { m.OutboundBatchSize.Observe(float64(n)) }, Logger: log.With("component", "outbound")})
 	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
 	reconciler.Ingester = ingester // before River starts
 
@@ -162,7 +167,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		defer closeNATS()
 		go br.Run(bg)
 		go func() {
-			if err := br.ServeCommands(bg, outbox.New(pool, riverClient)); err != nil {
+			if err := br.ServeCommands(bg, sender); err != nil {
 				log.Error("nats: outbound commands not served", "err", err)
 			}
 		}()
@@ -178,7 +183,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
 		Registry: registry, Accounts: accts, Ingester: ingester,
-		Outbox: outbox.New(pool, riverClient), Hub: hub, Consumers: consumers,
+		Outbox: sender, Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 		Admin:           admin.New(pool, box, cfg.PublicURL).WithRegistry(registry),
@@ -224,6 +229,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	stopGateway()
 	<-gatewayDone // its sessions commit through the ingester
 	ingester.Stop()
+	stopSender()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
 			log.Warn("river did not stop gracefully; cancelling jobs", "err", err)

@@ -44,6 +44,52 @@ func (q *Queries) AccountGet(ctx context.Context, db DBTX, arg *AccountGetParams
 	return i, err
 }
 
+const AccountGetMany = `-- name: AccountGetMany :many
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type AccountGetManyParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+func (q *Queries) AccountGetMany(ctx context.Context, db DBTX, arg *AccountGetManyParams) ([]MioAccount, error) {
+	rows, err := db.Query(ctx, AccountGetMany, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioAccount
+	for rows.Next() {
+		var i MioAccount
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.ChannelType,
+			&i.DisplayName,
+			&i.ExternalID,
+			&i.Status,
+			&i.Settings,
+			&i.CredentialsEnc,
+			&i.WebhookSecretEnc,
+			&i.RateLimitPerSec,
+			&i.RateLimitBurst,
+			&i.MaxAttempts,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.WebhookSecretPrevEnc,
+			&i.WebhookSecretPrevUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const AccountInsert = `-- name: AccountInsert :one
 INSERT INTO mio.accounts (
     tenant_id, id, channel_type, display_name, external_id, settings,

@@ -595,6 +595,132 @@ func (q *Queries) OutboxGetByKey(ctx context.Context, db DBTX, arg *OutboxGetByK
 	return i, err
 }
 
+const OutboxGetByKeys = `-- name: OutboxGetByKeys :many
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = ANY($2::text[])
+`
+
+type OutboxGetByKeysParams struct {
+	TenantID        uuid.UUID
+	IdempotencyKeys []string
+}
+
+// The tenant's outbound messages with any of these idempotency keys (a
+// group of sends checks its replays in one statement).
+func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetByKeysParams) ([]MioOutbox, error) {
+	rows, err := db.Query(ctx, OutboxGetByKeys, arg.TenantID, arg.IdempotencyKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioOutbox
+	for rows.Next() {
+		var i MioOutbox
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Seq,
+			&i.AccountID,
+			&i.ChannelType,
+			&i.ConversationID,
+			&i.ThreadID,
+			&i.IdempotencyKey,
+			&i.RequestSha256,
+			&i.Text,
+			&i.RichContent,
+			&i.Attachments,
+			&i.EditOf,
+			&i.HandoffState,
+			&i.Active,
+			&i.ProviderState,
+			&i.AttemptNo,
+			&i.Series,
+			&i.SeriesFirstAttempt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LeaseUntil,
+			&i.JobID,
+			&i.ProviderMessageID,
+			&i.Receipts,
+			&i.LastError,
+			&i.ReceiptDueAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HandedOffAt,
+			&i.DeadAt,
+			&i.DiscardedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const OutboxGetMany = `-- name: OutboxGetMany :many
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type OutboxGetManyParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+func (q *Queries) OutboxGetMany(ctx context.Context, db DBTX, arg *OutboxGetManyParams) ([]MioOutbox, error) {
+	rows, err := db.Query(ctx, OutboxGetMany, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioOutbox
+	for rows.Next() {
+		var i MioOutbox
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Seq,
+			&i.AccountID,
+			&i.ChannelType,
+			&i.ConversationID,
+			&i.ThreadID,
+			&i.IdempotencyKey,
+			&i.RequestSha256,
+			&i.Text,
+			&i.RichContent,
+			&i.Attachments,
+			&i.EditOf,
+			&i.HandoffState,
+			&i.Active,
+			&i.ProviderState,
+			&i.AttemptNo,
+			&i.Series,
+			&i.SeriesFirstAttempt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LeaseUntil,
+			&i.JobID,
+			&i.ProviderMessageID,
+			&i.Receipts,
+			&i.LastError,
+			&i.ReceiptDueAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HandedOffAt,
+			&i.DeadAt,
+			&i.DiscardedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const OutboxInsertBatch = `-- name: OutboxInsertBatch :many
 WITH input AS (
     SELECT unnest($1::uuid[]) AS id,

@@ -1,0 +1,313 @@
+package outbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/groupcommit"
+)
+
+// Sends of a group — one request's, a batch's, or concurrent requests'
+// gathered by group commit — are checked and written with a fixed number
+// of statements whatever their count: one read of the idempotency keys
+// already used, one of the accounts, one of the edited messages (when
+// any), one insert of the dispatch jobs and one of the rows with their
+// first events.
+
+// MaxBatch is the most commands SendBatch takes.
+const MaxBatch = 500
+
+// sendRequest is one Send waiting for group commit.
+type sendRequest struct {
+	tenantID uuid.UUID
+	cmd      *command
+}
+
+// StartGroupCommit makes Send share transactions between concurrent
+// calls (cfg tunes the window, batch size and flushers). Call it once,
+// before serving; stop refuses new sends, commits what is queued and
+// waits.
+func (s *Service) StartGroupCommit(cfg groupcommit.Config) (stop func()) {
+	cfg.Unavailable = db.IsUnavailable
+	if cfg.Name == "" {
+		cfg.Name = "outbound"
+	}
+	s.group = groupcommit.New(s.commitRequests, cfg)
+	s.group.Start()
+	return s.group.Stop
+}
+
+// commitRequests is the group-commit Func: one transaction, each tenant's
+// sends under its own tenant setting.
+func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]groupcommit.Outcome[*Sent], error) {
+	var order []uuid.UUID
+	byTenant := map[uuid.UUID][]int{}
+	for i, r := range reqs {
+		if _, ok := byTenant[r.tenantID]; !ok {
+			order = append(order, r.tenantID)
+		}
+		byTenant[r.tenantID] = append(byTenant[r.tenantID], i)
+	}
+	outs := make([]groupcommit.Outcome[*Sent], len(reqs))
+	err := db.InTenantTx(ctx, s.pool, order[0], func(tx pgx.Tx) error {
+		for n, tenant := range order {
+			if n > 0 {
+				if err := db.SetTenant(ctx, tx, tenant); err != nil {
+					return err
+				}
+			}
+			cmds := make([]*command, len(byTenant[tenant]))
+			for k, i := range byTenant[tenant] {
+				cmds[k] = reqs[i].cmd
+			}
+			got, err := s.sendGroup(ctx, tx, tenant, cmds)
+			if err != nil {
+				return err
+			}
+			for k, i := range byTenant[tenant] {
+				outs[i] = got[k]
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return outs, nil
+}
+
+// BatchItem is one command's answer in SendBatch: Sent, or Err (a
+// *ValidationError or ErrKeyConflict) when that command was refused and
+// nothing of it written.
+type BatchItem struct {
+	Sent *Sent
+	Err  error
+}
+
+// SendBatch checks and sends up to MaxBatch commands of one tenant in ONE
+// transaction, answering each command on its own: a refused command
+// (malformed, unknown account, idempotency key used for another
+// command) is written nothing while the others commit. An error is
+// returned only when the transaction itself fails (then nothing was
+// written) or for an empty or oversized batch (a *ValidationError).
+func (s *Service) SendBatch(ctx context.Context, tenantID uuid.UUID, cmds []*envelope.SendCommand) ([]BatchItem, error) {
+	switch {
+	case len(cmds) == 0:
+		return nil, invalid("commands", "commands: want 1 to %d commands", MaxBatch)
+	case len(cmds) > MaxBatch:
+		return nil, invalid("commands", "commands: at most %d commands in one batch", MaxBatch)
+	case s.river == nil:
+		return nil, ErrNotConfigured
+	}
+	items := make([]BatchItem, len(cmds))
+	var valid []*command
+	var at []int
+	for i, cmd := range cmds {
+		c, err := newCommand(cmd)
+		if err != nil {
+			if v := (*ValidationError)(nil); errors.As(err, &v) {
+				v.Field = fmt.Sprintf("commands[%d].%s", i, v.Field)
+			}
+			items[i].Err = err
+			continue
+		}
+		valid = append(valid, c)
+		at = append(at, i)
+	}
+	if len(valid) == 0 {
+		return items, nil
+	}
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		outs, err := s.sendGroup(ctx, tx, tenantID, valid)
+		if err != nil {
+			return err
+		}
+		for k, o := range outs {
+			items[at[k]] = BatchItem{Sent: o.Res, Err: o.Err}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+// sendOne is sendGroup for one command.
+func (s *Service) sendOne(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c *command) (*Sent, error) {
+	outs, err := s.sendGroup(ctx, tx, tenantID, []*command{c})
+	if err != nil {
+		return nil, err
+	}
+	return outs[0].Res, outs[0].Err
+}
+
+// sendGroup checks cmds of one tenant against the database and writes
+// the ones that pass, in tx (scoped to tenantID). A command whose
+// idempotency key the tenant already used is answered with that message
+// (or ErrKeyConflict); one that fails its checks gets its
+// *ValidationError; neither writes anything. The error return is for
+// the transaction: after it the caller rolls tx back.
+func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmds []*command) ([]groupcommit.Outcome[*Sent], error) {
+	outs := make([]groupcommit.Outcome[*Sent], len(cmds))
+	keys := make([]string, 0, len(cmds))
+	for _, c := range cmds {
+		keys = append(keys, c.IdempotencyKey)
+	}
+	priors, err := db.OutboxGetByKeys(ctx, tx, tenantID, keys)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: idempotency keys: %w", err)
+	}
+	byKey := make(map[string]*db.Outbound, len(priors))
+	for _, p := range priors {
+		byKey[p.IdempotencyKey] = p
+	}
+	var acctIDs, editIDs []uuid.UUID
+	for _, c := range cmds {
+		if byKey[c.IdempotencyKey] == nil {
+			acctIDs = append(acctIDs, c.AccountID)
+			if c.EditOf != nil {
+				editIDs = append(editIDs, *c.EditOf)
+			}
+		}
+	}
+	accts, edited, err := lookups(ctx, tx, tenantID, acctIDs, editIDs)
+	if err != nil {
+		return nil, err
+	}
+
+	var rows []db.OutboxNew
+	var at []int
+	for i, c := range cmds {
+		if p := byKey[c.IdempotencyKey]; p != nil {
+			outs[i].Res, outs[i].Err = replay(p, c.hash)
+			continue
+		}
+		row, err := newRow(c, accts[c.AccountID], edited)
+		if err != nil {
+			outs[i].Err = err
+			continue
+		}
+		rows = append(rows, *row)
+		at = append(at, i)
+	}
+	if len(rows) == 0 {
+		return outs, nil
+	}
+	ins, err := s.EnqueueTx(ctx, tx, tenantID, rows)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	inserted := make(map[uuid.UUID]bool, len(ins))
+	for _, r := range ins {
+		inserted[r.ID] = true
+	}
+	var lost []int // rows whose key was taken meanwhile
+	for k, row := range rows {
+		if inserted[row.ID] {
+			outs[at[k]].Res = &Sent{ID: row.ID, HandoffState: db.HandoffQueued}
+			continue
+		}
+		lost = append(lost, k)
+	}
+	if len(lost) == 0 {
+		return outs, nil
+	}
+	// A concurrent send of the same key committed first (the insert waited
+	// for it), or the key came twice in this group: drop those jobs and
+	// answer with the row that holds the key.
+	keys = keys[:0]
+	for _, k := range lost {
+		if _, err := s.river.JobDeleteTx(ctx, tx, rows[k].JobID); err != nil {
+			return nil, fmt.Errorf("outbox: drop the job of a duplicate send: %w", err)
+		}
+		keys = append(keys, rows[k].IdempotencyKey)
+	}
+	if priors, err = db.OutboxGetByKeys(ctx, tx, tenantID, keys); err != nil {
+		return nil, fmt.Errorf("outbox: idempotency keys: %w", err)
+	}
+	for _, p := range priors {
+		byKey[p.IdempotencyKey] = p
+	}
+	for _, k := range lost {
+		i := at[k]
+		p := byKey[cmds[i].IdempotencyKey]
+		if p == nil {
+			return nil, fmt.Errorf("outbox: idempotency key %q neither inserted nor found", cmds[i].IdempotencyKey)
+		}
+		outs[i].Res, outs[i].Err = replay(p, cmds[i].hash)
+	}
+	return outs, nil
+}
+
+// lookups reads the accounts and the edited messages a group's commands
+// name.
+func lookups(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, acctIDs, editIDs []uuid.UUID) (map[uuid.UUID]*db.Account, map[uuid.UUID]*db.Outbound, error) {
+	accts := map[uuid.UUID]*db.Account{}
+	if len(acctIDs) > 0 {
+		as, err := db.AccountGetMany(ctx, tx, tenantID, acctIDs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("outbox: accounts: %w", err)
+		}
+		for _, a := range as {
+			accts[a.ID] = a
+		}
+	}
+	edited := map[uuid.UUID]*db.Outbound{}
+	if len(editIDs) > 0 {
+		found, err := db.OutboxGetMany(ctx, tx, tenantID, editIDs)
+		if err != nil {
+			return nil, nil, fmt.Errorf("outbox: edited messages: %w", err)
+		}
+		for _, o := range found {
+			edited[o.ID] = o
+		}
+	}
+	return accts, edited, nil
+}
+
+// replay answers a send whose idempotency key the tenant already used.
+func replay(prior *db.Outbound, hash []byte) (*Sent, error) {
+	if !bytes.Equal(prior.RequestSHA256, hash) {
+		return nil, ErrKeyConflict
+	}
+	return &Sent{ID: prior.ID, HandoffState: prior.HandoffState, Replayed: true}, nil
+}
+
+// newRow checks the command against its account (nil: not the tenant's)
+// and the messages edited, and builds its row.
+func newRow(c *command, acct *db.Account, edited map[uuid.UUID]*db.Outbound) (*db.OutboxNew, error) {
+	if acct == nil {
+		return nil, &ValidationError{Field: "account_id", Reason: "account_id: no such account", Err: ErrAccountNotFound}
+	}
+	if acct.Status != db.AccountActive {
+		return nil, &ValidationError{Field: "account_id", Reason: "account_id: the account is " + acct.Status, Err: ErrAccountDisabled}
+	}
+	if c.EditOf != nil {
+		orig := edited[*c.EditOf]
+		if orig == nil {
+			return nil, invalid("edit_of", "edit_of: no such outbound message")
+		}
+		if orig.AccountID != c.AccountID || orig.ConversationID != c.ConversationID {
+			return nil, invalid("edit_of", "edit_of: the edited message was sent on another account or conversation")
+		}
+	}
+	row := &db.OutboxNew{ID: db.NewOutboxID(), AccountID: acct.ID, ChannelType: acct.ChannelType,
+		ConversationID: c.ConversationID, ThreadID: c.ThreadID, IdempotencyKey: c.IdempotencyKey,
+		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf}
+	if c.rich != nil {
+		row.RichContent, _ = json.Marshal(c.rich)
+	}
+	if len(c.Attachments) > 0 {
+		row.Attachments, _ = json.Marshal(c.Attachments)
+	}
+	return row, nil
+}

@@ -1,0 +1,182 @@
+package outbox_test
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/groupcommit"
+	"github.com/miohq/mio/outbox"
+)
+
+// TestGroupCommitSends: concurrent sends of two tenants share
+// transactions; each is answered as if it had been alone — accepted,
+// replayed, conflicting or refused — and a refused send writes nothing
+// and fails none of its batch-mates. Every accepted row has its event and
+// its own job, under its own tenant.
+func TestGroupCommitSends(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var batches []int
+	var mu sync.Mutex
+	stop := b.svc.StartGroupCommit(groupcommit.Config{Window: 20 * time.Millisecond, MaxBatch: 100, Flushers: 1,
+		OnBatch: func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }})
+	defer stop()
+
+	prior, err := b.svc.Send(t.Context(), b.a.id, b.a.cmd("prior"))
+	require.NoError(t, err)
+
+	type call struct {
+		tenant uuid.UUID
+		cmd    *envelope.SendCommand
+		check  func(t *testing.T, s *outbox.Sent, err error)
+	}
+	accepted := func(t *testing.T, s *outbox.Sent, err error) {
+		require.NoError(t, err)
+		require.False(t, s.Replayed)
+		require.Equal(t, db.HandoffQueued, s.HandoffState)
+	}
+	var calls []call
+	for i := range 20 {
+		calls = append(calls, call{b.a.id, b.a.cmd(fmt.Sprintf("a-%d", i)), accepted}, call{b.b.id, b.b.cmd(fmt.Sprintf("b-%d", i)), accepted})
+	}
+	conflict := b.a.cmd("prior")
+	conflict.Text = "not the same"
+	unknown := b.a.cmd("unknown-account")
+	unknown.AccountID = uuid.New()
+	foreign := b.a.cmd("foreign-account")
+	foreign.AccountID = b.b.account
+	disabled := b.a.cmd("disabled")
+	disabled.AccountID = b.a.disabled
+	badEdit := b.a.cmd("bad-edit")
+	badEdit.EditOf = &prior.ID
+	badEdit.ConversationID = "another"
+	goodEdit := b.a.cmd("good-edit")
+	goodEdit.EditOf = &prior.ID
+	calls = append(calls,
+		call{b.a.id, b.a.cmd("prior"), func(t *testing.T, s *outbox.Sent, err error) {
+			require.NoError(t, err)
+			require.Equal(t, &outbox.Sent{ID: prior.ID, HandoffState: db.HandoffQueued, Replayed: true}, s)
+		}},
+		call{b.a.id, conflict, func(t *testing.T, _ *outbox.Sent, err error) { require.ErrorIs(t, err, outbox.ErrKeyConflict) }},
+		call{b.a.id, unknown, func(t *testing.T, _ *outbox.Sent, err error) { require.ErrorIs(t, err, outbox.ErrAccountNotFound) }},
+		call{b.a.id, foreign, func(t *testing.T, _ *outbox.Sent, err error) { require.ErrorIs(t, err, outbox.ErrAccountNotFound) }},
+		call{b.a.id, disabled, func(t *testing.T, _ *outbox.Sent, err error) { require.ErrorIs(t, err, outbox.ErrAccountDisabled) }},
+		call{b.a.id, badEdit, func(t *testing.T, _ *outbox.Sent, err error) {
+			var ve *outbox.ValidationError
+			require.ErrorAs(t, err, &ve)
+			require.Equal(t, "edit_of", ve.Field)
+		}},
+		call{b.a.id, goodEdit, accepted},
+	)
+	results := make([]struct {
+		s   *outbox.Sent
+		err error
+	}, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i].s, results[i].err = b.svc.Send(t.Context(), c.tenant, c.cmd)
+		}()
+	}
+	wg.Wait()
+	for i, c := range calls {
+		t.Run(c.cmd.IdempotencyKey, func(t *testing.T) { c.check(t, results[i].s, results[i].err) })
+	}
+	// prior + 40 + the good edit: rows, events and jobs alike.
+	require.Equal(t, [3]int{42, 42, 42}, b.counts(t))
+	var wrongTenant, wrongJob int
+	require.NoError(t, b.owner.QueryRow(t.Context(), `SELECT
+		count(*) FILTER (WHERE (o.tenant_id = $1) <> (o.idempotency_key NOT LIKE 'b-%')),
+		count(*) FILTER (WHERE (j.args->>'outbox_id')::uuid IS DISTINCT FROM o.id)
+		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id`, b.a.id).Scan(&wrongTenant, &wrongJob))
+	require.Zero(t, wrongTenant, "every row under its own tenant")
+	require.Zero(t, wrongJob, "every row with its own job")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Greater(t, len(calls)+1, len(batches), "concurrent sends shared transactions: %v", batches)
+}
+
+// TestGroupCommitSameKeyTwice: the same key sent twice in one group
+// stores one message and one job; the other send answers with it, or
+// with a conflict when its command differs.
+func TestGroupCommitSameKeyTwice(t *testing.T) {
+	t.Parallel()
+	for _, differ := range []bool{false, true} {
+		t.Run(fmt.Sprint("differ=", differ), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			cmds := []*envelope.SendCommand{b.a.cmd("twice"), b.a.cmd("twice")}
+			if differ {
+				cmds[1].Text = "other"
+			}
+			items, err := b.svc.SendBatch(t.Context(), b.a.id, cmds)
+			require.NoError(t, err)
+			require.NoError(t, items[0].Err)
+			require.False(t, items[0].Sent.Replayed)
+			if differ {
+				require.ErrorIs(t, items[1].Err, outbox.ErrKeyConflict)
+			} else {
+				require.NoError(t, items[1].Err)
+				require.Equal(t, &outbox.Sent{ID: items[0].Sent.ID, HandoffState: db.HandoffQueued, Replayed: true}, items[1].Sent)
+			}
+			require.Equal(t, [3]int{1, 1, 1}, b.counts(t), "one message, one job")
+		})
+	}
+}
+
+// TestSendBatch: one transaction for many commands, each answered on its
+// own; malformed and refused commands write nothing; limits are checked.
+func TestSendBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var cmds []*envelope.SendCommand
+	for i := range outbox.MaxBatch - 2 {
+		cmds = append(cmds, b.a.cmd(fmt.Sprintf("k-%d", i)))
+	}
+	malformed := b.a.cmd("")
+	unknown := b.a.cmd("unknown")
+	unknown.AccountID = uuid.New()
+	cmds = append(cmds, malformed, unknown)
+	items, err := b.svc.SendBatch(t.Context(), b.a.id, cmds)
+	require.NoError(t, err)
+	require.Len(t, items, outbox.MaxBatch)
+	ids := map[uuid.UUID]bool{}
+	for i, it := range items[:outbox.MaxBatch-2] {
+		require.NoError(t, it.Err, "item %d", i)
+		ids[it.Sent.ID] = true
+	}
+	require.Len(t, ids, outbox.MaxBatch-2, "distinct ids")
+	var ve *outbox.ValidationError
+	require.ErrorAs(t, items[outbox.MaxBatch-2].Err, &ve)
+	require.Equal(t, fmt.Sprintf("commands[%d].idempotency_key", outbox.MaxBatch-2), ve.Field)
+	require.ErrorIs(t, items[outbox.MaxBatch-1].Err, outbox.ErrAccountNotFound)
+	n := outbox.MaxBatch - 2
+	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+
+	// Replayed as a whole: the same ids, nothing new.
+	again, err := b.svc.SendBatch(t.Context(), b.a.id, cmds[:n])
+	require.NoError(t, err)
+	for i, it := range again {
+		require.NoError(t, it.Err)
+		require.True(t, it.Sent.Replayed)
+		require.Equal(t, items[i].Sent.ID, it.Sent.ID)
+	}
+	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+
+	for _, bad := range [][]*envelope.SendCommand{nil, make([]*envelope.SendCommand, outbox.MaxBatch+1)} {
+		_, err := b.svc.SendBatch(t.Context(), b.a.id, bad)
+		require.True(t, errors.As(err, &ve), "batch of %d: %v", len(bad), err)
+		require.Equal(t, "commands", ve.Field)
+	}
+	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+}
