@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/...
 
-.PHONY: sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-consume bench-horizon bench-sdk postgres fmt
+.PHONY: sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -65,11 +65,15 @@ check-generated:
 	$(TOOL) sqlc diff
 
 ## bench: every benchmark (see docs/benchmarks.md)
-bench: bench-ingest bench-consume bench-horizon
+bench: bench-ingest bench-produce bench-consume bench-horizon
 
 ## bench-ingest: webhook ingestion vs the pgbench reference
 bench-ingest: postgres build
 	./$(BIN) bench ingest
+
+## bench-produce: POST /v1/outbound (32 clients) and the batch endpoint vs the pgbench reference
+bench-produce: postgres build
+	./$(BIN) bench produce
 
 ## bench-horizon: delivery and latency while a transaction is held open elsewhere (2 min)
 bench-horizon: postgres build

@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/localpg"
 	"github.com/miohq/mio/migrations"
@@ -37,8 +38,11 @@ type Env struct {
 	BaseURL     string
 	// AdminURL is the server's admin listener (/metrics, /debug/pprof).
 	AdminURL string
-	server   *exec.Cmd
-	pg       *localpg.Server
+	// ProfileToken is an operator admin token for the server's
+	// /debug/pprof (the server runs with MIO_PPROF=true).
+	ProfileToken string
+	server       *exec.Cmd
+	pg           *localpg.Server
 	dir      string
 	out      io.Writer
 }
@@ -88,6 +92,10 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 		return nil, err
 	}
 	_, err = migrations.New(owner).Up(ctx)
+	if err == nil {
+		e.ProfileToken, _, err = admin.New(owner, nil, "").AdminTokenCreate(ctx, admin.AdminTokenCreateParams{
+			Name: "bench-profile", Roles: []db.AdminRole{db.AdminRoleOperator}, TTL: 24 * time.Hour})
+	}
 	owner.Close()
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -106,7 +114,7 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 	e.AdminURL = "http://" + adminAddr
 	cmd := exec.Command(opts.Binary, "serve")
 	cmd.Env = append(os.Environ(), "MIO_DATABASE_URL="+e.DatabaseURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(e.MasterKey),
-		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR="+adminAddr, "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40")
+		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR="+adminAddr, "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40", "MIO_PPROF=true")
 	cmd.Env = append(cmd.Env, opts.ServerEnv...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
@@ -129,6 +137,54 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// CPUProfile records the server's CPU profile for d into path (go tool
+// pprof reads it) and returns once it is written.
+func (e *Env) CPUProfile(ctx context.Context, d time.Duration, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.AdminURL, int(d.Seconds())), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.ProfileToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("cpu profile: %s: %s", resp.Status, b)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	return f.Close()
+}
+
+// profileAfter, when path is set, records the server's CPU profile for d
+// after waiting delay (a load's warm-up), in the background; the
+// returned func waits for it. Without a path it does nothing.
+func (e *Env) profileAfter(ctx context.Context, delay, d time.Duration, path string) (wait func() error) {
+	if path == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	go func() {
+		select {
+		case <-time.After(delay):
+			done <- e.CPUProfile(ctx, d, path)
+		case <-ctx.Done():
+			done <- ctx.Err()
+		}
+	}()
+	return func() error { return <-done }
 }
 
 // ServerRSS returns the server's current and peak resident set size, bytes.

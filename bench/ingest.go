@@ -28,6 +28,9 @@ type IngestOptions struct {
 	TextBytes int
 	// SkipPgbench skips the reference run.
 	SkipPgbench bool
+	// CPUProfile, when set, is where the server's CPU profile of the
+	// measured phase is written.
+	CPUProfile string
 }
 
 // IngestResult holds the figures of one run.
@@ -127,6 +130,7 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 			mu.Unlock()
 		}()
 	}
+	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
 	time.Sleep(opts.Warmup)
 	measuring.Store(true)
 	began := time.Now()
@@ -145,6 +149,9 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 		res.Max = latencies[len(latencies)-1]
 	}
 	res.RSS, res.PeakRSS = env.ServerRSS()
+	if err := profiled(); err != nil {
+		return res, err
+	}
 
 	if !opts.SkipPgbench {
 		res.ReferenceShape = "BEGIN; INSERT dedup row; INSERT ~1 KB inbox row; COMMIT;"

@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, consume, dispatch, horizon, bridge or sdk"}
+		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge or sdk"}
 	}
 	which := args[0]
 	var (
@@ -28,6 +28,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		messages int
 		replies  int
 		sdkDir   string
+		cpuProf  string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -40,6 +41,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
+		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce: write the server's CPU profile of the measured phase to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 	})
 	if err != nil {
@@ -59,7 +61,20 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef})
+		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	case "produce":
+		// The server only accepts (role api): dispatch does not compete.
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ROLE=api", "MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Produce(ctx, env, bench.ProduceOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf})
 		if res != nil {
 			res.Print(stdout)
 		}
@@ -135,6 +150,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, consume, dispatch, horizon, bridge or sdk", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge or sdk", which)}
 	}
 }
