@@ -43,8 +43,8 @@ type Env struct {
 	ProfileToken string
 	server       *exec.Cmd
 	pg           *localpg.Server
-	dir      string
-	out      io.Writer
+	dir          string
+	out          io.Writer
 }
 
 // EnvOptions configure Start.
@@ -142,20 +142,29 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 // CPUProfile records the server's CPU profile for d into path (go tool
 // pprof reads it) and returns once it is written.
 func (e *Env) CPUProfile(ctx context.Context, d time.Duration, path string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", e.AdminURL, int(d.Seconds())), nil)
+	return e.pprof(ctx, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path)
+}
+
+// AllocsProfile writes the server's allocation profile (every allocation
+// since it started, and the heap in use) into path.
+func (e *Env) AllocsProfile(ctx context.Context, path string) error {
+	return e.pprof(ctx, "allocs", path)
+}
+
+func (e *Env) pprof(ctx context.Context, which, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.AdminURL+"/debug/pprof/"+which, nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+e.ProfileToken)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("pprof %s: %w", which, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("cpu profile: %s: %s", resp.Status, b)
+		return fmt.Errorf("pprof %s: %s: %s", which, resp.Status, b)
 	}
 	f, err := os.Create(path)
 	if err != nil {
@@ -163,7 +172,7 @@ func (e *Env) CPUProfile(ctx context.Context, d time.Duration, path string) erro
 	}
 	if _, err := io.Copy(f, resp.Body); err != nil {
 		f.Close()
-		return fmt.Errorf("cpu profile: %w", err)
+		return fmt.Errorf("pprof %s: %w", which, err)
 	}
 	return f.Close()
 }

@@ -31,6 +31,9 @@ type IngestOptions struct {
 	// CPUProfile, when set, is where the server's CPU profile of the
 	// measured phase is written.
 	CPUProfile string
+	// AllocsProfile, when set, is where the server's allocation profile is
+	// written after the measured phase.
+	AllocsProfile string
 }
 
 // IngestResult holds the figures of one run.
@@ -151,6 +154,11 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	res.RSS, res.PeakRSS = env.ServerRSS()
 	if err := profiled(); err != nil {
 		return res, err
+	}
+	if opts.AllocsProfile != "" {
+		if err := env.AllocsProfile(ctx, opts.AllocsProfile); err != nil {
+			return res, err
+		}
 	}
 
 	if !opts.SkipPgbench {

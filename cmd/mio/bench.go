@@ -29,6 +29,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		replies  int
 		sdkDir   string
 		cpuProf  string
+		memProf  string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -42,6 +43,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce: write the server's CPU profile of the measured phase to this file")
+		fs.StringVar(&memProf, "allocsprofile", "", "ingest: write the server's allocation profile after the measured phase to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 	})
 	if err != nil {
@@ -61,7 +63,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf})
+		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf, AllocsProfile: memProf})
 		if res != nil {
 			res.Print(stdout)
 		}
