@@ -27,6 +27,46 @@ func (c *Client) Send(ctx context.Context, cmd envelope.SendCommand) (*Sent, err
 	return &out, nil
 }
 
+// BatchItem is one command's answer from SendBatch: Status is what POST
+// /v1/outbound would have answered for it alone (202 accepted, 200 the
+// same command sent before under its key, 400 refused, 409 key used for
+// another command); Err is set for 400 and 409 and nothing of that
+// command was written.
+type BatchItem struct {
+	Index        int       `json:"index"`
+	Status       int       `json:"status"`
+	ID           uuid.UUID `json:"id"`
+	HandoffState string    `json:"handoff_state"`
+	Err          *APIError `json:"-"`
+}
+
+// SendBatch queues up to 500 SendCommands in one server transaction
+// (POST /v1/outbound/batch), answering each command on its own. An error
+// means none was written (retry the whole batch: commands already sent
+// answer 200 with their ids).
+func (c *Client) SendBatch(ctx context.Context, cmds []envelope.SendCommand) ([]BatchItem, error) {
+	var out struct {
+		Items []struct {
+			BatchItem
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"items"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/v1/outbound/batch", map[string]any{"commands": cmds}, &out); err != nil {
+		return nil, err
+	}
+	items := make([]BatchItem, len(out.Items))
+	for i, it := range out.Items {
+		items[i] = it.BatchItem
+		if it.Error != nil {
+			items[i].Err = &APIError{Status: it.Status, Code: it.Error.Code, Message: it.Error.Message}
+		}
+	}
+	return items, nil
+}
+
 // Reply answers delivery deliveryID of consumer with cmd and acknowledges
 // it in the same server transaction (POST /v1/consumers/{name}/reply):
 // both happen or neither. cmd's AccountID, ConversationID and ThreadID

@@ -396,6 +396,31 @@ func TestEndToEndEveryChannel(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "hello slack", orig.Text)
 	})
+	// A batch of replies: one transaction, each reaches the platform once.
+	t.Run("batch", func(t *testing.T) {
+		var cmds []envelope.SendCommand
+		for i := range 3 {
+			cmds = append(cmds, envelope.SendCommand{IdempotencyKey: fmt.Sprintf("batch-%d", i), AccountID: e.accounts["webhook"],
+				ConversationID: "batch-conv", Text: fmt.Sprintf("batch reply %d", i)})
+		}
+		cmds = append(cmds, envelope.SendCommand{IdempotencyKey: "batch-bad", AccountID: uuid.New(), ConversationID: "batch-conv", Text: "x"})
+		items, err := e.api.SendBatch(context.Background(), cmds)
+		require.NoError(t, err)
+		require.Len(t, items, 4)
+		for _, it := range items[:3] {
+			require.Equal(t, http.StatusAccepted, it.Status)
+			require.Nil(t, it.Err)
+		}
+		require.Equal(t, http.StatusBadRequest, items[3].Status)
+		require.Equal(t, "bad_request", items[3].Err.Code)
+		require.Eventually(t, func() bool {
+			n := map[string]int{}
+			for _, c := range e.fakes.received("webhook") {
+				n[c.Text]++
+			}
+			return n["batch reply 0"] == 1 && n["batch reply 1"] == 1 && n["batch reply 2"] == 1
+		}, 20*time.Second, 20*time.Millisecond, "each batch reply handed off once")
+	})
 	_, conflicts, deletes := e.tg.PollStats()
 	require.Zero(t, conflicts)
 	require.Equal(t, 1, deletes, "delete_webhook once when polling starts")
