@@ -93,6 +93,34 @@ func registryChannel(r *channels.Registry, channelType string) channels.Channel 
 }
 
 // AccountList lists a tenant's accounts.
+// AccountPage lists a keyset page of the tenant's accounts (metadata, never
+// secrets), oldest first; after is the previous page's Next.
+func (s *Service) AccountPage(ctx context.Context, tenantID uuid.UUID, after string, limit int) (*Page[*AccountInfo], error) {
+	cur, err := db.ParseCursor(after)
+	if err != nil {
+		return nil, invalidf("after: %v", err)
+	}
+	if limit, err = clampLimit(limit); err != nil {
+		return nil, err
+	}
+	p := &Page[*AccountInfo]{Items: []*AccountInfo{}}
+	err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		accts, err := db.AccountPage(ctx, tx, tenantID, cur, limit)
+		for _, a := range accts {
+			p.Items = append(p.Items, s.info(a))
+		}
+		if len(accts) == limit {
+			last := accts[len(accts)-1]
+			p.Next = db.Cursor{At: last.CreatedAt, ID: last.ID}.String()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 func (s *Service) AccountList(ctx context.Context, tenantID uuid.UUID) ([]*AccountInfo, error) {
 	var out []*AccountInfo
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {

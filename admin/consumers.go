@@ -2,6 +2,9 @@ package admin
 
 import (
 	"context"
+	"encoding/base64"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -66,6 +69,87 @@ func (s *Service) ConsumerList(ctx context.Context, tenantID uuid.UUID) ([]*Cons
 		}
 	}
 	return out, nil
+}
+
+// ConsumerPage lists a keyset page of consumers with their statistics:
+// of tenantID, or of every tenant (uuid.Nil; tenants oldest first), each
+// tenant's by name. after is the previous page's Next.
+func (s *Service) ConsumerPage(ctx context.Context, tenantID uuid.UUID, after string, limit int) (*Page[*ConsumerInfo], error) {
+	cur, err := parseConsumerCursor(after)
+	if err != nil {
+		return nil, err
+	}
+	if limit, err = clampLimit(limit); err != nil {
+		return nil, err
+	}
+	tenants, err := s.tenantsOrOne(ctx, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	if cur.tenant != uuid.Nil {
+		i := slices.Index(tenants, cur.tenant)
+		if i < 0 {
+			return nil, invalidf("after: not a cursor of this listing")
+		}
+		tenants = tenants[i:]
+	}
+	p := &Page[*ConsumerInfo]{Items: []*ConsumerInfo{}}
+	for _, t := range tenants {
+		afterName := ""
+		if t == cur.tenant {
+			afterName = cur.name
+		}
+		err := db.InTenantTx(ctx, s.pool, t, func(tx pgx.Tx) error {
+			cs, err := db.ConsumerPage(ctx, tx, t, afterName, limit-len(p.Items))
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				info, err := consumerInfo(ctx, tx, c)
+				if err != nil {
+					return err
+				}
+				p.Items = append(p.Items, info)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Items) == limit {
+			last := p.Items[len(p.Items)-1]
+			p.Next = consumerCursor{tenant: t, name: last.Name}.String()
+			break
+		}
+	}
+	return p, nil
+}
+
+// consumerCursor is a position in a consumer listing: after consumer name
+// of tenant.
+type consumerCursor struct {
+	tenant uuid.UUID
+	name   string
+}
+
+func (c consumerCursor) String() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(c.tenant.String() + "/" + c.name))
+}
+
+func parseConsumerCursor(s string) (consumerCursor, error) {
+	if s == "" {
+		return consumerCursor{}, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return consumerCursor{}, invalidf("after: not a cursor of this listing")
+	}
+	t, name, ok := strings.Cut(string(raw), "/")
+	id, err := uuid.Parse(t)
+	if !ok || err != nil {
+		return consumerCursor{}, invalidf("after: not a cursor of this listing")
+	}
+	return consumerCursor{tenant: id, name: name}, nil
 }
 
 // ConsumerShow returns one consumer with its statistics.

@@ -50,6 +50,32 @@ func (s *Service) TokenCreate(ctx context.Context, tenantID uuid.UUID, name stri
 }
 
 // TokenList lists a tenant's API tokens (metadata, never the tokens).
+// TokenPage lists a keyset page of the tenant's API tokens (never their
+// secrets), oldest first; after is the previous page's Next.
+func (s *Service) TokenPage(ctx context.Context, tenantID uuid.UUID, after string, limit int) (*Page[*db.APIToken], error) {
+	cur, err := db.ParseCursor(after)
+	if err != nil {
+		return nil, invalidf("after: %v", err)
+	}
+	if limit, err = clampLimit(limit); err != nil {
+		return nil, err
+	}
+	p := &Page[*db.APIToken]{Items: []*db.APIToken{}}
+	err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		toks, err := db.APITokenPage(ctx, tx, tenantID, cur, limit)
+		p.Items = append(p.Items, toks...)
+		if len(toks) == limit {
+			last := toks[len(toks)-1]
+			p.Next = db.Cursor{At: last.CreatedAt, ID: last.ID}.String()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 func (s *Service) TokenList(ctx context.Context, tenantID uuid.UUID) ([]*db.APIToken, error) {
 	var out []*db.APIToken
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {

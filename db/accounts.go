@@ -127,6 +127,21 @@ func AccountList(ctx context.Context, tx DBTX, tenantID uuid.UUID, channelType s
 	return out, nil
 }
 
+// AccountPage returns a keyset page of the tenant's accounts, oldest
+// first, after cursor after.
+func AccountPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after Cursor, limit int) ([]*Account, error) {
+	rows, err := queries().AccountPage(ctx, tx, &dbsqlc.AccountPageParams{TenantID: tenantID, AfterCreatedAt: after.At,
+		AfterID: after.ID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Account, len(rows))
+	for i, r := range rows {
+		out[i] = accountFrom(r)
+	}
+	return out, nil
+}
+
 // AccountSetStatus enables or disables an account.
 func AccountSetStatus(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, status string) (*Account, error) {
 	r, err := queries().AccountSetStatus(ctx, tx, &dbsqlc.AccountSetStatusParams{TenantID: tenantID, ID: id, Status: status})

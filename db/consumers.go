@@ -126,6 +126,20 @@ func ConsumerList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*Consumer
 	return out, nil
 }
 
+// ConsumerPage returns a keyset page of the tenant's consumers, by name,
+// after the name after.
+func ConsumerPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after string, limit int) ([]*Consumer, error) {
+	rows, err := queries().ConsumerPage(ctx, tx, &dbsqlc.ConsumerPageParams{TenantID: tenantID, AfterName: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*Consumer, len(rows))
+	for i, r := range rows {
+		out[i] = consumerFrom(dbsqlc.ConsumerGetRow(r))
+	}
+	return out, nil
+}
+
 // ConsumerAdvance appends a consumer's log position and sweep (a pull
 // never updates a row: migration 00008) and, when delivered, stamps its
 // last delivery time.

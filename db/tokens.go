@@ -160,6 +160,21 @@ func APITokenList(ctx context.Context, tx DBTX, tenantID uuid.UUID) ([]*APIToken
 	return out, nil
 }
 
+// APITokenPage returns a keyset page of the tenant's API tokens, oldest
+// first, after cursor after.
+func APITokenPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after Cursor, limit int) ([]*APIToken, error) {
+	rows, err := queries().APITokenPage(ctx, tx, &dbsqlc.APITokenPageParams{TenantID: tenantID, AfterCreatedAt: after.At,
+		AfterID: after.ID, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*APIToken, len(rows))
+	for i, r := range rows {
+		out[i] = apiTokenFrom(r)
+	}
+	return out, nil
+}
+
 // APITokenGet returns one of the tenant's tokens, locked for update in tx.
 func APITokenGet(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) (*APIToken, error) {
 	r, err := queries().APITokenGet(ctx, tx, &dbsqlc.APITokenGetParams{TenantID: tenantID, ID: id})

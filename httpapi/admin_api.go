@@ -172,15 +172,16 @@ func (s *Server) adminAccountList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := s.admin.AccountList(r.Context(), tid)
+	after, limit, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.admin.AccountPage(r.Context(), tid, after, limit)
 	if err != nil {
 		s.adminError(w, "list accounts", err)
 		return
 	}
-	if list == nil {
-		list = []*admin.AccountInfo{}
-	}
-	writeJSON(w, http.StatusOK, admin.Page[*admin.AccountInfo]{Items: list})
+	writeJSON(w, http.StatusOK, p)
 }
 
 // accountTarget reads {account_id} and resolves its tenant.
@@ -332,12 +333,16 @@ func (s *Server) adminTokenList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := s.admin.TokenList(r.Context(), tid)
+	after, limit, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.admin.TokenPage(r.Context(), tid, after, limit)
 	if err != nil {
 		s.adminError(w, "list tokens", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, admin.Page[*db.APIToken]{Items: list})
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) adminTokenRevoke(w http.ResponseWriter, r *http.Request) {
@@ -422,12 +427,16 @@ func (s *Server) adminConsumerList(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	list, err := s.admin.ConsumerList(r.Context(), tid)
+	after, limit, ok := pageQuery(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.admin.ConsumerPage(r.Context(), tid, after, limit)
 	if err != nil {
 		s.adminError(w, "list consumers", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, admin.Page[*admin.ConsumerInfo]{Items: list})
+	writeJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) adminConsumerShow(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -515,4 +516,53 @@ func TestAdminBearerSchemeAnyCase(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, want, resp.StatusCode, "Authorization: %q", header)
 	}
+}
+
+// TestAdminConsumerPages: the consumer listing across tenants is keyset
+// paged: every consumer once, tenants in order, each tenant's by name.
+func TestAdminConsumerPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	other, err := b.svc.TenantCreate(ctx, "other")
+	require.NoError(t, err)
+	consumers := consume.New(b.env.Pool, b.hub, nil, nil, consume.Options{})
+	for _, tn := range []uuid.UUID{b.tenant, other.ID} {
+		for _, name := range []string{"c3", "c1", "c2"} {
+			_, _, err := consumers.Put(ctx, tn, name, consume.Config{})
+			require.NoError(t, err)
+		}
+	}
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(), Consumers: consumers, Admin: b.svc})
+	adm := httptest.NewServer(api.AdminHandler())
+	t.Cleanup(adm.Close)
+	a := &adminAPI{testBundle: b, adm: adm}
+	viewer := a.token(t, "viewer")
+	var got []string
+	after, pages := "", 0
+	for {
+		status, m := a.call(t, http.MethodGet, "/admin/v1/consumers?limit=4&after="+url.QueryEscape(after), viewer, "")
+		require.Equal(t, http.StatusOK, status, m)
+		pages++
+		for _, it := range m["items"].([]any) {
+			it := it.(map[string]any)
+			got = append(got, fmt.Sprint(it["tenant_id"], "/", it["name"]))
+		}
+		next, _ := m["next"].(string)
+		if next == "" {
+			break
+		}
+		after = next
+		require.Less(t, pages, 5, "paging must end")
+	}
+	require.Equal(t, 2, pages)
+	var want []string
+	for _, tn := range []uuid.UUID{b.tenant, other.ID} {
+		for _, name := range []string{"c1", "c2", "c3"} {
+			want = append(want, fmt.Sprint(tn, "/", name))
+		}
+	}
+	require.Equal(t, want, got)
+	status, m := a.call(t, http.MethodGet, "/admin/v1/consumers?after=bogus", viewer, "")
+	require.Equal(t, http.StatusBadRequest, status, m)
 }

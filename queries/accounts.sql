@@ -14,6 +14,13 @@ SELECT * FROM mio.accounts WHERE tenant_id = @tenant_id AND id = @id;
 -- name: AccountGetMany :many
 SELECT * FROM mio.accounts WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
 
+-- name: AccountPage :many
+-- Keyset page of the tenant's accounts, oldest first.
+SELECT * FROM mio.accounts
+WHERE tenant_id = @tenant_id AND (created_at, id) > (@after_created_at, @after_id::uuid)
+ORDER BY created_at, id
+LIMIT @max_rows;
+
 -- name: AccountList :many
 SELECT * FROM mio.accounts
 WHERE tenant_id = @tenant_id

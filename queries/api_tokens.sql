@@ -10,6 +10,13 @@ WHERE tenant_id = @tenant_id AND token_sha256 = @token_sha256;
 -- name: APITokenList :many
 SELECT * FROM mio.api_tokens WHERE tenant_id = @tenant_id ORDER BY created_at, id;
 
+-- name: APITokenPage :many
+-- Keyset page of the tenant's API tokens, oldest first.
+SELECT * FROM mio.api_tokens
+WHERE tenant_id = @tenant_id AND (created_at, id) > (@after_created_at, @after_id::uuid)
+ORDER BY created_at, id
+LIMIT @max_rows;
+
 -- name: APITokenRevoke :one
 UPDATE mio.api_tokens SET revoked_at = coalesce(revoked_at, now())
 WHERE tenant_id = @tenant_id AND id = @id

@@ -49,6 +49,14 @@ SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_convers
        swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
 FROM mio.consumer_state WHERE tenant_id = @tenant_id ORDER BY name;
 
+-- name: ConsumerPage :many
+-- Keyset page of the tenant's consumers by name.
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name > @after_name::text ORDER BY name LIMIT @max_rows;
+
 -- name: ConsumerAdvance :exec
 -- Appends a consumer's position (migration 00008: a pull never updates a
 -- row), stamping its last delivery when @delivered.

@@ -30,17 +30,17 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin account create --tenant ID --channel SLUG [--name NAME] [--external-id ID]
         [--settings-file F] [--credentials-file F|-] [--credentials-env VAR]
         [--webhook-secret-file F|-] [--webhook-secret-env VAR]
-  mio admin account list --tenant ID
+  mio admin account list --tenant ID [--limit N] [--after NEXT]
   mio admin account show ID | disable ID | enable ID
   mio admin account update ID [--name NAME] [--rate-limit N|default] [--burst N|default]
         [--max-attempts N|default] [--api-base-url URL|default] [--settings-file F (merged)]
   mio admin account rotate-secret ID (--webhook-secret-file F|- | --webhook-secret-env VAR) [--grace 24h]
   mio admin account rotate-credentials ID (--credentials-file F|- | --credentials-env VAR)
   mio admin token create --tenant ID --name NAME --roles consume,produce,read
-  mio admin token list --tenant ID | revoke ID --tenant ID
+  mio admin token list --tenant ID [--limit N] [--after NEXT] | revoke ID --tenant ID
   mio admin admin-token create --name NAME --roles viewer,operator,credential-admin [--ttl 720h]
   mio admin admin-token list | revoke ID
-  mio admin consumer list [--tenant ID] | show NAME --tenant ID | delete NAME --tenant ID
+  mio admin consumer list [--tenant ID] [--limit N] [--after NEXT] | show NAME --tenant ID | delete NAME --tenant ID
   mio admin consumer seek NAME --tenant ID --time RFC3339   (deliver messages received from then on)
   mio admin dead list [outbound|consumer|attachment] [--tenant ID] [--channel SLUG]
   mio admin dead show ID | requeue ID | discard ID [--tenant ID]
@@ -80,7 +80,7 @@ func adminCommands() map[string]adminCommand {
 		"tenant nats":    {flags: []string{"tenant"}},
 		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
 			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
-		"account list":    {flags: []string{"tenant"}, config: printsURLs},
+		"account list":    {flags: []string{"tenant", "limit", "after"}, config: printsURLs},
 		"account show":    {config: printsURLs},
 		"account disable": {config: printsURLs},
 		"account enable":  {config: printsURLs},
@@ -89,12 +89,12 @@ func adminCommands() map[string]adminCommand {
 		"account rotate-secret":      {flags: []string{"webhook-secret-file", "webhook-secret-env", "grace"}, config: printsURLs},
 		"account rotate-credentials": {flags: []string{"credentials-file", "credentials-env"}, config: printsURLs},
 		"token create":               {flags: []string{"tenant", "name", "roles"}},
-		"token list":                 {flags: []string{"tenant"}},
+		"token list":                 {flags: []string{"tenant", "limit", "after"}},
 		"token revoke":               {flags: []string{"tenant"}},
 		"admin-token create":         {flags: []string{"name", "roles", "ttl"}},
 		"admin-token list":           {flags: []string{"limit", "after"}},
 		"admin-token revoke":         {},
-		"consumer list":              {flags: []string{"tenant"}},
+		"consumer list":              {flags: []string{"tenant", "limit", "after"}},
 		"consumer show":              {flags: []string{"tenant"}},
 		"consumer delete":            {flags: []string{"tenant"}},
 		"consumer seek":              {flags: []string{"tenant", "time"}},
@@ -270,11 +270,11 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 		if err != nil {
 			return nil, err
 		}
-		list, err := svc.AccountList(ctx, tid)
-		if list == nil {
-			list = []*admin.AccountInfo{}
+		n, err := intFlag("limit", a.limit)
+		if err != nil {
+			return nil, err
 		}
-		return list, err
+		return svc.AccountPage(ctx, tid, a.after, n)
 	case "account show", "account disable", "account enable", "account update", "account rotate-secret", "account rotate-credentials":
 		return adminAccount(ctx, svc, command, a, getenv)
 	case "token create", "token list", "token revoke":

@@ -210,7 +210,11 @@ func adminToken(ctx context.Context, svc *admin.Service, command string, a *admi
 			*db.APIToken
 		}{token, meta}, nil
 	case "token list":
-		return svc.TokenList(ctx, tid)
+		n, err := intFlag("limit", a.limit)
+		if err != nil {
+			return nil, err
+		}
+		return svc.TokenPage(ctx, tid, a.after, n)
 	default:
 		id, err := a.oneID("token")
 		if err != nil {
@@ -267,7 +271,11 @@ func adminConsumer(ctx context.Context, svc *admin.Service, command string, a *a
 		if err != nil {
 			return nil, err
 		}
-		return svc.ConsumerList(ctx, tid)
+		n, err := intFlag("limit", a.limit)
+		if err != nil {
+			return nil, err
+		}
+		return svc.ConsumerPage(ctx, tid, a.after, n)
 	}
 	tid, err := a.tenantID()
 	if err != nil {

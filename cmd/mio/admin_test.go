@@ -67,11 +67,26 @@ func TestAdminCLI(t *testing.T) {
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "channel type")
 
-	r = runMio(t, base, "admin", "account", "list", "--tenant", tenant.ID)
+	// Lists are keyset pages: --limit, and --after the previous page's next.
+	r = runMio(t, base, "admin", "account", "list", "--tenant", tenant.ID, "--limit", "2")
 	require.Zero(t, r.code, r.stderr)
-	var list []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &list))
-	require.Len(t, list, 3)
+	var page struct {
+		Items []map[string]any
+		Next  string
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+	require.Len(t, page.Items, 2)
+	require.NotEmpty(t, page.Next)
+	seen := map[any]bool{page.Items[0]["id"]: true, page.Items[1]["id"]: true}
+	r = runMio(t, base, "admin", "account", "list", "--tenant", tenant.ID, "--limit", "2", "--after", page.Next)
+	require.Zero(t, r.code, r.stderr)
+	page.Next = ""
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &page))
+	require.Len(t, page.Items, 1, "3 accounts: 2, then 1")
+	require.Empty(t, page.Next)
+	require.False(t, seen[page.Items[0]["id"]], "the second page goes on after the first")
+	r = runMio(t, base, "admin", "account", "list", "--tenant", tenant.ID, "--after", "garbage")
+	require.NotZero(t, r.code)
 
 	r = runMio(t, base, "admin", "account", "disable", acct.ID)
 	require.Zero(t, r.code, r.stderr)

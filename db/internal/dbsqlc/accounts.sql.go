@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -165,6 +166,63 @@ type AccountListParams struct {
 
 func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListParams) ([]MioAccount, error) {
 	rows, err := db.Query(ctx, AccountList, arg.TenantID, arg.ChannelType)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioAccount
+	for rows.Next() {
+		var i MioAccount
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.ChannelType,
+			&i.DisplayName,
+			&i.ExternalID,
+			&i.Status,
+			&i.Settings,
+			&i.CredentialsEnc,
+			&i.WebhookSecretEnc,
+			&i.RateLimitPerSec,
+			&i.RateLimitBurst,
+			&i.MaxAttempts,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.WebhookSecretPrevEnc,
+			&i.WebhookSecretPrevUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const AccountPage = `-- name: AccountPage :many
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts
+WHERE tenant_id = $1 AND (created_at, id) > ($2, $3::uuid)
+ORDER BY created_at, id
+LIMIT $4
+`
+
+type AccountPageParams struct {
+	TenantID       uuid.UUID
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	MaxRows        int32
+}
+
+// Keyset page of the tenant's accounts, oldest first.
+func (q *Queries) AccountPage(ctx context.Context, db DBTX, arg *AccountPageParams) ([]MioAccount, error) {
+	rows, err := db.Query(ctx, AccountPage,
+		arg.TenantID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

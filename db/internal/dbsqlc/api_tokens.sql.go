@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -83,6 +84,55 @@ type APITokenListParams struct {
 
 func (q *Queries) APITokenList(ctx context.Context, db DBTX, arg *APITokenListParams) ([]MioApiToken, error) {
 	rows, err := db.Query(ctx, APITokenList, arg.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioApiToken
+	for rows.Next() {
+		var i MioApiToken
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Name,
+			&i.Roles,
+			&i.TokenSha256,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const APITokenPage = `-- name: APITokenPage :many
+SELECT tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at FROM mio.api_tokens
+WHERE tenant_id = $1 AND (created_at, id) > ($2, $3::uuid)
+ORDER BY created_at, id
+LIMIT $4
+`
+
+type APITokenPageParams struct {
+	TenantID       uuid.UUID
+	AfterCreatedAt time.Time
+	AfterID        uuid.UUID
+	MaxRows        int32
+}
+
+// Keyset page of the tenant's API tokens, oldest first.
+func (q *Queries) APITokenPage(ctx context.Context, db DBTX, arg *APITokenPageParams) ([]MioApiToken, error) {
+	rows, err := db.Query(ctx, APITokenPage,
+		arg.TenantID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

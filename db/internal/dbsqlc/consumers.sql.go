@@ -232,6 +232,87 @@ func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockPa
 	return locked, err
 }
 
+const ConsumerPage = `-- name: ConsumerPage :many
+SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
+       ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
+       coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+FROM mio.consumer_state WHERE tenant_id = $1 AND name > $2::text ORDER BY name LIMIT $3
+`
+
+type ConsumerPageParams struct {
+	TenantID  uuid.UUID
+	AfterName string
+	MaxRows   int32
+}
+
+type ConsumerPageRow struct {
+	TenantID              uuid.UUID
+	Name                  string
+	FilterChannelTypes    []string
+	FilterAccountIds      []uuid.UUID
+	FilterConversationIds []string
+	DeliverPolicy         string
+	StartTime             *time.Time
+	AckWaitMs             int64
+	MaxDeliver            int32
+	MaxAckPending         int32
+	Ordering              string
+	Stage                 string
+	CursorXid             pgtype.Uint64
+	CursorSeq             int64
+	LogLo                 string
+	LogHi                 string
+	LastDeliveredAt       *time.Time
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	Swept                 int64
+	PositionWrittenAt     time.Time
+}
+
+// Keyset page of the tenant's consumers by name.
+func (q *Queries) ConsumerPage(ctx context.Context, db DBTX, arg *ConsumerPageParams) ([]ConsumerPageRow, error) {
+	rows, err := db.Query(ctx, ConsumerPage, arg.TenantID, arg.AfterName, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsumerPageRow
+	for rows.Next() {
+		var i ConsumerPageRow
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.Name,
+			&i.FilterChannelTypes,
+			&i.FilterAccountIds,
+			&i.FilterConversationIds,
+			&i.DeliverPolicy,
+			&i.StartTime,
+			&i.AckWaitMs,
+			&i.MaxDeliver,
+			&i.MaxAckPending,
+			&i.Ordering,
+			&i.Stage,
+			&i.CursorXid,
+			&i.CursorSeq,
+			&i.LogLo,
+			&i.LogHi,
+			&i.LastDeliveredAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Swept,
+			&i.PositionWrittenAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ConsumerPullState = `-- name: ConsumerPullState :one
 WITH c AS MATERIALIZED (
     SELECT s.swept, s.log_hi FROM mio.consumer_state AS s WHERE s.tenant_id = $1 AND s.name = $2
