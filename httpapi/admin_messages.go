@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
@@ -63,11 +62,6 @@ func (s *Server) adminOutboundSearch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// tailLookback re-reads messages this far behind the newest one seen: a
-// message committed late with an older id still shows (ids already sent
-// are skipped).
-const tailLookback = 5 * time.Second
-
 // tailPoll is how often the live tail looks for messages when no wake-up
 // arrives (other processes' commits reach it through the hub too).
 const tailPoll = time.Second
@@ -86,59 +80,25 @@ func (s *Server) adminTail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
 		return
 	}
-	ctx := r.Context()
-	var wake <-chan struct{}
+	opts := admin.TailOptions{Poll: tailPoll, Live: func() {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, ": mio live tail\n\n")
+		flusher.Flush()
+	}}
 	if s.hub != nil {
 		sub := s.hub.Subscribe(tid)
 		defer sub.Close()
-		wake = sub.C
+		opts.Wake = sub.C
 	}
-	// The tail starts before the client can see it is live (the opening
-	// comment): a message received right after that comment must not count
-	// as older than the tail. Microseconds, as received_at is stored.
-	start := time.Now().Truncate(time.Microsecond)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": mio live tail\n\n")
-	flusher.Flush()
-
-	from := start
-	sent := map[uuid.UUID]time.Time{}
-	tick := time.NewTicker(tailPoll)
-	defer tick.Stop()
-	for {
-		var msgs []*db.TailMessage
-		err := db.InTenantTx(ctx, s.pool, tid, func(tx pgx.Tx) error {
-			var err error
-			msgs, err = db.InboxTail(ctx, tx, tid, db.IDFloor(from.Add(-tailLookback)), 500)
+	// An error ends the stream; the client sees it end and reconnects.
+	_ = s.admin.Tail(r.Context(), tid, opts, func(m *db.TailMessage) error {
+		b, _ := json.Marshal(m)
+		if _, err := fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", m.ID, b); err != nil {
 			return err
-		})
-		if err != nil {
-			return // the client sees the stream end and reconnects
-		}
-		for _, m := range msgs {
-			if _, dup := sent[m.ID]; dup || m.ReceivedAt.Before(start) {
-				continue
-			}
-			sent[m.ID] = m.ReceivedAt
-			if m.ReceivedAt.After(from) {
-				from = m.ReceivedAt
-			}
-			b, _ := json.Marshal(m)
-			fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", m.ID, b)
 		}
 		flusher.Flush()
-		for id, at := range sent {
-			if at.Before(from.Add(-2 * tailLookback)) {
-				delete(sent, id)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-tick.C:
-		}
-	}
+		return nil
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"os/user"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,6 +48,7 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
   mio admin audit list [--tenant ID] [--action A] [--before ID] [--limit N]
   mio admin queue health [--tenant ID]
+  mio admin inbox tail --tenant ID   (inbound messages as they arrive, one JSON per line, until Ctrl-C)
   mio admin outbound search --tenant ID [--state S] [--account ID] [--conversation C]
         [--since RFC3339] [--until RFC3339] [--limit N] [--after ID (the previous page's next)]
 
@@ -106,6 +108,7 @@ func adminCommands() map[string]adminCommand {
 		"dead discard-all":           {flags: []string{"tenant", "channel", "kind", "limit"}},
 		"audit list":                 {flags: []string{"tenant", "action", "before", "limit"}},
 		"queue health":               {flags: []string{"tenant"}},
+		"inbox tail":                 {flags: []string{"tenant"}},
 		"outbound search":            {flags: []string{"tenant", "state", "account", "conversation", "since", "until", "limit", "after"}},
 	}
 }
@@ -210,7 +213,7 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	svc := admin.New(pool, box, cfg.PublicURL).As(cliActor(getenv)).WithRegistry(builtin.Registry(builtin.Options{}))
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
-	res, err := runAdmin(ctx, svc, pool, command, &a, getenv, stdout)
+	res, err := runAdmin(ctx, svc, pool, command, &a, getenv, stdout, stderr)
 	if err != nil {
 		return adminErr(err)
 	}
@@ -240,7 +243,7 @@ type changedResult struct {
 
 // runAdmin runs one admin command and returns what to print as JSON (nil:
 // it printed itself).
-func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, command string, a *adminArgs, getenv env, stdout io.Writer) (any, error) {
+func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, command string, a *adminArgs, getenv env, stdout, stderr io.Writer) (any, error) {
 	switch command {
 	case "tenant create":
 		return svc.TenantCreate(ctx, a.name)
@@ -299,6 +302,17 @@ func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, comma
 			return nil, err
 		}
 		return svc.QueueHealth(ctx, tid)
+	case "inbox tail":
+		tid, err := a.tenantID()
+		if err != nil {
+			return nil, err
+		}
+		// One JSON object per line per message received from now on, until
+		// interrupted; the database is polled (no LISTEN from the CLI).
+		line := json.NewEncoder(stdout)
+		return nil, svc.Tail(ctx, tid, admin.TailOptions{Poll: 500 * time.Millisecond,
+			Live: func() { fmt.Fprintln(stderr, "mio admin inbox tail: live; Ctrl-C to stop") }},
+			func(m *db.TailMessage) error { return line.Encode(m) })
 	}
 	return nil, fmt.Errorf("mio admin: command %q has no implementation", command)
 }

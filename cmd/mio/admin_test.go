@@ -4,12 +4,17 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -247,4 +252,52 @@ func TestAdminFindsDevDatabase(t *testing.T) {
 	r = runMio(t, []string{"MIO_DATA_DIR=" + t.TempDir()}, "admin", "tenant", "list")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "dev.json")
+}
+
+// TestAdminCLITail: `mio admin inbox tail` prints the tenant's messages received
+// after it went live, one JSON object per line, and only those.
+func TestAdminCLITail(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	f := newWebhookFixture(t, env, "tail")
+	key, err := base64.StdEncoding.DecodeString(f.masterKey)
+	require.NoError(t, err)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	srv := startServe(t, env.OwnerURL, key, addr)
+	t.Cleanup(func() { _ = srv.Process.Signal(syscall.SIGTERM); _ = srv.Wait() })
+	client := &http.Client{Timeout: 10 * time.Second}
+	status, err := f.send(client, "http://"+addr, "before-tail", "before the tail")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, status)
+
+	tail := exec.Command(mioBin, "admin", "inbox", "tail", "--tenant", f.tenant.String())
+	tail.Env = append(baseEnv(), "MIO_DATABASE_URL="+env.OwnerURL)
+	stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+	tail.Stdout, tail.Stderr = stdout, stderr
+	require.NoError(t, tail.Start())
+	t.Cleanup(func() { _ = tail.Process.Kill(); _ = tail.Wait() })
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "live") }, 20*time.Second, 10*time.Millisecond, stderr.String())
+
+	for i := range 3 {
+		status, err := f.send(client, "http://"+addr, fmt.Sprint("tail-", i), fmt.Sprint("tailed ", i))
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status)
+	}
+	var texts []string
+	require.Eventually(t, func() bool {
+		texts = texts[:0]
+		for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+			var m struct {
+				Envelope struct{ Text string } `json:"envelope"`
+			}
+			if line != "" && json.Unmarshal([]byte(line), &m) == nil {
+				texts = append(texts, m.Envelope.Text)
+			}
+		}
+		return len(texts) >= 3
+	}, 20*time.Second, 20*time.Millisecond, "stdout: %s\nstderr: %s", stdout, stderr)
+	require.ElementsMatch(t, []string{"tailed 0", "tailed 1", "tailed 2"}, texts, "messages from then on, once each, not the earlier one")
+
+	require.NoError(t, tail.Process.Signal(os.Interrupt))
+	require.NoError(t, tail.Wait(), "Ctrl-C ends the tail cleanly: %s", stderr.String())
 }
