@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
@@ -63,15 +62,6 @@ func (s *Server) adminOutboundSearch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// tailLookback re-reads messages this far behind the newest one seen: a
-// message committed late with an older id still shows (ids already sent
-// are skipped).
-const tailLookback = 5 * time.Second
-
-// tailPoll is how often the live tail looks for messages when no wake-up
-// arrives (other processes' commits reach it through the hub too).
-const tailPoll = time.Second
-
 // adminTail answers GET /admin/v1/tenants/{tenant_id}/tail: a Server-Sent
 // Events stream of the tenant's inbound messages from now on, one
 // "message" event each (the envelope and routing fields), until the
@@ -103,42 +93,11 @@ func (s *Server) adminTail(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, ": mio live tail\n\n")
 	flusher.Flush()
 
-	from := start
-	sent := map[uuid.UUID]time.Time{}
-	tick := time.NewTicker(tailPoll)
-	defer tick.Stop()
-	for {
-		var msgs []*db.TailMessage
-		err := db.InTenantTx(ctx, s.pool, tid, func(tx pgx.Tx) error {
-			var err error
-			msgs, err = db.InboxTail(ctx, tx, tid, db.IDFloor(from.Add(-tailLookback)), 500)
-			return err
-		})
-		if err != nil {
-			return // the client sees the stream end and reconnects
-		}
+	_ = s.admin.Tail(ctx, tid, start, wake, func(msgs []*db.TailMessage) {
 		for _, m := range msgs {
-			if _, dup := sent[m.ID]; dup || m.ReceivedAt.Before(start) {
-				continue
-			}
-			sent[m.ID] = m.ReceivedAt
-			if m.ReceivedAt.After(from) {
-				from = m.ReceivedAt
-			}
 			b, _ := json.Marshal(m)
 			fmt.Fprintf(w, "event: message\nid: %s\ndata: %s\n\n", m.ID, b)
 		}
 		flusher.Flush()
-		for id, at := range sent {
-			if at.Before(from.Add(-2 * tailLookback)) {
-				delete(sent, id)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-wake:
-		case <-tick.C:
-		}
-	}
+	}) // ends with the client; on a read error the client sees the stream end and reconnects
 }
