@@ -3,6 +3,9 @@ package console_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -11,14 +14,17 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/console"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/secretbox"
 )
 
@@ -216,4 +222,54 @@ func TestConsoleRolesRefused(t *testing.T) {
 		"channel_type": {"webhook"}, "settings": {"{not json"}})
 	require.Equal(t, http.StatusBadRequest, status, body)
 	require.Equal(t, before+1, b.auditCount(t))
+}
+
+// TestConsoleMessagesPages: the messages page pages by id, filters by
+// conversation, and shows a message's envelope and raw payload.
+func TestConsoleMessagesPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	rows := make([]db.InboxRow, 150)
+	for i := range rows {
+		id := uuid.Must(uuid.NewV7())
+		conv := "conv-a"
+		if i%3 == 0 {
+			conv = "conv-b"
+		}
+		env, _ := json.Marshal(envelope.Message{ID: id, TenantID: b.tenant, AccountID: b.account, ChannelType: "webhook",
+			SourceMessageID: id.String(), Conversation: envelope.Conversation{ID: conv, Type: "dm"}, Text: fmt.Sprintf("text %d", i),
+			Attachments: []envelope.Attachment{}})
+		rows[i] = db.InboxRow{ID: id, AccountID: b.account, ChannelType: "webhook", SourceMessageID: id.String(),
+			ConversationID: conv, State: db.InboxReady, Envelope: env, Raw: []byte(fmt.Sprintf(`{"n":%d}`, i)), ReceivedAt: time.Now()}
+	}
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		_, err := db.InboxInsertBatch(ctx, tx, b.tenant, rows)
+		return err
+	}))
+	c := b.client(t)
+	b.login(t, c, b.token(t, db.AdminRoleViewer))
+	link := regexp.MustCompile(`class="message" href="(/messages/[^"]+)"`)
+	next := regexp.MustCompile(`id="next" href="([^"]+)"`)
+
+	status, page := b.get(t, c, "/messages?tenant_id="+b.tenant.String())
+	require.Equal(t, http.StatusOK, status)
+	require.Len(t, link.FindAllStringSubmatch(page, -1), 100)
+	m := next.FindStringSubmatch(page)
+	require.NotNil(t, m)
+	_, page = b.get(t, c, html.UnescapeString(m[1]))
+	require.Len(t, link.FindAllStringSubmatch(page, -1), 50)
+	require.NotRegexp(t, next, page)
+
+	_, page = b.get(t, c, "/messages?tenant_id="+b.tenant.String()+"&conversation=conv-b")
+	links := link.FindAllStringSubmatch(page, -1)
+	require.Len(t, links, 50)
+	require.NotContains(t, page, "conv-a")
+
+	_, page = b.get(t, c, links[1][1])
+	require.Contains(t, page, "text 3")
+	require.Contains(t, page, `&#34;n&#34;: 3`)
+
+	status, _ = b.get(t, c, "/messages?tenant_id="+b.tenant.String()+"&since=yesterday")
+	require.Equal(t, http.StatusBadRequest, status)
 }

@@ -327,16 +327,18 @@ type messagesData struct {
 	Since        string
 	Conversation string
 	Items        []*db.TailMessage
-	// Next is the since of the following page; empty on the last.
+	// Next is the id the following page starts after; empty on the last.
 	Next string
 }
 
-// messageScan bounds the rows read for one page filtered by conversation.
+// messageScan bounds the rows read for one page (a conversation filter
+// skips rows of other conversations among them).
 const messageScan = 1000
 
 // messageList shows a tenant's inbound messages received from ?since=
-// (RFC 3339 or the form's local datetime, UTC; default an hour ago),
-// oldest first, optionally of one ?conversation=.
+// (RFC 3339 or the form's local datetime, UTC; default an hour ago) or
+// after the message ?after= (the next page), oldest first, optionally of
+// one ?conversation=.
 func (c *Console) messageList(w http.ResponseWriter, r *http.Request) {
 	v := view{Title: "Messages"}
 	tid, ok := c.tenantPicked(w, r, &v)
@@ -355,29 +357,38 @@ func (c *Console) messageList(w http.ResponseWriter, r *http.Request) {
 		since = t
 	}
 	d.Since = since.UTC().Format("2006-01-02T15:04:05")
+	after := db.IDFloor(since)
+	if a := q.Get("after"); a != "" {
+		id, err := uuid.Parse(a)
+		if err != nil {
+			c.fail(w, r, http.StatusBadRequest, "after must be a message id")
+			return
+		}
+		after = id
+	}
 	if tid != uuid.Nil {
 		var msgs []*db.TailMessage
 		err := db.InTenantTx(r.Context(), c.pool, tid, func(tx pgx.Tx) error {
 			var err error
-			msgs, err = db.InboxTail(r.Context(), tx, tid, db.IDFloor(since), messageScan)
+			msgs, err = db.InboxTail(r.Context(), tx, tid, after, messageScan)
 			return err
 		})
 		if err != nil {
 			c.failErr(w, r, "list messages", err)
 			return
 		}
-		for i, m := range msgs {
+		for _, m := range msgs {
 			if d.Conversation != "" && m.ConversationID != d.Conversation {
 				continue
 			}
+			d.Items = append(d.Items, m)
 			if len(d.Items) == pageSize {
-				d.Next = m.ReceivedAt.UTC().Format(time.RFC3339Nano)
+				d.Next = m.ID.String()
 				break
 			}
-			d.Items = append(d.Items, m)
-			if i == len(msgs)-1 && len(msgs) == messageScan {
-				d.Next = m.ReceivedAt.Add(time.Microsecond).UTC().Format(time.RFC3339Nano)
-			}
+		}
+		if d.Next == "" && len(msgs) == messageScan {
+			d.Next = msgs[len(msgs)-1].ID.String()
 		}
 	}
 	v.Data = d
