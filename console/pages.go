@@ -61,6 +61,18 @@ func idParam(r *http.Request, name string) (uuid.UUID, error) {
 	return uuid.Parse(chi.URLParam(r, name))
 }
 
+// tenantAndID reads the {tenant_id} and {id} of a page about one item;
+// false after answering 400 to a malformed one.
+func (c *Console) tenantAndID(w http.ResponseWriter, r *http.Request) (tid, id uuid.UUID, ok bool) {
+	tid, err1 := idParam(r, "tenant_id")
+	id, err2 := idParam(r, "id")
+	if err1 != nil || err2 != nil {
+		c.fail(w, r, http.StatusBadRequest, "the tenant and item ids must be UUIDs")
+		return uuid.Nil, uuid.Nil, false
+	}
+	return tid, id, true
+}
+
 // back redirects (303) to path with a flash message.
 func back(w http.ResponseWriter, r *http.Request, path, flash string) {
 	sep := "?"
@@ -409,10 +421,8 @@ type messageData struct {
 }
 
 func (c *Console) messageShow(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := idParam(r, "tenant_id")
-	id, err2 := idParam(r, "id")
-	if err1 != nil || err2 != nil {
-		c.fail(w, r, http.StatusBadRequest, "tenant and message ids must be UUIDs")
+	tid, id, ok := c.tenantAndID(w, r)
+	if !ok {
 		return
 	}
 	var m *db.InboxMessage
@@ -481,10 +491,8 @@ type outboundData struct {
 // outboundShow is one send with the timeline of both its state machines
 // (hand-off and provider), from mio.outbox_events.
 func (c *Console) outboundShow(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := idParam(r, "tenant_id")
-	id, err2 := idParam(r, "id")
-	if err1 != nil || err2 != nil {
-		c.fail(w, r, http.StatusBadRequest, "tenant and outbound ids must be UUIDs")
+	tid, id, ok := c.tenantAndID(w, r)
+	if !ok {
 		return
 	}
 	var d outboundData
@@ -541,10 +549,8 @@ func (c *Console) deadList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) deadShow(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := idParam(r, "tenant_id")
-	id, err2 := idParam(r, "id")
-	if err1 != nil || err2 != nil {
-		c.fail(w, r, http.StatusBadRequest, "tenant and dead letter ids must be UUIDs")
+	tid, id, ok := c.tenantAndID(w, r)
+	if !ok {
 		return
 	}
 	items, err := db.DeadLettersFind(r.Context(), c.pool, tid, id)
@@ -556,10 +562,8 @@ func (c *Console) deadShow(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) deadApply(w http.ResponseWriter, r *http.Request) {
-	tid, err1 := idParam(r, "tenant_id")
-	id, err2 := idParam(r, "id")
-	if err1 != nil || err2 != nil {
-		c.fail(w, r, http.StatusBadRequest, "tenant and dead letter ids must be UUIDs")
+	tid, id, ok := c.tenantAndID(w, r)
+	if !ok {
 		return
 	}
 	action := chi.URLParam(r, "action")
