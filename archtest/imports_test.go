@@ -45,6 +45,10 @@ var rules = []rule{
 		why: "job arguments live in package jobs; the send and ingest paths do not depend on the job implementations",
 	},
 	{
+		name: "ConsoleBesideTheAdminAPI", from: []string{"console"}, forbidden: []string{"httpapi", "workers"},
+		why: "the web console calls package admin like the admin API does; cmd mounts it on the admin listener",
+	},
+	{
 		name: "EnvelopeIsALeaf", from: []string{"envelope"}, forbidden: []string{""},
 		why: "every layer and the client speak the envelope types",
 	},

@@ -89,6 +89,10 @@ func (s *Server) AdminHandler() http.Handler {
 			r.HandleFunc("/trace", pprof.Trace)
 		})
 	}
+	// The web console (package console) at /, signed in by cookie.
+	if s.console != nil {
+		r.Mount("/", s.console)
+	}
 	return r
 }
 

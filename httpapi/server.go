@@ -10,6 +10,7 @@ package httpapi
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"time"
 
@@ -75,6 +76,9 @@ type Deps struct {
 	// Pprof serves /debug/pprof on the admin listener to operator admin
 	// tokens. Default off.
 	Pprof bool
+	// Console, when set, is served at / on the admin listener (behind
+	// its allow-list; the routes above take precedence).
+	Console http.Handler
 }
 
 // Server holds the handlers of both listeners.
@@ -102,6 +106,7 @@ type Server struct {
 	admin           *admin.Service
 	adminAllow      []netip.Prefix
 	pprof           bool
+	console         http.Handler
 }
 
 // New returns a Server.
@@ -124,6 +129,7 @@ func New(d Deps) *Server {
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
 	s.admin, s.pprof = d.Admin, d.Pprof
+	s.console = d.Console
 	s.adminAllow = d.AdminAllowCIDRs
 	if len(s.adminAllow) == 0 {
 		s.adminAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

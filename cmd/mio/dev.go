@@ -128,12 +128,13 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 MIO is running (Ctrl-C to stop)
   public URL:      %s
   admin URL:       %s/metrics
+  console:         %s (sign in with the admin token)
   webhook URL:     %s
   webhook secret:  %s
   API token:       %s
   admin token:     %s
   written to:      %s
-`, info.PublicURL, info.AdminURL, info.WebhookURL, info.WebhookSecret, info.APIToken, info.AdminToken, filepath.Join(cfg.DataDir, "dev.json"))
+`, info.PublicURL, info.AdminURL, info.ConsoleURL, info.WebhookURL, info.WebhookSecret, info.APIToken, info.AdminToken, filepath.Join(cfg.DataDir, "dev.json"))
 	})
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/config"
+	"github.com/miohq/mio/console"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
@@ -180,14 +181,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	go consumers.RunGauges(bg, 15*time.Second)
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
+	adminSvc := admin.New(pool, box, cfg.PublicURL).WithRegistry(registry)
+	con, err := console.New(console.Deps{Pool: pool, Admin: adminSvc, Hub: hub, ForgetAccount: accts.Forget,
+		Logger: log.With("component", "console")})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
 		Registry: registry, Accounts: accts, Ingester: ingester,
 		Outbox: sender, Hub: hub, Consumers: consumers,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
-		Admin:           admin.New(pool, box, cfg.PublicURL).WithRegistry(registry),
-		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof,
+		Admin:           adminSvc,
+		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
 	})
 
 	servers := newListeners(2)
