@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge or sdk"}
+		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge, sdk or admin"}
 	}
 	which := args[0]
 	var (
@@ -38,7 +38,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
-		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000)")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
@@ -77,6 +77,18 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		defer env.Close()
 		res, err := bench.Produce(ctx, env, bench.ProduceOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	case "admin":
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Admin(ctx, env, bench.AdminOptions{Messages: messages})
 		if res != nil {
 			res.Print(stdout)
 		}
@@ -152,6 +164,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge or sdk", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge, sdk or admin", which)}
 	}
 }
