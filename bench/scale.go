@@ -41,6 +41,11 @@ type ScaleResult struct {
 	// accepted message.
 	Accepted              int64
 	DiskPerMsg, WALPerMsg float64
+	// KeysPerMsg is the part of DiskPerMsg in mio.inbound_dedup and
+	// mio.inbound_refs (kept for MIO_DEDUP_RETENTION, not the inbox's).
+	KeysPerMsg float64
+	// DrainWALPerMsg is the WAL per message pulled and acked (empty table).
+	DrainWALPerMsg float64
 	// The oldest history day dropped (mio.inbox_partition_retire: the
 	// archived check, attachments, DETACH, DROP) and a DELETE of the next
 	// day's rows (the same count) measured beside it.
@@ -67,7 +72,7 @@ func Scale(ctx context.Context, env *Env, opts ScaleOptions) (*ScaleResult, erro
 	ingest := IngestOptions{Clients: opts.Clients, Duration: opts.Duration, Warmup: opts.Warmup, SkipPgbench: true}
 
 	fmt.Fprintf(env.out, "empty inbox: ingest, then pull+ack of %d\n", opts.Drain)
-	disk0, wal0, err := sizes(ctx, env)
+	disk0, keys0, wal0, err := sizes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +80,7 @@ func Scale(ctx context.Context, env *Env, opts ScaleOptions) (*ScaleResult, erro
 	if err != nil {
 		return nil, err
 	}
-	disk1, wal1, err := sizes(ctx, env)
+	disk1, keys1, wal1, err := sizes(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -83,10 +88,22 @@ func Scale(ctx context.Context, env *Env, opts ScaleOptions) (*ScaleResult, erro
 	if in.Accepted > 0 {
 		res.DiskPerMsg = float64(disk1-disk0) / float64(in.Accepted)
 		res.WALPerMsg = float64(wal1-wal0) / float64(in.Accepted)
+		res.KeysPerMsg = float64(keys1-keys0) / float64(in.Accepted)
 	}
-	if res.ConsumeEmpty, err = scaleDrain(ctx, env, cs, opts); err != nil {
+	if err := preload(ctx, env, cs.tenant.ID, cs.account.ID, opts.Drain); err != nil {
 		return res, err
 	}
+	_, _, wal0, err = sizes(ctx, env)
+	if err != nil {
+		return res, err
+	}
+	if res.ConsumeEmpty, err = scaleDrain(ctx, env, cs, opts, false); err != nil {
+		return res, err
+	}
+	if _, _, wal1, err = sizes(ctx, env); err != nil {
+		return res, err
+	}
+	res.DrainWALPerMsg = float64(wal1-wal0) / float64(opts.Drain)
 
 	fmt.Fprintf(env.out, "loading %d rows of history over %d days\n", opts.Rows, opts.Days)
 	began := time.Now()
@@ -108,7 +125,7 @@ func Scale(ctx context.Context, env *Env, opts ScaleOptions) (*ScaleResult, erro
 		return res, err
 	}
 	res.IngestFull = in.PerSec
-	if res.ConsumeFull, err = scaleDrain(ctx, env, cs, opts); err != nil {
+	if res.ConsumeFull, err = scaleDrain(ctx, env, cs, opts, true); err != nil {
 		return res, err
 	}
 	return res, dropVersusDelete(ctx, env, cs, opts, res)
@@ -133,11 +150,13 @@ func (o *ScaleOptions) defaults() {
 	}
 }
 
-// scaleDrain preloads opts.Drain ready messages (archived) and returns the
-// pull+ack rate of draining them.
-func scaleDrain(ctx context.Context, env *Env, cs *consumerSetup, opts ScaleOptions) (float64, error) {
-	if err := preload(ctx, env, cs.tenant.ID, cs.account.ID, opts.Drain); err != nil {
-		return 0, err
+// scaleDrain preloads opts.Drain ready messages (archived) when asked and
+// returns the pull+ack rate of draining them.
+func scaleDrain(ctx context.Context, env *Env, cs *consumerSetup, opts ScaleOptions, load bool) (float64, error) {
+	if load {
+		if err := preload(ctx, env, cs.tenant.ID, cs.account.ID, opts.Drain); err != nil {
+			return 0, err
+		}
 	}
 	n, elapsed, _, err := drain(ctx, cs.client, "bench", opts.Drain, opts.Pullers, opts.Batch)
 	if err != nil {
@@ -146,19 +165,19 @@ func scaleDrain(ctx context.Context, env *Env, cs *consumerSetup, opts ScaleOpti
 	return float64(n) / elapsed.Seconds(), nil
 }
 
-// sizes returns the inbox's and the dedup keys' bytes on disk and the
-// current WAL position.
-func sizes(ctx context.Context, env *Env) (disk, wal int64, err error) {
+// sizes returns the bytes on disk of the inbox and the dedup keys and
+// edit references together, of the keys alone, and the WAL position.
+func sizes(ctx context.Context, env *Env) (disk, keys, wal int64, err error) {
 	conn, err := pgx.Connect(ctx, env.DatabaseURL)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer conn.Close(ctx)
 	err = conn.QueryRow(ctx, `
-		SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('mio.inbox'))::bigint
-		       + pg_total_relation_size('mio.inbound_dedup') + pg_total_relation_size('mio.inbound_refs'),
-		       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&disk, &wal)
-	return disk, wal, err
+		SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree('mio.inbox'))::bigint,
+		       pg_total_relation_size('mio.inbound_dedup') + pg_total_relation_size('mio.inbound_refs'),
+		       pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint`).Scan(&disk, &keys, &wal)
+	return disk + keys, keys, wal, err
 }
 
 // uuidV7SQL is an SQL expression for a UUIDv7 (random bits) of time t.
@@ -279,7 +298,8 @@ func (r *ScaleResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "  drop %s (~%d rows)  %10s   (target < 1s)\n", r.DropPartition, r.DropRows, r.Drop.Round(time.Millisecond))
 	fmt.Fprintf(w, "  DELETE of a day (%d rows) %10s\n", r.DeleteRows, r.Delete.Round(time.Millisecond))
 	fmt.Fprintf(w, "sizes per accepted webhook message (empty-table ingest, %d messages; valid on a loaded machine):\n", r.Accepted)
-	fmt.Fprintf(w, "  disk (inbox + dedup + refs, indexes)  %8.0f B\n", r.DiskPerMsg)
+	fmt.Fprintf(w, "  disk (inbox + dedup + refs, indexes)  %8.0f B (dedup + refs: %.0f B)\n", r.DiskPerMsg, r.KeysPerMsg)
 	fmt.Fprintf(w, "  WAL (all of the cluster's)            %8.0f B\n", r.WALPerMsg)
+	fmt.Fprintf(w, "  WAL per message pulled and acked      %8.0f B\n", r.DrainWALPerMsg)
 	fmt.Fprintln(w, strings.Repeat("-", 60))
 }
