@@ -240,23 +240,25 @@ SELECT tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, 
 FROM mio.inbox_unpartitioned;
 
 -- Views and functions bound to the old table (its row type) are
--- recreated on the new one: their text names mio.inbox_unpartitioned once
--- the search path is empty.
+-- recreated on the new one: their text names the old table qualified
+-- under the function's search path (p_old prints the same way). Used by
+-- Up and Down; Down drops it.
 -- +goose StatementBegin
-DO $$
+CREATE FUNCTION mio.inbox_rebind(p_old regclass) RETURNS void
+LANGUAGE plpgsql SET search_path = pg_catalog
+AS $$
 DECLARE
     r record;
     def text;
     saved text[] := '{}';
     fns oid[];
 BEGIN
-    PERFORM set_config('search_path', 'pg_catalog', true);
     -- Views reading the table: CREATE OR REPLACE VIEW resets the options
     -- it is not given (security_invoker), so they are given again.
     FOR r IN SELECT DISTINCT v.oid::regclass::text AS view, v.reloptions
              FROM pg_depend AS d JOIN pg_rewrite AS w ON w.oid = d.objid JOIN pg_class AS v ON v.oid = w.ev_class
-             WHERE d.refobjid = 'mio.inbox_unpartitioned'::regclass AND v.oid <> 'mio.inbox_unpartitioned'::regclass LOOP
-        def := replace(pg_get_viewdef(r.view::regclass), 'mio.inbox_unpartitioned', 'mio.inbox');
+             WHERE d.refobjid = p_old AND v.oid <> p_old LOOP
+        def := replace(pg_get_viewdef(r.view::regclass), p_old::text, 'mio.inbox');
         EXECUTE format('CREATE OR REPLACE VIEW %s%s AS %s', r.view,
                        CASE WHEN r.reloptions IS NULL THEN '' ELSE ' WITH (' || array_to_string(r.reloptions, ', ') || ')' END, def);
     END LOOP;
@@ -264,7 +266,7 @@ BEGIN
     -- dropped and created again; the views calling them (mio.queue_health)
     -- are saved, dropped, and created again after them.
     SELECT array_agg(p.oid) INTO fns FROM pg_proc AS p
-    WHERE p.prorettype = (SELECT reltype FROM pg_class WHERE oid = 'mio.inbox_unpartitioned'::regclass);
+    WHERE p.prorettype = (SELECT reltype FROM pg_class WHERE oid = p_old);
     FOR r IN SELECT DISTINCT v.oid::regclass::text AS view, v.reloptions
              FROM pg_depend AS d JOIN pg_rewrite AS w ON w.oid = d.objid JOIN pg_class AS v ON v.oid = w.ev_class
              WHERE d.refobjid = ANY (fns) LOOP
@@ -274,7 +276,7 @@ BEGIN
         EXECUTE format('DROP VIEW %s', r.view);
     END LOOP;
     FOR r IN SELECT unnest(fns) AS oid LOOP
-        def := replace(pg_get_functiondef(r.oid), 'mio.inbox_unpartitioned', 'mio.inbox');
+        def := replace(pg_get_functiondef(r.oid), p_old::text, 'mio.inbox');
         EXECUTE format('DROP FUNCTION %s', r.oid::regprocedure);
         EXECUTE def;
     END LOOP;
@@ -284,6 +286,8 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
+REVOKE EXECUTE ON FUNCTION mio.inbox_rebind(regclass) FROM PUBLIC;
+SELECT mio.inbox_rebind('mio.inbox_unpartitioned');
 DROP TABLE mio.inbox_unpartitioned;
 
 -- +goose Down
@@ -329,50 +333,10 @@ ALTER TABLE mio.inbox FORCE ROW LEVEL SECURITY;
 CREATE POLICY tenant_isolation ON mio.inbox
     USING (tenant_id = mio.current_tenant_id()) WITH CHECK (tenant_id = mio.current_tenant_id());
 GRANT SELECT, INSERT, UPDATE, DELETE ON mio.inbox TO mio_runtime;
--- +goose StatementBegin
-DO $$
-DECLARE
-    r record;
-    def text;
-    saved text[] := '{}';
-    fns oid[];
-BEGIN
-    PERFORM set_config('search_path', 'pg_catalog', true);
-    -- Views reading the table: CREATE OR REPLACE VIEW resets the options
-    -- it is not given (security_invoker), so they are given again.
-    FOR r IN SELECT DISTINCT v.oid::regclass::text AS view, v.reloptions
-             FROM pg_depend AS d JOIN pg_rewrite AS w ON w.oid = d.objid JOIN pg_class AS v ON v.oid = w.ev_class
-             WHERE d.refobjid = 'mio.inbox_partitioned'::regclass AND v.oid <> 'mio.inbox_partitioned'::regclass LOOP
-        def := replace(pg_get_viewdef(r.view::regclass), 'mio.inbox_partitioned', 'mio.inbox');
-        EXECUTE format('CREATE OR REPLACE VIEW %s%s AS %s', r.view,
-                       CASE WHEN r.reloptions IS NULL THEN '' ELSE ' WITH (' || array_to_string(r.reloptions, ', ') || ')' END, def);
-    END LOOP;
-    -- Functions returning its rows (mio.log_ready, mio.log_received) are
-    -- dropped and created again; the views calling them (mio.queue_health)
-    -- are saved, dropped, and created again after them.
-    SELECT array_agg(p.oid) INTO fns FROM pg_proc AS p
-    WHERE p.prorettype = (SELECT reltype FROM pg_class WHERE oid = 'mio.inbox_partitioned'::regclass);
-    FOR r IN SELECT DISTINCT v.oid::regclass::text AS view, v.reloptions
-             FROM pg_depend AS d JOIN pg_rewrite AS w ON w.oid = d.objid JOIN pg_class AS v ON v.oid = w.ev_class
-             WHERE d.refobjid = ANY (fns) LOOP
-        saved := saved || format('CREATE VIEW %s%s AS %s', r.view,
-            CASE WHEN r.reloptions IS NULL THEN '' ELSE ' WITH (' || array_to_string(r.reloptions, ', ') || ')' END,
-            pg_get_viewdef(r.view::regclass));
-        EXECUTE format('DROP VIEW %s', r.view);
-    END LOOP;
-    FOR r IN SELECT unnest(fns) AS oid LOOP
-        def := replace(pg_get_functiondef(r.oid), 'mio.inbox_partitioned', 'mio.inbox');
-        EXECUTE format('DROP FUNCTION %s', r.oid::regprocedure);
-        EXECUTE def;
-    END LOOP;
-    FOR i IN 1 .. cardinality(saved) LOOP
-        EXECUTE saved[i];
-    END LOOP;
-END
-$$;
--- +goose StatementEnd
+SELECT mio.inbox_rebind('mio.inbox_partitioned');
 DROP TABLE mio.inbox_partitioned;
 DROP FUNCTION mio.inbox_partition_retire(timestamptz);
 DROP FUNCTION mio.inbox_partitions_ensure(date, date);
 DROP FUNCTION mio.inbox_partition_secure(text);
+DROP FUNCTION mio.inbox_rebind(regclass);
 DROP FUNCTION mio.uuid_time_floor(timestamptz);
