@@ -11,7 +11,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/...
 
-.PHONY: browser sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk postgres fmt
+.PHONY: browser sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -75,6 +75,10 @@ bench-ingest: postgres build
 bench-produce: postgres build
 	./$(BIN) bench produce
 
+## bench-admin: admin API and console latency with 1M inbox rows, 100 consumers, 10k dead letters
+bench-admin: postgres build
+	./$(BIN) bench admin
+
 ## bench-horizon: delivery and latency while a transaction is held open elsewhere (2 min)
 bench-horizon: postgres build
 	./$(BIN) bench horizon --duration 30s
@@ -87,6 +91,10 @@ bench-sdk: postgres sdk-tools build
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
 bench-consume: postgres build
 	./$(BIN) bench consume
+
+## bench-scale: ingest and pull+ack with 10 M inbox rows of history vs empty; drop vs DELETE of a day
+bench-scale: postgres build
+	./$(BIN) bench scale
 
 postgres:
 	@deploy/scripts/ensure-postgres.sh

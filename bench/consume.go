@@ -77,54 +77,12 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 	}
 
 	res := &ConsumeResult{}
-	var (
-		total atomic.Int64
-		mu    sync.Mutex
-		lats  []time.Duration
-		wg    sync.WaitGroup
-		errs  atomic.Value
-	)
-	start := time.Now()
-	for range opts.Pullers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var local []time.Duration
-			for total.Load() < int64(opts.Preload) && ctx.Err() == nil {
-				t0 := time.Now()
-				ds, err := c.Pull(ctx, "bench", opts.Batch, 0)
-				local = append(local, time.Since(t0))
-				if err != nil {
-					errs.Store(err)
-					return
-				}
-				if len(ds) == 0 {
-					if total.Load() >= int64(opts.Preload) {
-						break
-					}
-					continue
-				}
-				ids := make([]uuid.UUID, len(ds))
-				for i, d := range ds {
-					ids[i] = d.DeliveryID
-				}
-				if _, err := c.Ack(ctx, "bench", ids...); err != nil {
-					errs.Store(err)
-					return
-				}
-				total.Add(int64(len(ds)))
-			}
-			mu.Lock()
-			lats = append(lats, local...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if err, _ := errs.Load().(error); err != nil {
+	n, elapsed, lats, err := drain(ctx, c, "bench", opts.Preload, opts.Pullers, opts.Batch)
+	if err != nil {
 		return nil, err
 	}
-	res.Elapsed = time.Since(start)
-	res.Messages = int(total.Load())
+	res.Elapsed = elapsed
+	res.Messages = n
 	res.PerSec = float64(res.Messages) / res.Elapsed.Seconds()
 	SortDurations(lats)
 	res.PullP50, res.PullP99 = Percentile(lats, 50), Percentile(lats, 99)
@@ -237,6 +195,56 @@ func (r *ConsumeResult) Print(w io.Writer) {
 	}
 }
 
+// drain pulls and acks total messages of consumer over HTTP with pullers
+// concurrent pullers of batch messages, and returns how many it took, how
+// long, and each pull's latency.
+func drain(ctx context.Context, c *client.Client, consumer string, total, pullers, batch int) (int, time.Duration, []time.Duration, error) {
+	var (
+		taken atomic.Int64
+		mu    sync.Mutex
+		lats  []time.Duration
+		wg    sync.WaitGroup
+		errs  atomic.Value
+	)
+	start := time.Now()
+	for range pullers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var local []time.Duration
+			for taken.Load() < int64(total) && ctx.Err() == nil {
+				t0 := time.Now()
+				ds, err := c.Pull(ctx, consumer, batch, 0)
+				local = append(local, time.Since(t0))
+				if err != nil {
+					errs.Store(err)
+					return
+				}
+				if len(ds) == 0 {
+					continue
+				}
+				ids := make([]uuid.UUID, len(ds))
+				for i, d := range ds {
+					ids[i] = d.DeliveryID
+				}
+				if _, err := c.Ack(ctx, consumer, ids...); err != nil {
+					errs.Store(err)
+					return
+				}
+				taken.Add(int64(len(ds)))
+			}
+			mu.Lock()
+			lats = append(lats, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err, _ := errs.Load().(error); err != nil {
+		return 0, 0, nil, err
+	}
+	return int(taken.Load()), time.Since(start), lats, nil
+}
+
 // consumerSetup is a tenant with a webhook account (signing secret known)
 // and a consumer "bench" pulled through the HTTP client.
 type consumerSetup struct {
@@ -343,13 +351,14 @@ func webhookLoad(url, secret string, rate int, d time.Duration, acked func(id st
 }
 
 // insertReady inserts n ready messages of account in the tenant, in
-// statements of 50k, then analyzes the inbox.
+// statements of 50k, then analyzes the inbox. Their ids are UUIDv7 of the
+// insert time, like ingest's: they go to the live day partition.
 func insertReady(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, n int) error {
 	for done := 0; done < n; done += 50_000 {
 		k := min(50_000, n-done)
 		err := env.Exec(ctx, fmt.Sprintf(`
 			SELECT set_config('app.current_tenant_id', '%[1]s', false);
-			WITH ids AS (SELECT gen_random_uuid() AS id, g FROM generate_series(1, %[3]d) AS g)
+			WITH ids AS (SELECT `+uuidV7SQL("clock_timestamp()")+` AS id, g FROM generate_series(1, %[3]d) AS g)
 			INSERT INTO mio.inbox (tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state, envelope, raw, received_at, ready_xid, ready_seq, ready_at)
 			SELECT '%[1]s', id, '%[2]s', 'webhook', 'pre-' || id, 'conv-' || (g %% 100), 'ready',
 			       jsonb_build_object('id', id, 'tenant_id', '%[1]s', 'account_id', '%[2]s', 'channel_type', 'webhook',

@@ -2,13 +2,14 @@
 -- Deletes at most @max_rows of the tenant's inbox messages received before
 -- @before AND already read by the archive (an unarchived message is never
 -- deleted; the archive position says which, migration 00007), found by the
--- BRIN index on received_at,
--- with their attachment rows, and releases the blob references those
--- attachments held. Returns how many messages it deleted.
+-- BRIN index on received_at (one per partition), with their attachment
+-- rows, and releases the blob references those attachments held. Returns
+-- how many messages it deleted. Rows are named by key, not ctid: a ctid
+-- is unique within one partition only (migration 00015).
 WITH doomed AS (
     DELETE FROM mio.inbox
-    WHERE ctid = ANY (ARRAY(
-        SELECT i.ctid FROM mio.inbox AS i
+    WHERE tenant_id = @tenant_id::uuid AND id = ANY (ARRAY(
+        SELECT i.id FROM mio.inbox AS i
         JOIN mio.archive_cursors AS c ON c.tenant_id = @tenant_id::uuid
         WHERE i.tenant_id = @tenant_id::uuid AND i.received_at < @before::timestamptz AND i.ready_xid IS NOT NULL
           AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
@@ -33,3 +34,16 @@ WITH doomed AS (
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM doomed)::bigint AS deleted, (SELECT count(*) FROM unref)::bigint AS blobs_released;
+
+-- name: InboxPartitionsEnsure :one
+-- Creates the inbox's missing day partitions from @from_day to @to_day
+-- (UTC days, both included); returns how many it created (migration 00015).
+SELECT mio.inbox_partitions_ensure(@from_day::date, @to_day::date)::int AS created;
+
+-- name: InboxPartitionRetire :many
+-- Detaches and drops the oldest inbox day partition that ended by @before,
+-- once all its messages are ready and archived (migration 00015); no row
+-- when none is due.
+SELECT r.partition_name::text AS partition_name, r.messages::bigint AS messages, r.blobs_released::bigint AS blobs_released
+FROM mio.inbox_partition_retire(@before::timestamptz) AS r;
+

@@ -13,7 +13,7 @@ import (
 
 func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge, sdk or admin"}
+		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge, sdk, admin or scale"}
 	}
 	which := args[0]
 	var (
@@ -30,6 +30,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		sdkDir   string
 		cpuProf  string
 		memProf  string
+		rows     int
+		days     int
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -38,13 +40,15 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
-		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000)")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 100000)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce: write the server's CPU profile of the measured phase to this file")
 		fs.StringVar(&memProf, "allocsprofile", "", "ingest: write the server's allocation profile after the measured phase to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
+		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
+		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
 	})
 	if err != nil {
 		return err
@@ -163,7 +167,23 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			res.Print(stdout)
 		}
 		return err
+	case "scale":
+		if rows <= 0 || days <= 0 || days > 6 {
+			return &usageError{fmt.Sprintf("--rows %d --days %d: want rows > 0 and days from 1 to 6", rows, days)}
+		}
+		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Scale(ctx, env, bench.ScaleOptions{Rows: rows, Days: days, Clients: clients, Duration: duration,
+			Warmup: warmup, Drain: messages})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge, sdk or admin", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge, sdk, admin or scale", which)}
 	}
 }

@@ -101,6 +101,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	defer closeBlob(store, log)
 	set := workers.NewSet()
 	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
+	set.AddInboxPartitions(&workers.InboxPartitionsWorker{Pool: pool, Logger: log.With("component", "inbox_partitions")}, time.Hour)
 	set.AddConsumerRing(pool, time.Minute, log.With("component", "consumer_ring"))
 	addMediaWorkers(set, cfg, pool, store, registry, accts, metrics.NewMedia(m.Registry), log)
 	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.

@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const InboxArchivedPrune = `-- name: InboxArchivedPrune :one
 WITH doomed AS (
     DELETE FROM mio.inbox
-    WHERE ctid = ANY (ARRAY(
-        SELECT i.ctid FROM mio.inbox AS i
+    WHERE tenant_id = $1::uuid AND id = ANY (ARRAY(
+        SELECT i.id FROM mio.inbox AS i
         JOIN mio.archive_cursors AS c ON c.tenant_id = $1::uuid
         WHERE i.tenant_id = $1::uuid AND i.received_at < $2::timestamptz AND i.ready_xid IS NOT NULL
           AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
@@ -57,12 +58,69 @@ type InboxArchivedPruneRow struct {
 // Deletes at most @max_rows of the tenant's inbox messages received before
 // @before AND already read by the archive (an unarchived message is never
 // deleted; the archive position says which, migration 00007), found by the
-// BRIN index on received_at,
-// with their attachment rows, and releases the blob references those
-// attachments held. Returns how many messages it deleted.
+// BRIN index on received_at (one per partition), with their attachment
+// rows, and releases the blob references those attachments held. Returns
+// how many messages it deleted. Rows are named by key, not ctid: a ctid
+// is unique within one partition only (migration 00015).
 func (q *Queries) InboxArchivedPrune(ctx context.Context, db DBTX, arg *InboxArchivedPruneParams) (InboxArchivedPruneRow, error) {
 	row := db.QueryRow(ctx, InboxArchivedPrune, arg.TenantID, arg.Before, arg.MaxRows)
 	var i InboxArchivedPruneRow
 	err := row.Scan(&i.Deleted, &i.BlobsReleased)
 	return i, err
+}
+
+const InboxPartitionRetire = `-- name: InboxPartitionRetire :many
+SELECT r.partition_name::text AS partition_name, r.messages::bigint AS messages, r.blobs_released::bigint AS blobs_released
+FROM mio.inbox_partition_retire($1::timestamptz) AS r
+`
+
+type InboxPartitionRetireParams struct {
+	Before time.Time
+}
+
+type InboxPartitionRetireRow struct {
+	PartitionName string
+	Messages      int64
+	BlobsReleased int64
+}
+
+// Detaches and drops the oldest inbox day partition that ended by @before,
+// once all its messages are ready and archived (migration 00015); no row
+// when none is due.
+func (q *Queries) InboxPartitionRetire(ctx context.Context, db DBTX, arg *InboxPartitionRetireParams) ([]InboxPartitionRetireRow, error) {
+	rows, err := db.Query(ctx, InboxPartitionRetire, arg.Before)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InboxPartitionRetireRow
+	for rows.Next() {
+		var i InboxPartitionRetireRow
+		if err := rows.Scan(&i.PartitionName, &i.Messages, &i.BlobsReleased); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const InboxPartitionsEnsure = `-- name: InboxPartitionsEnsure :one
+SELECT mio.inbox_partitions_ensure($1::date, $2::date)::int AS created
+`
+
+type InboxPartitionsEnsureParams struct {
+	FromDay pgtype.Date
+	ToDay   pgtype.Date
+}
+
+// Creates the inbox's missing day partitions from @from_day to @to_day
+// (UTC days, both included); returns how many it created (migration 00015).
+func (q *Queries) InboxPartitionsEnsure(ctx context.Context, db DBTX, arg *InboxPartitionsEnsureParams) (int32, error) {
+	row := db.QueryRow(ctx, InboxPartitionsEnsure, arg.FromDay, arg.ToDay)
+	var created int32
+	err := row.Scan(&created)
+	return created, err
 }

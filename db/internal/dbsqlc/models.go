@@ -300,6 +300,25 @@ type MioInbox struct {
 	ArchivedAt      *time.Time
 }
 
+type MioInboxDefault struct {
+	TenantID        uuid.UUID
+	ID              uuid.UUID
+	Seq             pgtype.Int8
+	Xid             pgtype.Uint64
+	ReadyXid        pgtype.Uint64
+	ReadySeq        pgtype.Int8
+	AccountID       uuid.UUID
+	ChannelType     string
+	ConversationID  string
+	SourceMessageID string
+	State           string
+	Envelope        []byte
+	Raw             []byte
+	ReceivedAt      time.Time
+	ReadyAt         *time.Time
+	ArchivedAt      *time.Time
+}
+
 type MioMediaBlob struct {
 	ContentSha256     string
 	StorageKey        string
