@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -134,6 +135,16 @@ func GatewayIdentifyTake(ctx context.Context, tx DBTX, p *GatewayLeaseParams, in
 func GatewayFail(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, reason string) error {
 	return translate(queries().GatewayFail(ctx, tx, &dbsqlc.GatewayFailParams{
 		TenantID: tenantID, AccountID: accountID, Error: reason}))
+}
+
+// GatewayError returns why the account's platform connection stopped for
+// good ("" when it did not, or never ran).
+func GatewayError(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID) (string, error) {
+	reason, err := queries().GatewayErrorGet(ctx, tx, &dbsqlc.GatewayErrorGetParams{TenantID: tenantID, AccountID: accountID})
+	if err = translate(err); errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return reason, err
 }
 
 // SourceCursor is the newest platform message id stored for one

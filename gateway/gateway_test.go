@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/discord"
 	"github.com/miohq/mio/channels/discord/discordtest"
@@ -351,6 +352,12 @@ func TestWrongTokenDisablesAccount(t *testing.T) {
 	}))
 	require.Equal(t, db.AccountDisabled, status)
 	require.Zero(t, m.Held())
+	// The reason is on the account as the admin API and `mio admin account
+	// show` show it (both answer with admin.Service.AccountShow).
+	info, err := admin.New(b.env.Pool, nil, "http://mio.test").AccountShow(context.Background(), b.tenant, b.account)
+	require.NoError(t, err)
+	require.Contains(t, info.DisabledReason, "4004")
+	require.Contains(t, info.DisabledReason, "token")
 }
 
 func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {

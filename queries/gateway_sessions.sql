@@ -1,9 +1,10 @@
 -- name: GatewayLeaseAcquire :one
--- Takes the account's lease when it is free, expired or already ours.
+-- Takes the account's lease when it is free, expired or already ours; a
+-- new attempt forgets why an earlier connection stopped for good.
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
 VALUES (@tenant_id, @account_id, @holder, now() + make_interval(secs => @ttl_seconds::float8))
 ON CONFLICT (tenant_id, account_id) DO UPDATE
-    SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+    SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
 RETURNING *;
 
@@ -41,6 +42,10 @@ RETURNING greatest(0, extract(epoch FROM identify_at - now()) - @interval_second
 UPDATE mio.gateway_sessions
 SET error = @error, session_id = '', resume_url = '', seq = 0, updated_at = now()
 WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
+-- name: GatewayErrorGet :one
+-- Why the account's connection stopped for good ('' when it did not).
+SELECT error FROM mio.gateway_sessions WHERE tenant_id = @tenant_id AND account_id = @account_id;
 
 -- name: SourceCursorAdvance :exec
 -- Moves a conversation's cursor forward (ids compare by length, then

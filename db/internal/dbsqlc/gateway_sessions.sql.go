@@ -12,6 +12,23 @@ import (
 	"github.com/google/uuid"
 )
 
+const GatewayErrorGet = `-- name: GatewayErrorGet :one
+SELECT error FROM mio.gateway_sessions WHERE tenant_id = $1 AND account_id = $2
+`
+
+type GatewayErrorGetParams struct {
+	TenantID  uuid.UUID
+	AccountID uuid.UUID
+}
+
+// Why the account's connection stopped for good (” when it did not).
+func (q *Queries) GatewayErrorGet(ctx context.Context, db DBTX, arg *GatewayErrorGetParams) (string, error) {
+	row := db.QueryRow(ctx, GatewayErrorGet, arg.TenantID, arg.AccountID)
+	var error string
+	err := row.Scan(&error)
+	return error, err
+}
+
 const GatewayFail = `-- name: GatewayFail :exec
 UPDATE mio.gateway_sessions
 SET error = $1, session_id = '', resume_url = '', seq = 0, updated_at = now()
@@ -73,7 +90,7 @@ const GatewayLeaseAcquire = `-- name: GatewayLeaseAcquire :one
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
 VALUES ($1, $2, $3, now() + make_interval(secs => $4::float8))
 ON CONFLICT (tenant_id, account_id) DO UPDATE
-    SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+    SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
 RETURNING tenant_id, account_id, holder, lease_until, session_id, resume_url, seq, identify_at, identifies, identify_window, error, updated_at
 `
@@ -85,7 +102,8 @@ type GatewayLeaseAcquireParams struct {
 	TtlSeconds float64
 }
 
-// Takes the account's lease when it is free, expired or already ours.
+// Takes the account's lease when it is free, expired or already ours; a
+// new attempt forgets why an earlier connection stopped for good.
 func (q *Queries) GatewayLeaseAcquire(ctx context.Context, db DBTX, arg *GatewayLeaseAcquireParams) (MioGatewaySession, error) {
 	row := db.QueryRow(ctx, GatewayLeaseAcquire,
 		arg.TenantID,
