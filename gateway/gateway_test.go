@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -62,12 +60,10 @@ func setup(t *testing.T, token string) *testBundle {
 	tn, err := db.TenantInsert(ctx, b.env.Pool, uuid.Nil, "t")
 	require.NoError(t, err)
 	b.tenant, b.account = tn.ID, uuid.New()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
+	// Gateway only: no application public key (no interactions endpoint).
 	spec := &accounts.Spec{TenantID: b.tenant, ID: b.account, ChannelType: envelope.ChannelDiscord, DisplayName: "d",
-		WebhookSecret: hex.EncodeToString(pub),
-		Settings:      json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.URL())),
-		Credentials:   json.RawMessage(fmt.Sprintf(`{"bot_token": %q}`, token))}
+		Settings:    json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.URL())),
+		Credentials: json.RawMessage(fmt.Sprintf(`{"bot_token": %q}`, token))}
 	require.NoError(t, spec.Validate(registry))
 	row, err := spec.Seal(box)
 	require.NoError(t, err)
