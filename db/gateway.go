@@ -154,6 +154,9 @@ type SourceCursor struct {
 	ConversationType string
 	LastSourceID     string
 	ActiveAt         time.Time
+	// GapAfter and GapBefore bound the messages a history walk has not
+	// read yet (both exclusive; GapBefore "" = no gap). Migration 00016.
+	GapAfter, GapBefore string
 }
 
 // SourceCursorAdvance moves a conversation's cursor to c.LastSourceID when
@@ -181,7 +184,26 @@ func SourceCursorList(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUI
 	}
 	out := make([]SourceCursor, len(rows))
 	for i, r := range rows {
-		out[i] = SourceCursor{ConversationID: r.ConversationID, ConversationType: r.ConversationType, LastSourceID: r.LastSourceID, ActiveAt: r.ActiveAt}
+		out[i] = SourceCursor{ConversationID: r.ConversationID, ConversationType: r.ConversationType, LastSourceID: r.LastSourceID,
+			ActiveAt: r.ActiveAt, GapAfter: r.GapAfter, GapBefore: r.GapBefore}
 	}
 	return out, nil
+}
+
+// SourceCursorSeed creates the cursors of the account's conversations that
+// had a message stored since activeSince, from the stored platform ids,
+// and marks existing ones active (for channels whose live intake keeps no
+// cursor: Slack). A new cursor starts after the oldest message of the
+// window.
+func SourceCursorSeed(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, activeSince time.Time) error {
+	return translate(queries().SourceCursorSeed(ctx, tx, &dbsqlc.SourceCursorSeedParams{
+		TenantID: tenantID, AccountID: accountID, ActiveSince: activeSince}))
+}
+
+// SourceCursorWalk records a history walk's progress: the cursor and the
+// gap still to read (c.GapBefore "" = none).
+func SourceCursorWalk(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, c SourceCursor) error {
+	return translate(queries().SourceCursorWalk(ctx, tx, &dbsqlc.SourceCursorWalkParams{
+		TenantID: tenantID, AccountID: accountID, ConversationID: c.ConversationID,
+		LastSourceID: c.LastSourceID, GapAfter: c.GapAfter, GapBefore: c.GapBefore}))
 }

@@ -69,7 +69,7 @@ WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = 
 
 -- name: SourceCursorList :many
 -- The account's conversations active since a time, most recent first.
-SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.source_cursors
+SELECT conversation_id, conversation_type, last_source_id, active_at, gap_after, gap_before FROM mio.source_cursors
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND active_at >= @active_since
 ORDER BY active_at DESC
 LIMIT @max_rows;
@@ -78,3 +78,27 @@ LIMIT @max_rows;
 -- The tenant's accounts whose lease another holder has (skipped by scans).
 SELECT account_id FROM mio.gateway_sessions
 WHERE tenant_id = @tenant_id AND holder IS NOT NULL AND holder <> @holder AND lease_until >= now();
+
+-- name: SourceCursorSeed :exec
+-- Cursors of the conversations that had a message stored since a time,
+-- from the messages' platform ids (inbound_refs), for channels whose live
+-- intake keeps no cursor (Slack webhooks): a new conversation starts
+-- after the oldest message stored in the window; an existing cursor only
+-- gets the newer activity (the reconciler alone moves it, as it reads
+-- everything after it).
+INSERT INTO mio.source_cursors AS c (tenant_id, account_id, conversation_id, last_source_id, active_at)
+SELECT @tenant_id::uuid, @account_id::uuid, r.conversation_id,
+       (array_agg(r.platform_message_id ORDER BY length(r.platform_message_id), r.platform_message_id COLLATE "C"))[1],
+       max(r.created_at)
+FROM mio.inbound_refs AS r
+WHERE r.tenant_id = @tenant_id::uuid AND r.account_id = @account_id::uuid AND r.created_at >= @active_since::timestamptz
+GROUP BY r.conversation_id
+ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
+    SET active_at = greatest(c.active_at, excluded.active_at);
+
+-- name: SourceCursorWalk :exec
+-- Records a history walk's progress (the reconciler's, with the page it
+-- stored): the cursor and the gap still to read ('' = none).
+UPDATE mio.source_cursors
+SET last_source_id = @last_source_id, gap_after = @gap_after, gap_before = @gap_before
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id;

@@ -2,7 +2,11 @@
 -- Inserts dedup keys and inbox rows for one tenant in one statement: a row
 -- whose (account, source id) already exists is skipped (a redelivery) and
 -- only the ids actually inserted are returned. A new message with a
--- platform message id is recorded in inbound_refs; an edit naming one
+-- platform message id is recorded in inbound_refs, which is also the
+-- message-level dedup: a message whose (account, conversation, platform
+-- id) is already recorded is skipped too (the same Slack message from a
+-- webhook, event id key, and from history, "<channel>:<ts>" key, is
+-- stored once), its source key being kept. An edit naming one
 -- (edit_of_platform_id) gets the stored original's id and
 -- source_message_id merged into its envelope's edit_of, whether the
 -- original was stored before or by this same statement (an edit in the
@@ -34,6 +38,7 @@ refs AS (
     JOIN dedup ON dedup.message_id = input.id
     WHERE input.platform_message_id <> ''
     ON CONFLICT DO NOTHING
+    RETURNING message_id
 )
 INSERT INTO mio.inbox (
     tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state,
@@ -53,16 +58,18 @@ SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.s
        CASE WHEN input.state = 'ready' THEN input.received_at END
 FROM input
 JOIN dedup ON dedup.message_id = input.id
+LEFT JOIN refs AS ref ON ref.message_id = input.id
 LEFT JOIN mio.inbound_refs AS orig
        ON input.edit_of_platform_id <> ''
       AND orig.tenant_id = @tenant_id::uuid AND orig.account_id = input.account_id
       AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
 LEFT JOIN LATERAL (
-    SELECT b.id, b.source_message_id FROM input AS b JOIN dedup ON dedup.message_id = b.id
+    SELECT b.id, b.source_message_id FROM input AS b JOIN refs ON refs.message_id = b.id
     WHERE input.edit_of_platform_id <> '' AND b.id <> input.id AND b.account_id = input.account_id
       AND b.conversation_id = input.conversation_id AND b.platform_message_id = input.edit_of_platform_id
     ORDER BY b.ord LIMIT 1
 ) AS batch_orig ON true
+WHERE input.platform_message_id = '' OR ref.message_id IS NOT NULL
 -- Rows go in in request order (their seq, ready_seq: the stream order),
 -- whatever order the joins produce.
 ORDER BY input.ord

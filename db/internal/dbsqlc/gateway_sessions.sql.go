@@ -267,7 +267,7 @@ func (q *Queries) SourceCursorAdvance(ctx context.Context, db DBTX, arg *SourceC
 }
 
 const SourceCursorList = `-- name: SourceCursorList :many
-SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.source_cursors
+SELECT conversation_id, conversation_type, last_source_id, active_at, gap_after, gap_before FROM mio.source_cursors
 WHERE tenant_id = $1 AND account_id = $2 AND active_at >= $3
 ORDER BY active_at DESC
 LIMIT $4
@@ -285,6 +285,8 @@ type SourceCursorListRow struct {
 	ConversationType string
 	LastSourceID     string
 	ActiveAt         time.Time
+	GapAfter         string
+	GapBefore        string
 }
 
 // The account's conversations active since a time, most recent first.
@@ -307,6 +309,8 @@ func (q *Queries) SourceCursorList(ctx context.Context, db DBTX, arg *SourceCurs
 			&i.ConversationType,
 			&i.LastSourceID,
 			&i.ActiveAt,
+			&i.GapAfter,
+			&i.GapBefore,
 		); err != nil {
 			return nil, err
 		}
@@ -337,6 +341,64 @@ type SourceCursorMoveParams struct {
 func (q *Queries) SourceCursorMove(ctx context.Context, db DBTX, arg *SourceCursorMoveParams) error {
 	_, err := db.Exec(ctx, SourceCursorMove,
 		arg.LastSourceID,
+		arg.TenantID,
+		arg.AccountID,
+		arg.ConversationID,
+	)
+	return err
+}
+
+const SourceCursorSeed = `-- name: SourceCursorSeed :exec
+INSERT INTO mio.source_cursors AS c (tenant_id, account_id, conversation_id, last_source_id, active_at)
+SELECT $1::uuid, $2::uuid, r.conversation_id,
+       (array_agg(r.platform_message_id ORDER BY length(r.platform_message_id), r.platform_message_id COLLATE "C"))[1],
+       max(r.created_at)
+FROM mio.inbound_refs AS r
+WHERE r.tenant_id = $1::uuid AND r.account_id = $2::uuid AND r.created_at >= $3::timestamptz
+GROUP BY r.conversation_id
+ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
+    SET active_at = greatest(c.active_at, excluded.active_at)
+`
+
+type SourceCursorSeedParams struct {
+	TenantID    uuid.UUID
+	AccountID   uuid.UUID
+	ActiveSince time.Time
+}
+
+// Cursors of the conversations that had a message stored since a time,
+// from the messages' platform ids (inbound_refs), for channels whose live
+// intake keeps no cursor (Slack webhooks): a new conversation starts
+// after the oldest message stored in the window; an existing cursor only
+// gets the newer activity (the reconciler alone moves it, as it reads
+// everything after it).
+func (q *Queries) SourceCursorSeed(ctx context.Context, db DBTX, arg *SourceCursorSeedParams) error {
+	_, err := db.Exec(ctx, SourceCursorSeed, arg.TenantID, arg.AccountID, arg.ActiveSince)
+	return err
+}
+
+const SourceCursorWalk = `-- name: SourceCursorWalk :exec
+UPDATE mio.source_cursors
+SET last_source_id = $1, gap_after = $2, gap_before = $3
+WHERE tenant_id = $4 AND account_id = $5 AND conversation_id = $6
+`
+
+type SourceCursorWalkParams struct {
+	LastSourceID   string
+	GapAfter       string
+	GapBefore      string
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+}
+
+// Records a history walk's progress (the reconciler's, with the page it
+// stored): the cursor and the gap still to read (” = none).
+func (q *Queries) SourceCursorWalk(ctx context.Context, db DBTX, arg *SourceCursorWalkParams) error {
+	_, err := db.Exec(ctx, SourceCursorWalk,
+		arg.LastSourceID,
+		arg.GapAfter,
+		arg.GapBefore,
 		arg.TenantID,
 		arg.AccountID,
 		arg.ConversationID,
