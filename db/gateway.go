@@ -34,7 +34,7 @@ type GatewayLeaseParams struct {
 // GatewayLeaseAcquire takes the account's lease for p.Holder until now +
 // p.TTL (database clock) when nobody holds it, it expired, or p.Holder
 // already holds it, and returns the session. ErrNotFound: another holder
-// has it.
+// has it, or the account is not active.
 func GatewayLeaseAcquire(ctx context.Context, tx DBTX, p *GatewayLeaseParams) (*GatewaySession, error) {
 	r, err := queries().GatewayLeaseAcquire(ctx, tx, &dbsqlc.GatewayLeaseAcquireParams{
 		TenantID: p.TenantID, AccountID: p.AccountID, Holder: &p.Holder, TtlSeconds: p.TTL.Seconds()})

@@ -1,8 +1,12 @@
 -- name: GatewayLeaseAcquire :one
--- Takes the account's lease when it is free, expired or already ours; a
--- new attempt forgets why an earlier connection stopped for good.
+-- Takes the account's lease when it is free, expired or already ours,
+-- and the account active (a scan that listed it before a fatal close
+-- disabled it does not connect again); a new attempt forgets why an
+-- earlier connection stopped for good.
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
-VALUES (@tenant_id, @account_id, @holder, now() + make_interval(secs => @ttl_seconds::float8))
+SELECT a.tenant_id, a.id, @holder, now() + make_interval(secs => @ttl_seconds::float8)
+FROM mio.accounts AS a
+WHERE a.tenant_id = @tenant_id AND a.id = @account_id AND a.status = 'active'
 ON CONFLICT (tenant_id, account_id) DO UPDATE
     SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()

@@ -88,7 +88,9 @@ func (q *Queries) GatewayIdentifyTake(ctx context.Context, db DBTX, arg *Gateway
 
 const GatewayLeaseAcquire = `-- name: GatewayLeaseAcquire :one
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
-VALUES ($1, $2, $3, now() + make_interval(secs => $4::float8))
+SELECT a.tenant_id, a.id, $1, now() + make_interval(secs => $2::float8)
+FROM mio.accounts AS a
+WHERE a.tenant_id = $3 AND a.id = $4 AND a.status = 'active'
 ON CONFLICT (tenant_id, account_id) DO UPDATE
     SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
@@ -96,20 +98,22 @@ RETURNING tenant_id, account_id, holder, lease_until, session_id, resume_url, se
 `
 
 type GatewayLeaseAcquireParams struct {
-	TenantID   uuid.UUID
-	AccountID  uuid.UUID
 	Holder     *uuid.UUID
 	TtlSeconds float64
+	TenantID   uuid.UUID
+	AccountID  uuid.UUID
 }
 
-// Takes the account's lease when it is free, expired or already ours; a
-// new attempt forgets why an earlier connection stopped for good.
+// Takes the account's lease when it is free, expired or already ours,
+// and the account active (a scan that listed it before a fatal close
+// disabled it does not connect again); a new attempt forgets why an
+// earlier connection stopped for good.
 func (q *Queries) GatewayLeaseAcquire(ctx context.Context, db DBTX, arg *GatewayLeaseAcquireParams) (MioGatewaySession, error) {
 	row := db.QueryRow(ctx, GatewayLeaseAcquire,
-		arg.TenantID,
-		arg.AccountID,
 		arg.Holder,
 		arg.TtlSeconds,
+		arg.TenantID,
+		arg.AccountID,
 	)
 	var i MioGatewaySession
 	err := row.Scan(
