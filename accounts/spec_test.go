@@ -28,6 +28,11 @@ func TestSpecValidate(t *testing.T) {
 		{name: "CredentialsNotJSON", spec: accounts.Spec{ChannelType: "slack", Credentials: json.RawMessage(`xoxb`)}, want: "credentials must be a JSON object"},
 		{name: "AdapterRefuses", spec: accounts.Spec{ChannelType: "telegram", WebhookSecret: "not a token!"}, registry: registry, want: "telegram"},
 		{name: "AdapterNeedsSecret", spec: accounts.Spec{ChannelType: "webhook"}, registry: registry, want: "whsec_"},
+		{name: "DiscordGatewayOnlyNoPublicKey", spec: accounts.Spec{ChannelType: "discord",
+			Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`)}, registry: registry},
+		{name: "DiscordInteractionsNeedPublicKey", spec: accounts.Spec{ChannelType: "discord",
+			Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`), Settings: json.RawMessage(`{"gateway":false}`)},
+			registry: registry, want: "application public key"},
 		{name: "WithoutRegistryShapeOnly", spec: accounts.Spec{ChannelType: "webhook"}},
 		{name: "NotInRegistry", spec: accounts.Spec{ChannelType: "webhook", WebhookSecret: whsec}, registry: channels.NewRegistry(), want: `unknown channel "webhook"`},
 	}

@@ -44,6 +44,10 @@ type AccountInfo struct {
 	// configuration it applies (channels.ConfigDescriber; Zoho Cliq's
 	// payload mapping), when the channel gives one.
 	ConfigInForce any `json:"config_in_force,omitempty"`
+	// DisabledReason is, in AccountShow of a disabled account, why MIO
+	// disabled it (a platform connection closed for good, e.g. the Discord
+	// Gateway refused the token: close 4004); empty when an operator did.
+	DisabledReason string `json:"disabled_reason,omitempty"`
 }
 
 // AccountCreate validates and stores an account with sealed secrets.
@@ -138,8 +142,12 @@ func (s *Service) AccountShow(ctx context.Context, tenantID, id uuid.UUID) (*Acc
 	var out *AccountInfo
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		a, err := db.AccountGet(ctx, tx, tenantID, id)
-		if err == nil {
-			out = s.info(a)
+		if err != nil {
+			return err
+		}
+		out = s.info(a)
+		if a.Status == db.AccountDisabled {
+			out.DisabledReason, err = db.GatewayError(ctx, tx, tenantID, id)
 		}
 		return err
 	})

@@ -117,12 +117,13 @@ func TestCrashBeforeAdvance(t *testing.T) {
 	waitCount(t, m.Published.WithLabelValues("inbound", "duplicate"), 150)
 }
 
-// NATS stops during ingest: the backlog stays in PostgreSQL, /readyz's
-// check fails, and once NATS is back everything is published once.
+// NATS stops for -nats.down (30 s) while ingest goes on: the backlog
+// stays in PostgreSQL, /readyz's check fails, and once NATS is back the
+// bridge catches up and everything is published once.
 func TestNATSDownThenBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	br, _ := b.newBridge(t, bridge.Config{MaxPending: 64})
+	br, m := b.newBridge(t, bridge.Config{MaxPending: 64})
 	run(t, br)
 	ids := b.insert(t, b.rows(100))
 	b.waitMsgs(t, bridge.DefaultStream, 200)
@@ -130,12 +131,21 @@ func TestNATSDownThenBack(t *testing.T) {
 
 	b.nats.stop()
 	require.Eventually(t, func() bool { return br.Ready() != nil }, 10*time.Second, 10*time.Millisecond)
-	for range 5 {
+	// Ingest goes on through the outage: a chunk every tenth of it.
+	const chunks = 10
+	tick := time.NewTicker(*natsDown / chunks)
+	defer tick.Stop()
+	for range chunks {
 		ids = append(ids, b.insert(t, b.rows(40))...)
+		<-tick.C
 	}
+	require.Error(t, br.Ready(), "still down at the end of the outage")
+	require.Equal(t, 200.0, testutil.ToFloat64(m.Published.WithLabelValues("inbound", "published"))+
+		testutil.ToFloat64(m.Published.WithLabelValues("inbound_enriched", "published")), "nothing published while down")
 	b.nats.start()
 	checkExactlyOnce(t, b, ids)
 	require.Eventually(t, func() bool { return br.Ready() == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Zero(t, testutil.ToFloat64(m.Published.WithLabelValues("inbound", "error")))
 }
 
 // Two bridges: one holds the tenant and publishes, the other stands by

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/outbox"
 )
 
 // read returns the next events of the stream's window (pos.Lo, hi].
@@ -21,13 +21,7 @@ func (b *Bridge) read(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, stream
 		if err != nil {
 			return nil, err
 		}
-		out := make([]event, len(rows))
-		for i := range rows {
-			if out[i], err = outboundEvent(tenantID, &rows[i]); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return outboundEvents(ctx, tx, tenantID, rows)
 	}
 	rows, err := db.BridgeInboundRead(ctx, tx, tenantID, stream, pos, hi, b.cfg.BatchRows)
 	if err != nil {
@@ -77,36 +71,60 @@ func MessageJSON(stored, raw []byte) ([]byte, error) {
 
 // OutboundEvent is the payload of mio.outbound (event "queued": the send
 // was accepted) and mio.outbound_status (every other event of either
-// state machine): one entry of GET /v1/outbound/{id}'s timeline with the
-// send it belongs to.
+// state machine): the send as GET /v1/outbound/{id} shows it when the
+// event is published (it may already show later events), plus the
+// transition that caused the event.
 type OutboundEvent struct {
-	OutboundID     uuid.UUID       `json:"outbound_id"`
-	Seq            int64           `json:"seq"`
-	TenantID       uuid.UUID       `json:"tenant_id"`
-	AccountID      uuid.UUID       `json:"account_id"`
-	ChannelType    string          `json:"channel_type"`
-	ConversationID string          `json:"conversation_id"`
-	Event          string          `json:"event"`
-	Machine        string          `json:"machine"`
-	State          string          `json:"state"`
-	Attempt        int             `json:"attempt"`
-	At             time.Time       `json:"at"`
-	Detail         json.RawMessage `json:"detail,omitempty"`
+	*outbox.View
+	Transition OutboundTransition `json:"transition"`
+}
+
+// OutboundTransition is the timeline entry an outbound event publishes;
+// Seq orders the entries of one send.
+type OutboundTransition struct {
+	Seq int64 `json:"seq"`
+	outbox.EventView
 }
 
 // outboundAccepted is the event written when a send is accepted.
 const outboundAccepted = "queued"
 
-func outboundEvent(tenantID uuid.UUID, r *db.BridgeOutboxEvent) (event, error) {
-	e := OutboundEvent{OutboundID: r.OutboxID, Seq: r.Seq, TenantID: tenantID, AccountID: r.AccountID,
-		ChannelType: r.ChannelType, ConversationID: r.ConversationID, Event: r.Event, Machine: r.Machine,
-		State: r.State, Attempt: r.AttemptNo, At: r.At}
-	if len(r.Detail) > 0 {
-		e.Detail = json.RawMessage(r.Detail)
+// outboundEvents turns a batch of outbound events into messages, each
+// with its send read in tx.
+func outboundEvents(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, rows []db.BridgeOutboxEvent) ([]event, error) {
+	ids := make([]uuid.UUID, 0, len(rows))
+	seen := make(map[uuid.UUID]bool, len(rows))
+	for i := range rows {
+		if id := rows[i].OutboxID; !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
+	sends, err := db.BridgeOutboxSends(ctx, tx, tenantID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read sends: %w", err)
+	}
+	out := make([]event, len(rows))
+	for i := range rows {
+		if out[i], err = outboundEvent(sends[rows[i].OutboxID], &rows[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// outboundEvent is the message of one outbound event; send is nil when
+// the send is no longer stored (the view then holds its lane only).
+func outboundEvent(send *db.OutboxTimeline, r *db.BridgeOutboxEvent) (event, error) {
+	view := &outbox.View{ID: r.OutboxID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID}
+	if send != nil {
+		view = outbox.ViewOf(send.Outbound, send.Events)
+	}
+	e := OutboundEvent{View: view, Transition: OutboundTransition{Seq: r.Seq, EventView: outbox.EventViewOf(db.OutboxEvent{
+		ID: r.Seq, Event: r.Event, Machine: r.Machine, State: r.State, AttemptNo: r.AttemptNo, Detail: r.Detail, At: r.At})}}
 	data, err := json.Marshal(&e)
 	if err != nil {
-		return event{}, err
+		return event{}, fmt.Errorf("outbound %s: %w", r.OutboxID, err)
 	}
 	root := SubjectOutboundStatus
 	if r.Event == outboundAccepted {

@@ -13,6 +13,7 @@ import (
 	"github.com/miohq/mio/bridge"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/outbox"
 )
 
 // A message with attachments to fetch is published on mio.inbound when it
@@ -97,11 +98,27 @@ func TestOutboundStatusEvents(t *testing.T) {
 		require.NoError(t, err)
 		var e bridge.OutboundEvent
 		require.NoError(t, json.Unmarshal(m.Data, &e))
-		require.Equal(t, out, e.OutboundID)
-		require.Equal(t, b.tenant, e.TenantID)
-		require.Greater(t, e.Seq, prev)
-		prev = e.Seq
-		states = append(states, e.State)
+		require.Equal(t, out, e.ID)
+		require.Equal(t, "k", e.IdempotencyKey, "the payload is the send as GET /v1/outbound/{id} shows it")
+		require.Equal(t, "hi", e.Text)
+		require.GreaterOrEqual(t, len(e.Events), int(seq), "with its timeline up to (at least) this event")
+		require.Greater(t, e.Transition.Seq, prev)
+		prev = e.Transition.Seq
+		states = append(states, e.Transition.State)
+		if seq == 4 {
+			// The whole payload is GET's answer plus the transition.
+			var got map[string]json.RawMessage
+			require.NoError(t, json.Unmarshal(m.Data, &got))
+			delete(got, "transition")
+			sends, err := db.BridgeOutboxSends(ctx, owner, b.tenant, []uuid.UUID{out})
+			require.NoError(t, err)
+			want, err := json.Marshal(outbox.ViewOf(sends[out].Outbound, sends[out].Events))
+			require.NoError(t, err)
+			gotJSON, err := json.Marshal(got)
+			require.NoError(t, err)
+			require.JSONEq(t, string(want), string(gotJSON))
+			require.JSONEq(t, `{"n":1}`, string(e.Transition.Detail))
+		}
 	}
 	require.Equal(t, []string{"queued", "sending", "handed_off", "delivered"}, states)
 }

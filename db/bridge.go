@@ -177,3 +177,33 @@ func BridgePublishGet(ctx context.Context, tx DBTX, tenantID uuid.UUID) (bool, e
 func BridgePublishSet(ctx context.Context, tx DBTX, tenantID uuid.UUID, publish bool) error {
 	return translate(queries().BridgePublishSet(ctx, tx, &dbsqlc.BridgePublishSetParams{TenantID: tenantID, Publish: publish}))
 }
+
+// OutboxTimeline is an outbound message with its event timeline, oldest
+// first.
+type OutboxTimeline struct {
+	Outbound *Outbound
+	Events   []OutboxEvent
+}
+
+// BridgeOutboxSends returns the tenant's outbound messages with these ids
+// and their timelines, by id (ids not found are missing).
+func BridgeOutboxSends(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*OutboxTimeline, error) {
+	rows, err := queries().BridgeOutboxGetMany(ctx, tx, &dbsqlc.BridgeOutboxGetManyParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[uuid.UUID]*OutboxTimeline, len(rows))
+	for _, r := range rows {
+		out[r.ID] = &OutboxTimeline{Outbound: outboundFrom(r)}
+	}
+	events, err := queries().BridgeOutboxEventListMany(ctx, tx, &dbsqlc.BridgeOutboxEventListManyParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	for _, e := range events {
+		if t := out[e.OutboxID]; t != nil {
+			t.Events = append(t.Events, outboxEventFrom(e))
+		}
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,7 +34,7 @@ type GatewayLeaseParams struct {
 // GatewayLeaseAcquire takes the account's lease for p.Holder until now +
 // p.TTL (database clock) when nobody holds it, it expired, or p.Holder
 // already holds it, and returns the session. ErrNotFound: another holder
-// has it.
+// has it, or the account is not active.
 func GatewayLeaseAcquire(ctx context.Context, tx DBTX, p *GatewayLeaseParams) (*GatewaySession, error) {
 	r, err := queries().GatewayLeaseAcquire(ctx, tx, &dbsqlc.GatewayLeaseAcquireParams{
 		TenantID: p.TenantID, AccountID: p.AccountID, Holder: &p.Holder, TtlSeconds: p.TTL.Seconds()})
@@ -136,6 +137,16 @@ func GatewayFail(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, re
 		TenantID: tenantID, AccountID: accountID, Error: reason}))
 }
 
+// GatewayError returns why the account's platform connection stopped for
+// good ("" when it did not, or never ran).
+func GatewayError(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID) (string, error) {
+	reason, err := queries().GatewayErrorGet(ctx, tx, &dbsqlc.GatewayErrorGetParams{TenantID: tenantID, AccountID: accountID})
+	if err = translate(err); errors.Is(err, ErrNotFound) {
+		return "", nil
+	}
+	return reason, err
+}
+
 // SourceCursor is the newest platform message id stored for one
 // conversation through a live intake, and when it was last active.
 type SourceCursor struct {
@@ -143,6 +154,9 @@ type SourceCursor struct {
 	ConversationType string
 	LastSourceID     string
 	ActiveAt         time.Time
+	// GapAfter and GapBefore bound the messages a history walk has not
+	// read yet (both exclusive; GapBefore "" = no gap). Migration 00016.
+	GapAfter, GapBefore string
 }
 
 // SourceCursorAdvance moves a conversation's cursor to c.LastSourceID when
@@ -170,7 +184,26 @@ func SourceCursorList(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUI
 	}
 	out := make([]SourceCursor, len(rows))
 	for i, r := range rows {
-		out[i] = SourceCursor{ConversationID: r.ConversationID, ConversationType: r.ConversationType, LastSourceID: r.LastSourceID, ActiveAt: r.ActiveAt}
+		out[i] = SourceCursor{ConversationID: r.ConversationID, ConversationType: r.ConversationType, LastSourceID: r.LastSourceID,
+			ActiveAt: r.ActiveAt, GapAfter: r.GapAfter, GapBefore: r.GapBefore}
 	}
 	return out, nil
+}
+
+// SourceCursorSeed creates the cursors of the account's conversations that
+// had a message stored since activeSince, from the stored platform ids,
+// and marks existing ones active (for channels whose live intake keeps no
+// cursor: Slack). A new cursor starts after the oldest message of the
+// window.
+func SourceCursorSeed(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, activeSince time.Time) error {
+	return translate(queries().SourceCursorSeed(ctx, tx, &dbsqlc.SourceCursorSeedParams{
+		TenantID: tenantID, AccountID: accountID, ActiveSince: activeSince}))
+}
+
+// SourceCursorWalk records a history walk's progress: the cursor and the
+// gap still to read (c.GapBefore "" = none).
+func SourceCursorWalk(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, c SourceCursor) error {
+	return translate(queries().SourceCursorWalk(ctx, tx, &dbsqlc.SourceCursorWalkParams{
+		TenantID: tenantID, AccountID: accountID, ConversationID: c.ConversationID,
+		LastSourceID: c.LastSourceID, GapAfter: c.GapAfter, GapBefore: c.GapBefore}))
 }

@@ -283,10 +283,14 @@ func OutboxEventList(ctx context.Context, tx DBTX, tenantID, id uuid.UUID) ([]Ou
 	}
 	out := make([]OutboxEvent, len(rows))
 	for i, r := range rows {
-		out[i] = OutboxEvent{ID: r.ID, Event: r.Event, Machine: r.Machine, State: r.State,
-			AttemptNo: int(r.AttemptNo), Detail: r.Detail, At: r.At}
+		out[i] = outboxEventFrom(r)
 	}
 	return out, nil
+}
+
+func outboxEventFrom(r dbsqlc.MioOutboxEvent) OutboxEvent {
+	return OutboxEvent{ID: r.ID, Event: r.Event, Machine: r.Machine, State: r.State,
+		AttemptNo: int(r.AttemptNo), Detail: r.Detail, At: r.At}
 }
 
 // OutboxListParams filter OutboxList; zero values do not filter.

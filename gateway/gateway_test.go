@@ -2,9 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/discord"
 	"github.com/miohq/mio/channels/discord/discordtest"
@@ -61,12 +60,10 @@ func setup(t *testing.T, token string) *testBundle {
 	tn, err := db.TenantInsert(ctx, b.env.Pool, uuid.Nil, "t")
 	require.NoError(t, err)
 	b.tenant, b.account = tn.ID, uuid.New()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
+	// Gateway only: no application public key (no interactions endpoint).
 	spec := &accounts.Spec{TenantID: b.tenant, ID: b.account, ChannelType: envelope.ChannelDiscord, DisplayName: "d",
-		WebhookSecret: hex.EncodeToString(pub),
-		Settings:      json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.URL())),
-		Credentials:   json.RawMessage(fmt.Sprintf(`{"bot_token": %q}`, token))}
+		Settings:    json.RawMessage(fmt.Sprintf(`{"gateway_url": %q}`, b.fake.URL())),
+		Credentials: json.RawMessage(fmt.Sprintf(`{"bot_token": %q}`, token))}
 	require.NoError(t, spec.Validate(registry))
 	row, err := spec.Seal(box)
 	require.NoError(t, err)
@@ -351,6 +348,12 @@ func TestWrongTokenDisablesAccount(t *testing.T) {
 	}))
 	require.Equal(t, db.AccountDisabled, status)
 	require.Zero(t, m.Held())
+	// The reason is on the account as the admin API and `mio admin account
+	// show` show it (both answer with admin.Service.AccountShow).
+	info, err := admin.New(b.env.Pool, nil, "http://mio.test").AccountShow(context.Background(), b.tenant, b.account)
+	require.NoError(t, err)
+	require.Contains(t, info.DisabledReason, "4004")
+	require.Contains(t, info.DisabledReason, "token")
 }
 
 func TestLeaseFencesWritesAndSpacesIdentifies(t *testing.T) {

@@ -25,14 +25,3 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
-
-// rawJSON is pre-encoded JSON written as is.
-type rawJSON []byte
-
-// MarshalJSON returns the bytes.
-func (r rawJSON) MarshalJSON() ([]byte, error) {
-	if len(r) == 0 {
-		return []byte("null"), nil
-	}
-	return r, nil
-}

@@ -3,12 +3,10 @@ package httpapi
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -213,61 +211,11 @@ func (s *Server) outboxError(w http.ResponseWriter, what, retry string, err erro
 	}
 }
 
-// outboundView is an outbound message as the API shows it.
-type outboundView struct {
-	ID                uuid.UUID                 `json:"id"`
-	IdempotencyKey    string                    `json:"idempotency_key"`
-	AccountID         uuid.UUID                 `json:"account_id"`
-	ChannelType       string                    `json:"channel_type"`
-	ConversationID    string                    `json:"conversation_id"`
-	ThreadID          string                    `json:"thread_id,omitempty"`
-	Text              string                    `json:"text"`
-	RichContent       rawJSON                   `json:"rich_content,omitempty"`
-	Attachments       []envelope.SendAttachment `json:"attachments,omitempty"`
-	EditOf            *uuid.UUID                `json:"edit_of,omitempty"`
-	HandoffState      db.HandoffState           `json:"handoff_state"`
-	ProviderState     db.ProviderState          `json:"provider_state"`
-	Attempt           int                       `json:"attempt"`
-	Attempts          int                       `json:"attempts"`
-	Series            int                       `json:"series"`
-	LastError         string                    `json:"last_error,omitempty"`
-	ProviderMessageID string                    `json:"provider_message_id,omitempty"`
-	NextAttemptAt     *time.Time                `json:"next_attempt_at,omitempty"`
-	CreatedAt         time.Time                 `json:"created_at"`
-	UpdatedAt         time.Time                 `json:"updated_at"`
-	HandedOffAt       *time.Time                `json:"handed_off_at,omitempty"`
-	DeadAt            *time.Time                `json:"dead_at,omitempty"`
-	DiscardedAt       *time.Time                `json:"discarded_at,omitempty"`
-	Events            []outboundEventView       `json:"events,omitempty"`
-}
+// outboundView is an outbound message as the API shows it (shared with
+// the NATS bridge's outbound events).
+type outboundView = outbox.View
 
-// outboundEventView is one entry of the timeline.
-type outboundEventView struct {
-	Event   string    `json:"event"`
-	Machine string    `json:"machine"`
-	State   string    `json:"state"`
-	Attempt int       `json:"attempt"`
-	At      time.Time `json:"at"`
-	Detail  rawJSON   `json:"detail,omitempty"`
-}
-
+// outboundViewOf is the view of o with its timeline.
 func outboundViewOf(o *db.Outbound, events []db.OutboxEvent) *outboundView {
-	v := &outboundView{ID: o.ID, IdempotencyKey: o.IdempotencyKey, AccountID: o.AccountID, ChannelType: o.ChannelType,
-		ConversationID: o.ConversationID, ThreadID: o.ThreadID, Text: o.Text, RichContent: rawJSON(o.RichContent),
-		EditOf: o.EditOf, HandoffState: o.HandoffState, ProviderState: o.ProviderState, Attempt: o.AttemptNo,
-		Attempts: o.Attempts, Series: o.Series, LastError: o.LastError, ProviderMessageID: o.ProviderMessageID,
-		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, HandedOffAt: o.HandedOffAt, DeadAt: o.DeadAt,
-		DiscardedAt: o.DiscardedAt}
-	if len(o.Attachments) > 0 {
-		_ = json.Unmarshal(o.Attachments, &v.Attachments)
-	}
-	if o.HandoffState == db.HandoffQueued {
-		t := o.NextAttemptAt
-		v.NextAttemptAt = &t
-	}
-	for _, e := range events {
-		v.Events = append(v.Events, outboundEventView{Event: e.Event, Machine: e.Machine, State: e.State,
-			Attempt: e.AttemptNo, At: e.At, Detail: rawJSON(e.Detail)})
-	}
-	return v
+	return outbox.ViewOf(o, events)
 }

@@ -70,3 +70,41 @@ func TestEditOfLinksStoredOriginal(t *testing.T) {
 	require.Equal(t, envelope.NewEditRef("1600.99"), editOf(unknown), "an original MIO never stored: the platform id alone")
 	require.Nil(t, editOf(orig))
 }
+
+// TestEditOfLinksOriginalInSameBatch: an edit committed in the same ingest
+// batch (one statement) as its original links to it as well.
+func TestEditOfLinksOriginalInSameBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	tenant := b.tenants[0]
+	in := ingest.New(b.env.Pool, ingest.Config{})
+	in.Start()
+	defer in.Stop()
+	ctx := context.Background()
+	row := func(source string, m envelope.Message) db.InboxRow {
+		r := b.row(tenant, source)
+		r.ConversationID = "C1"
+		r.PlatformMessageID = m.PlatformMessageID
+		if m.EditOf != nil {
+			r.EditOfPlatformID = m.EditOf.PlatformMessageID
+		}
+		var err error
+		r.Envelope, err = json.Marshal(&m)
+		require.NoError(t, err)
+		return r
+	}
+	orig := row("1700.01", envelope.Message{Text: "first", PlatformMessageID: "1700.01"})
+	edit := row("1700.01:edit", envelope.Message{Text: "first!", Edited: true, EditOf: envelope.NewEditRef("1700.01")})
+	res, err := in.Ingest(ctx, &ingest.Request{TenantID: tenant, Messages: []db.InboxRow{orig, edit}})
+	require.NoError(t, err)
+	require.Len(t, res.Inserted, 2)
+	var m envelope.Message
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, tenant, func(tx pgx.Tx) error {
+		stored, err := db.InboxGet(ctx, tx, tenant, edit.ID)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal(stored.Envelope, &m)
+	}))
+	require.Equal(t, &envelope.EditRef{ID: &orig.ID, SourceMessageID: "1700.01", PlatformMessageID: "1700.01"}, m.EditOf)
+}

@@ -59,3 +59,14 @@ SELECT coalesce((SELECT s.publish FROM mio.bridge_settings AS s WHERE s.tenant_i
 -- name: BridgePublishSet :exec
 INSERT INTO mio.bridge_settings (tenant_id, publish, updated_at) VALUES (@tenant_id, @publish, now())
 ON CONFLICT (tenant_id) DO UPDATE SET publish = excluded.publish, updated_at = now();
+
+-- name: BridgeOutboxGetMany :many
+-- The tenant's outbound messages with these ids (the sends of a batch of
+-- outbound events).
+SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]);
+
+-- name: BridgeOutboxEventListMany :many
+-- The timelines of these outbound messages, each oldest first.
+SELECT * FROM mio.outbox_events
+WHERE tenant_id = @tenant_id AND outbox_id = ANY(@ids::uuid[])
+ORDER BY outbox_id, id;

@@ -1,9 +1,14 @@
 -- name: GatewayLeaseAcquire :one
--- Takes the account's lease when it is free, expired or already ours.
+-- Takes the account's lease when it is free, expired or already ours,
+-- and the account active (a scan that listed it before a fatal close
+-- disabled it does not connect again); a new attempt forgets why an
+-- earlier connection stopped for good.
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
-VALUES (@tenant_id, @account_id, @holder, now() + make_interval(secs => @ttl_seconds::float8))
+SELECT a.tenant_id, a.id, @holder, now() + make_interval(secs => @ttl_seconds::float8)
+FROM mio.accounts AS a
+WHERE a.tenant_id = @tenant_id AND a.id = @account_id AND a.status = 'active'
 ON CONFLICT (tenant_id, account_id) DO UPDATE
-    SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+    SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
 RETURNING *;
 
@@ -42,6 +47,10 @@ UPDATE mio.gateway_sessions
 SET error = @error, session_id = '', resume_url = '', seq = 0, updated_at = now()
 WHERE tenant_id = @tenant_id AND account_id = @account_id;
 
+-- name: GatewayErrorGet :one
+-- Why the account's connection stopped for good ('' when it did not).
+SELECT error FROM mio.gateway_sessions WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
 -- name: SourceCursorAdvance :exec
 -- Moves a conversation's cursor forward (ids compare by length, then
 -- text: decimal snowflakes and Slack timestamps of one width).
@@ -64,7 +73,7 @@ WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = 
 
 -- name: SourceCursorList :many
 -- The account's conversations active since a time, most recent first.
-SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.source_cursors
+SELECT conversation_id, conversation_type, last_source_id, active_at, gap_after, gap_before FROM mio.source_cursors
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND active_at >= @active_since
 ORDER BY active_at DESC
 LIMIT @max_rows;
@@ -73,3 +82,27 @@ LIMIT @max_rows;
 -- The tenant's accounts whose lease another holder has (skipped by scans).
 SELECT account_id FROM mio.gateway_sessions
 WHERE tenant_id = @tenant_id AND holder IS NOT NULL AND holder <> @holder AND lease_until >= now();
+
+-- name: SourceCursorSeed :exec
+-- Cursors of the conversations that had a message stored since a time,
+-- from the messages' platform ids (inbound_refs), for channels whose live
+-- intake keeps no cursor (Slack webhooks): a new conversation starts
+-- after the oldest message stored in the window; an existing cursor only
+-- gets the newer activity (the reconciler alone moves it, as it reads
+-- everything after it).
+INSERT INTO mio.source_cursors AS c (tenant_id, account_id, conversation_id, last_source_id, active_at)
+SELECT @tenant_id::uuid, @account_id::uuid, r.conversation_id,
+       (array_agg(r.platform_message_id ORDER BY length(r.platform_message_id), r.platform_message_id COLLATE "C"))[1],
+       max(r.created_at)
+FROM mio.inbound_refs AS r
+WHERE r.tenant_id = @tenant_id::uuid AND r.account_id = @account_id::uuid AND r.created_at >= @active_since::timestamptz
+GROUP BY r.conversation_id
+ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
+    SET active_at = greatest(c.active_at, excluded.active_at);
+
+-- name: SourceCursorWalk :exec
+-- Records a history walk's progress (the reconciler's, with the page it
+-- stored): the cursor and the gap still to read ('' = none).
+UPDATE mio.source_cursors
+SET last_source_id = @last_source_id, gap_after = @gap_after, gap_before = @gap_before
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id;

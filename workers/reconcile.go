@@ -26,8 +26,9 @@ import (
 // posted after the newest one stored and stores them through the ingest
 // path's dedup, so a message already stored is a duplicate and a run is
 // idempotent. Channels read history when their adapter has a History
-// method (Discord GET /channels/{id}/messages?after=); Telegram is
-// covered by long polling (getUpdates keeps what was not fetched), and
+// method (Discord GET /channels/{id}/messages?after=) or a HistoryPage
+// method (Slack conversations.history, newest first: see walk); Telegram
+// is covered by long polling (getUpdates keeps what was not fetched), and
 // WhatsApp and Zoho Cliq have no history API.
 //
 // The periodic run has no arguments; a run for one account (after its
@@ -157,8 +158,9 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 		}
 		for _, ct := range w.Registry.Types() {
 			ch, _ := w.Registry.Get(ct)
-			hr, ok := ch.(historyReader)
-			if !ok {
+			_, reads := ch.(historyReader)
+			_, pages := ch.(historyPager)
+			if !reads && !pages {
 				continue
 			}
 			var accts []*db.Account
@@ -175,7 +177,7 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 				if a.Status != db.AccountActive || (only != uuid.Nil && a.ID != only) {
 					continue
 				}
-				if err := w.account(ctx, cfg, a, hr); err != nil {
+				if err := w.account(ctx, cfg, a, ch); err != nil {
 					errs = append(errs, fmt.Errorf("reconcile account %s: %w", a.ID, err))
 				}
 			}
@@ -185,21 +187,29 @@ func (w *ReconcileWorker) Work(ctx context.Context, job *river.Job[ReconcileArgs
 }
 
 // account reconciles one account's recently active conversations.
-func (w *ReconcileWorker) account(ctx context.Context, cfg ReconcileConfig, a *db.Account, hr historyReader) error {
+func (w *ReconcileWorker) account(ctx context.Context, cfg ReconcileConfig, a *db.Account, ch channels.Channel) error {
 	secrets, err := w.Accounts.Secrets(ctx, a.TenantID, a.ID)
 	if err != nil {
 		return err
 	}
+	r := &reconcileRun{w: w, cfg: cfg, acct: a, secrets: secrets}
+	r.hr, _ = ch.(historyReader)
+	r.hp, _ = ch.(historyPager)
+	since := time.Now().Add(-cfg.ActiveWithin)
 	var cursors []db.SourceCursor
 	err = db.InTenantTx(ctx, w.Pool, a.TenantID, func(tx pgx.Tx) error {
+		if r.hp != nil { // no live cursor: from what was stored
+			if err := db.SourceCursorSeed(ctx, tx, a.TenantID, a.ID, since); err != nil {
+				return err
+			}
+		}
 		var err error
-		cursors, err = db.SourceCursorList(ctx, tx, a.TenantID, a.ID, time.Now().Add(-cfg.ActiveWithin), cfg.MaxConversations)
+		cursors, err = db.SourceCursorList(ctx, tx, a.TenantID, a.ID, since, cfg.MaxConversations)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("cursors: %w", err)
 	}
-	r := &reconcileRun{w: w, cfg: cfg, acct: a, secrets: secrets, hr: hr}
 	for _, c := range cursors {
 		if err := r.conversation(ctx, c); err != nil {
 			if errors.Is(err, errRateExhausted) {
@@ -226,16 +236,24 @@ type reconcileRun struct {
 	cfg     ReconcileConfig
 	acct    *db.Account
 	secrets channels.Account
-	hr      historyReader
+	hr      historyReader // one of hr, hp
+	hp      historyPager
 }
 
 // conversation reads and stores the history after the cursor, page by
 // page, moving the cursor with each page's commit.
 func (r *reconcileRun) conversation(ctx context.Context, c db.SourceCursor) error {
+	if r.hp != nil {
+		return r.walk(ctx, c)
+	}
 	conv := envelope.Conversation{ID: c.ConversationID, Type: c.ConversationType}
 	after := c.LastSourceID
 	for range r.cfg.MaxPages {
-		msgs, err := r.page(ctx, conv, after)
+		var msgs []envelope.Message
+		err := r.call(ctx, func() (err error) {
+			msgs, err = r.hr.History(ctx, r.secrets, conv, after, r.cfg.PageSize)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -253,31 +271,31 @@ func (r *reconcileRun) conversation(ctx context.Context, c db.SourceCursor) erro
 	return nil
 }
 
-// page takes a token from the shared bucket and reads one page, waiting
-// out rate limits up to MaxWait each.
-func (r *reconcileRun) page(ctx context.Context, conv envelope.Conversation, after string) ([]envelope.Message, error) {
+// call takes a token from the shared bucket and makes one history call,
+// waiting out rate limits up to MaxWait each.
+func (r *reconcileRun) call(ctx context.Context, read func() error) error {
 	ct := r.acct.ChannelType
 	for {
 		if err := r.token(ctx); err != nil {
-			return nil, err
+			return err
 		}
-		msgs, err := r.hr.History(ctx, r.secrets, conv, after, r.cfg.PageSize)
+		err := read()
 		var rl *channels.RateLimitedError
 		switch {
 		case err == nil:
 			r.count(ct, "ok")
-			return msgs, nil
+			return nil
 		case errors.As(err, &rl):
 			r.count(ct, "rate_limited")
 			if rl.RetryAfter > r.cfg.MaxWait {
-				return nil, errRateExhausted
+				return errRateExhausted
 			}
 			if err := sleep(ctx, rl.RetryAfter); err != nil {
-				return nil, err
+				return err
 			}
 		default:
 			r.count(ct, "error")
-			return nil, err
+			return err
 		}
 	}
 }
@@ -316,6 +334,18 @@ func (r *reconcileRun) token(ctx context.Context) error {
 // store commits one page through the ingest dedup and moves the cursor
 // in the same transaction.
 func (r *reconcileRun) store(ctx context.Context, conv envelope.Conversation, msgs []envelope.Message) error {
+	last := msgs[len(msgs)-1].SourceMessageID
+	return r.storeWith(ctx, msgs, func(ctx context.Context, tx pgx.Tx) error {
+		return db.SourceCursorMove(ctx, tx, r.acct.TenantID, r.acct.ID, conv.ID, last)
+	})
+}
+
+// storeWith commits one page through the ingest dedup with then in the
+// same transaction.
+func (r *reconcileRun) storeWith(ctx context.Context, msgs []envelope.Message, then func(context.Context, pgx.Tx) error) error {
+	if len(msgs) == 0 {
+		return db.InTenantTx(ctx, r.w.Pool, r.acct.TenantID, func(tx pgx.Tx) error { return then(ctx, tx) })
+	}
 	acct := &accounts.Account{ID: r.acct.ID, TenantID: r.acct.TenantID, ChannelType: r.acct.ChannelType}
 	raws := make([][]byte, len(msgs))
 	for i := range msgs {
@@ -325,9 +355,8 @@ func (r *reconcileRun) store(ctx context.Context, conv envelope.Conversation, ms
 	for i := range req.Messages {
 		req.Messages[i].Raw = raws[i]
 	}
-	last := msgs[len(msgs)-1].SourceMessageID
 	res, err := r.w.Ingester.IngestWith(ctx, req, func(ctx context.Context, tx pgx.Tx, _ *ingest.Result) error {
-		return db.SourceCursorMove(ctx, tx, r.acct.TenantID, r.acct.ID, conv.ID, last)
+		return then(ctx, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("store history: %w", err)

@@ -94,6 +94,18 @@ type reconcileBundle struct {
 
 func newReconcileBundle(t *testing.T, apiBase string) *reconcileBundle {
 	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	return newReconcileBundleFor(t, &accounts.Spec{ChannelType: envelope.ChannelDiscord, DisplayName: "d",
+		WebhookSecret: hex.EncodeToString(pub),
+		Settings:      json.RawMessage(fmt.Sprintf(`{"api_base_url": %q, "gateway": false}`, apiBase)),
+		Credentials:   json.RawMessage(`{"bot_token": "history-token"}`)})
+}
+
+// newReconcileBundleFor is a bundle whose account is spec (tenant and id
+// filled in).
+func newReconcileBundleFor(t *testing.T, spec *accounts.Spec) *reconcileBundle {
+	t.Helper()
 	ctx := context.Background()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
@@ -104,12 +116,7 @@ func newReconcileBundle(t *testing.T, apiBase string) *reconcileBundle {
 	tn, err := db.TenantInsert(ctx, b.env.Pool, uuid.Nil, "t")
 	require.NoError(t, err)
 	b.tenant = tn.ID
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	spec := &accounts.Spec{TenantID: b.tenant, ID: b.account, ChannelType: envelope.ChannelDiscord, DisplayName: "d",
-		WebhookSecret: hex.EncodeToString(pub),
-		Settings:      json.RawMessage(fmt.Sprintf(`{"api_base_url": %q, "gateway": false}`, apiBase)),
-		Credentials:   json.RawMessage(`{"bot_token": "history-token"}`)}
+	spec.TenantID, spec.ID = b.tenant, b.account
 	require.NoError(t, spec.Validate(registry))
 	row, err := spec.Seal(box)
 	require.NoError(t, err)

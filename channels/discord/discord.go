@@ -88,7 +88,10 @@ func (c *Channel) Capabilities() channels.Capabilities {
 // Config is one Discord account's configuration.
 //
 // Webhook secret: the application's Ed25519 public key as 64 hex characters
-// (Developer Portal, "Public Key"). Required.
+// (Developer Portal, "Public Key"). Required for the interactions webhook;
+// an account that uses the Gateway only (credentials bot_token, settings
+// gateway not false) may leave it out, and its interactions endpoint then
+// refuses every request.
 //
 // Settings (plain JSON, optional):
 //   - "application_id": the application's snowflake id (used to send
@@ -100,7 +103,8 @@ func (c *Channel) Capabilities() channels.Capabilities {
 type Config struct {
 	ApplicationID string `json:"application_id"`
 	BotToken      string `json:"bot_token"`
-	// PublicKey is decoded from the account's webhook secret.
+	// PublicKey is decoded from the account's webhook secret; nil for a
+	// Gateway-only account.
 	PublicKey ed25519.PublicKey `json:"-"`
 }
 
@@ -129,16 +133,21 @@ func ParseConfig(acct channels.Account) (Config, error) {
 			return cfg, fmt.Errorf("%w: discord settings: application_id %q is not a snowflake", channels.ErrInvalidConfig, s.ApplicationID)
 		}
 	}
+	cfg.ApplicationID = s.ApplicationID
+	cfg.BotToken = cr.BotToken
 	secret := strings.TrimSpace(acct.WebhookSecret)
 	if secret == "" {
-		return cfg, fmt.Errorf("%w: discord webhook secret (application public key) is required", channels.ErrInvalidConfig)
+		// Gateway only: no interactions endpoint, so no key to check.
+		if _, err := ParseGatewayConfig(acct); err != nil {
+			return cfg, fmt.Errorf("%w: discord webhook secret (application public key) is required unless the account "+
+				"uses the Gateway only (credentials bot_token, settings gateway not false)", channels.ErrInvalidConfig)
+		}
+		return cfg, nil
 	}
 	key, err := hex.DecodeString(secret)
 	if err != nil || len(key) != ed25519.PublicKeySize {
 		return cfg, fmt.Errorf("%w: discord webhook secret must be the %d-byte application public key in hex", channels.ErrInvalidConfig, ed25519.PublicKeySize)
 	}
-	cfg.ApplicationID = s.ApplicationID
-	cfg.BotToken = cr.BotToken
 	cfg.PublicKey = ed25519.PublicKey(key)
 	return cfg, nil
 }

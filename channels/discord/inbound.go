@@ -70,6 +70,9 @@ func (in *inbound) Verify(_ context.Context, req *channels.Request) error {
 	if req == nil {
 		return channels.Unauthorizedf("discord: no request")
 	}
+	if in.cfg.PublicKey == nil {
+		return channels.Unauthorizedf("discord: the account has no application public key (Gateway only): interactions are refused")
+	}
 	sigHex := req.Header.Get(HeaderSignature)
 	ts := req.Header.Get(HeaderTimestamp)
 	if sigHex == "" || ts == "" {

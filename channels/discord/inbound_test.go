@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +74,9 @@ func TestNewInboundConfig(t *testing.T) {
 		}},
 		{name: "null settings", acct: channels.Account{WebhookSecret: keyHex, Settings: json.RawMessage(`null`)}},
 		{name: "missing key", acct: channels.Account{}, wantErr: true},
+		{name: "gateway only, no key", acct: channels.Account{Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`)}},
+		{name: "no key, gateway off", acct: channels.Account{Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`),
+			Settings: json.RawMessage(`{"gateway":false}`)}, wantErr: true},
 		{name: "key not hex", acct: channels.Account{WebhookSecret: "zz" + keyHex[2:]}, wantErr: true},
 		{name: "key too short", acct: channels.Account{WebhookSecret: keyHex[:62]}, wantErr: true},
 		{name: "key too long", acct: channels.Account{WebhookSecret: keyHex + "00"}, wantErr: true},
@@ -93,6 +97,16 @@ func TestNewInboundConfig(t *testing.T) {
 			require.NotNil(t, in)
 		})
 	}
+}
+
+// A Gateway-only account (no public key) refuses every interaction.
+func TestGatewayOnlyRefusesInteractions(t *testing.T) {
+	in, err := New(Options{}).NewInbound(channels.Account{Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`)})
+	require.NoError(t, err)
+	err = in.Verify(context.Background(), &channels.Request{Header: http.Header{
+		HeaderSignature: {strings.Repeat("00", 64)}, HeaderTimestamp: {"1700000000"}}, Body: []byte(`{"type":1}`)})
+	require.ErrorIs(t, err, channels.ErrUnauthorized)
+	require.Contains(t, err.Error(), "Gateway only")
 }
 
 func hexUpper(s string) string {

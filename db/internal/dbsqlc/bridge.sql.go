@@ -223,6 +223,49 @@ func (q *Queries) BridgeInboundReceived(ctx context.Context, db DBTX, arg *Bridg
 	return items, nil
 }
 
+const BridgeOutboxEventListMany = `-- name: BridgeOutboxEventListMany :many
+SELECT tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid FROM mio.outbox_events
+WHERE tenant_id = $1 AND outbox_id = ANY($2::uuid[])
+ORDER BY outbox_id, id
+`
+
+type BridgeOutboxEventListManyParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+// The timelines of these outbound messages, each oldest first.
+func (q *Queries) BridgeOutboxEventListMany(ctx context.Context, db DBTX, arg *BridgeOutboxEventListManyParams) ([]MioOutboxEvent, error) {
+	rows, err := db.Query(ctx, BridgeOutboxEventListMany, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioOutboxEvent
+	for rows.Next() {
+		var i MioOutboxEvent
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.OutboxID,
+			&i.ID,
+			&i.Event,
+			&i.Machine,
+			&i.State,
+			&i.AttemptNo,
+			&i.Detail,
+			&i.At,
+			&i.Xid,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const BridgeOutboxEvents = `-- name: BridgeOutboxEvents :many
 SELECT e.outbox_id, e.id, e.xid::text AS xid, e.event, e.machine, e.state, e.attempt_no, e.detail, e.at,
        o.account_id, o.channel_type, o.conversation_id
@@ -287,6 +330,70 @@ func (q *Queries) BridgeOutboxEvents(ctx context.Context, db DBTX, arg *BridgeOu
 			&i.AccountID,
 			&i.ChannelType,
 			&i.ConversationID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const BridgeOutboxGetMany = `-- name: BridgeOutboxGetMany :many
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+`
+
+type BridgeOutboxGetManyParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+// The tenant's outbound messages with these ids (the sends of a batch of
+// outbound events).
+func (q *Queries) BridgeOutboxGetMany(ctx context.Context, db DBTX, arg *BridgeOutboxGetManyParams) ([]MioOutbox, error) {
+	rows, err := db.Query(ctx, BridgeOutboxGetMany, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioOutbox
+	for rows.Next() {
+		var i MioOutbox
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Seq,
+			&i.AccountID,
+			&i.ChannelType,
+			&i.ConversationID,
+			&i.ThreadID,
+			&i.IdempotencyKey,
+			&i.RequestSha256,
+			&i.Text,
+			&i.RichContent,
+			&i.Attachments,
+			&i.EditOf,
+			&i.HandoffState,
+			&i.Active,
+			&i.ProviderState,
+			&i.AttemptNo,
+			&i.Series,
+			&i.SeriesFirstAttempt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LeaseUntil,
+			&i.JobID,
+			&i.ProviderMessageID,
+			&i.Receipts,
+			&i.LastError,
+			&i.ReceiptDueAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HandedOffAt,
+			&i.DeadAt,
+			&i.DiscardedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -12,6 +12,23 @@ import (
 	"github.com/google/uuid"
 )
 
+const GatewayErrorGet = `-- name: GatewayErrorGet :one
+SELECT error FROM mio.gateway_sessions WHERE tenant_id = $1 AND account_id = $2
+`
+
+type GatewayErrorGetParams struct {
+	TenantID  uuid.UUID
+	AccountID uuid.UUID
+}
+
+// Why the account's connection stopped for good (” when it did not).
+func (q *Queries) GatewayErrorGet(ctx context.Context, db DBTX, arg *GatewayErrorGetParams) (string, error) {
+	row := db.QueryRow(ctx, GatewayErrorGet, arg.TenantID, arg.AccountID)
+	var error string
+	err := row.Scan(&error)
+	return error, err
+}
+
 const GatewayFail = `-- name: GatewayFail :exec
 UPDATE mio.gateway_sessions
 SET error = $1, session_id = '', resume_url = '', seq = 0, updated_at = now()
@@ -71,27 +88,32 @@ func (q *Queries) GatewayIdentifyTake(ctx context.Context, db DBTX, arg *Gateway
 
 const GatewayLeaseAcquire = `-- name: GatewayLeaseAcquire :one
 INSERT INTO mio.gateway_sessions AS g (tenant_id, account_id, holder, lease_until)
-VALUES ($1, $2, $3, now() + make_interval(secs => $4::float8))
+SELECT a.tenant_id, a.id, $1, now() + make_interval(secs => $2::float8)
+FROM mio.accounts AS a
+WHERE a.tenant_id = $3 AND a.id = $4 AND a.status = 'active'
 ON CONFLICT (tenant_id, account_id) DO UPDATE
-    SET holder = excluded.holder, lease_until = excluded.lease_until, updated_at = now()
+    SET holder = excluded.holder, lease_until = excluded.lease_until, error = '', updated_at = now()
     WHERE g.holder IS NULL OR g.holder = excluded.holder OR g.lease_until < now()
 RETURNING tenant_id, account_id, holder, lease_until, session_id, resume_url, seq, identify_at, identifies, identify_window, error, updated_at
 `
 
 type GatewayLeaseAcquireParams struct {
-	TenantID   uuid.UUID
-	AccountID  uuid.UUID
 	Holder     *uuid.UUID
 	TtlSeconds float64
+	TenantID   uuid.UUID
+	AccountID  uuid.UUID
 }
 
-// Takes the account's lease when it is free, expired or already ours.
+// Takes the account's lease when it is free, expired or already ours,
+// and the account active (a scan that listed it before a fatal close
+// disabled it does not connect again); a new attempt forgets why an
+// earlier connection stopped for good.
 func (q *Queries) GatewayLeaseAcquire(ctx context.Context, db DBTX, arg *GatewayLeaseAcquireParams) (MioGatewaySession, error) {
 	row := db.QueryRow(ctx, GatewayLeaseAcquire,
-		arg.TenantID,
-		arg.AccountID,
 		arg.Holder,
 		arg.TtlSeconds,
+		arg.TenantID,
+		arg.AccountID,
 	)
 	var i MioGatewaySession
 	err := row.Scan(
@@ -249,7 +271,7 @@ func (q *Queries) SourceCursorAdvance(ctx context.Context, db DBTX, arg *SourceC
 }
 
 const SourceCursorList = `-- name: SourceCursorList :many
-SELECT conversation_id, conversation_type, last_source_id, active_at FROM mio.source_cursors
+SELECT conversation_id, conversation_type, last_source_id, active_at, gap_after, gap_before FROM mio.source_cursors
 WHERE tenant_id = $1 AND account_id = $2 AND active_at >= $3
 ORDER BY active_at DESC
 LIMIT $4
@@ -267,6 +289,8 @@ type SourceCursorListRow struct {
 	ConversationType string
 	LastSourceID     string
 	ActiveAt         time.Time
+	GapAfter         string
+	GapBefore        string
 }
 
 // The account's conversations active since a time, most recent first.
@@ -289,6 +313,8 @@ func (q *Queries) SourceCursorList(ctx context.Context, db DBTX, arg *SourceCurs
 			&i.ConversationType,
 			&i.LastSourceID,
 			&i.ActiveAt,
+			&i.GapAfter,
+			&i.GapBefore,
 		); err != nil {
 			return nil, err
 		}
@@ -319,6 +345,64 @@ type SourceCursorMoveParams struct {
 func (q *Queries) SourceCursorMove(ctx context.Context, db DBTX, arg *SourceCursorMoveParams) error {
 	_, err := db.Exec(ctx, SourceCursorMove,
 		arg.LastSourceID,
+		arg.TenantID,
+		arg.AccountID,
+		arg.ConversationID,
+	)
+	return err
+}
+
+const SourceCursorSeed = `-- name: SourceCursorSeed :exec
+INSERT INTO mio.source_cursors AS c (tenant_id, account_id, conversation_id, last_source_id, active_at)
+SELECT $1::uuid, $2::uuid, r.conversation_id,
+       (array_agg(r.platform_message_id ORDER BY length(r.platform_message_id), r.platform_message_id COLLATE "C"))[1],
+       max(r.created_at)
+FROM mio.inbound_refs AS r
+WHERE r.tenant_id = $1::uuid AND r.account_id = $2::uuid AND r.created_at >= $3::timestamptz
+GROUP BY r.conversation_id
+ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
+    SET active_at = greatest(c.active_at, excluded.active_at)
+`
+
+type SourceCursorSeedParams struct {
+	TenantID    uuid.UUID
+	AccountID   uuid.UUID
+	ActiveSince time.Time
+}
+
+// Cursors of the conversations that had a message stored since a time,
+// from the messages' platform ids (inbound_refs), for channels whose live
+// intake keeps no cursor (Slack webhooks): a new conversation starts
+// after the oldest message stored in the window; an existing cursor only
+// gets the newer activity (the reconciler alone moves it, as it reads
+// everything after it).
+func (q *Queries) SourceCursorSeed(ctx context.Context, db DBTX, arg *SourceCursorSeedParams) error {
+	_, err := db.Exec(ctx, SourceCursorSeed, arg.TenantID, arg.AccountID, arg.ActiveSince)
+	return err
+}
+
+const SourceCursorWalk = `-- name: SourceCursorWalk :exec
+UPDATE mio.source_cursors
+SET last_source_id = $1, gap_after = $2, gap_before = $3
+WHERE tenant_id = $4 AND account_id = $5 AND conversation_id = $6
+`
+
+type SourceCursorWalkParams struct {
+	LastSourceID   string
+	GapAfter       string
+	GapBefore      string
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+}
+
+// Records a history walk's progress (the reconciler's, with the page it
+// stored): the cursor and the gap still to read (” = none).
+func (q *Queries) SourceCursorWalk(ctx context.Context, db DBTX, arg *SourceCursorWalkParams) error {
+	_, err := db.Exec(ctx, SourceCursorWalk,
+		arg.LastSourceID,
+		arg.GapAfter,
+		arg.GapBefore,
 		arg.TenantID,
 		arg.AccountID,
 		arg.ConversationID,

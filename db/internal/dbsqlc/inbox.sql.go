@@ -118,6 +118,7 @@ refs AS (
     JOIN dedup ON dedup.message_id = input.id
     WHERE input.platform_message_id <> ''
     ON CONFLICT DO NOTHING
+    RETURNING message_id
 )
 INSERT INTO mio.inbox (
     tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state,
@@ -125,10 +126,11 @@ INSERT INTO mio.inbox (
 )
 SELECT $1::uuid, input.id, input.account_id, input.channel_type, input.source_message_id,
        input.conversation_id, input.state,
-       CASE WHEN orig.message_id IS NULL THEN input.envelope::jsonb
+       CASE WHEN coalesce(orig.message_id, batch_orig.id) IS NULL THEN input.envelope::jsonb
             ELSE jsonb_set(input.envelope::jsonb, '{edit_of}',
                  coalesce(input.envelope::jsonb -> 'edit_of', '{}'::jsonb)
-                 || jsonb_build_object('id', orig.message_id, 'source_message_id', orig.source_message_id))
+                 || jsonb_build_object('id', coalesce(orig.message_id, batch_orig.id),
+                                       'source_message_id', coalesce(orig.source_message_id, batch_orig.source_message_id)))
        END,
        input.raw, input.received_at,
        CASE WHEN input.state = 'ready' THEN pg_current_xact_id() END,
@@ -136,10 +138,18 @@ SELECT $1::uuid, input.id, input.account_id, input.channel_type, input.source_me
        CASE WHEN input.state = 'ready' THEN input.received_at END
 FROM input
 JOIN dedup ON dedup.message_id = input.id
+LEFT JOIN refs AS ref ON ref.message_id = input.id
 LEFT JOIN mio.inbound_refs AS orig
        ON input.edit_of_platform_id <> ''
       AND orig.tenant_id = $1::uuid AND orig.account_id = input.account_id
       AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
+LEFT JOIN LATERAL (
+    SELECT b.id, b.source_message_id FROM input AS b JOIN refs ON refs.message_id = b.id
+    WHERE input.edit_of_platform_id <> '' AND b.id <> input.id AND b.account_id = input.account_id
+      AND b.conversation_id = input.conversation_id AND b.platform_message_id = input.edit_of_platform_id
+    ORDER BY b.ord LIMIT 1
+) AS batch_orig ON true
+WHERE input.platform_message_id = '' OR ref.message_id IS NOT NULL
 ORDER BY input.ord
 RETURNING id
 `
@@ -162,11 +172,15 @@ type InboxInsertBatchParams struct {
 // Inserts dedup keys and inbox rows for one tenant in one statement: a row
 // whose (account, source id) already exists is skipped (a redelivery) and
 // only the ids actually inserted are returned. A new message with a
-// platform message id is recorded in inbound_refs; an edit naming one
+// platform message id is recorded in inbound_refs, which is also the
+// message-level dedup: a message whose (account, conversation, platform
+// id) is already recorded is skipped too (the same Slack message from a
+// webhook, event id key, and from history, "<channel>:<ts>" key, is
+// stored once), its source key being kept. An edit naming one
 // (edit_of_platform_id) gets the stored original's id and
-// source_message_id merged into its envelope's edit_of. An original
-// stored by the same statement is not visible to it (the edit keeps only
-// the platform id).
+// source_message_id merged into its envelope's edit_of, whether the
+// original was stored before or by this same statement (an edit in the
+// original's ingest batch; inbound_refs does not show that one yet).
 // Rows go in in request order (their seq, ready_seq: the stream order),
 // whatever order the joins produce.
 func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInsertBatchParams) ([]uuid.UUID, error) {

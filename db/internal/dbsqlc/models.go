@@ -420,6 +420,8 @@ type MioSourceCursor struct {
 	ConversationType string
 	LastSourceID     string
 	ActiveAt         time.Time
+	GapAfter         string
+	GapBefore        string
 }
 
 type MioTelegramPoller struct {
