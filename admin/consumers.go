@@ -15,7 +15,7 @@ import (
 
 // backlogCap bounds the count of stream messages a consumer has not taken
 // (no unbounded count over the inbox).
-const backlogCap = 10_000
+const backlogCap = 1_000
 
 // ConsumerInfo is a consumer with its live statistics.
 type ConsumerInfo struct {
