@@ -86,16 +86,26 @@ func TestInboxPartitionMigration(t *testing.T) {
 	ctx := context.Background()
 	b := setupPartitions(t)
 	mig := migrations.New(b.env.OwnerPool(t))
-	v, err := mig.Down(ctx)
-	require.NoError(t, err)
-	require.EqualValues(t, 15, v.Version)
+	// Roll back through 00015 (and whatever came after it).
+	downThrough := func(version int64) {
+		t.Helper()
+		for {
+			v, err := mig.Down(ctx)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, v.Version, version, "rolled back past %d", version)
+			if v.Version == version {
+				return
+			}
+		}
+	}
+	downThrough(15)
 
 	old := time.Now().Add(-72 * time.Hour)
 	ids := []uuid.UUID{v7At(old), v7At(time.Now()), uuid.New()}
 	for _, id := range ids {
 		b.insertRow(t, id, true)
 	}
-	_, err = mig.Up(ctx)
+	_, err := mig.Up(ctx)
 	require.NoError(t, err)
 
 	require.Equal(t, "mio."+db.InboxPartitionName(old), b.partitionOf(t, ids[0]))
@@ -112,8 +122,7 @@ func TestInboxPartitionMigration(t *testing.T) {
 	// A new message after the move takes the next seq.
 	b.insertRow(t, v7At(time.Now()), true)
 
-	_, err = mig.Down(ctx)
-	require.NoError(t, err)
+	downThrough(15)
 	var n int
 	var kind string
 	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*), (SELECT relkind::text FROM pg_class WHERE oid = 'mio.inbox'::regclass) FROM mio.inbox`).Scan(&n, &kind))
