@@ -1,0 +1,80 @@
+package workers
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db"
+)
+
+// laneRun is what a dispatch job's run lends its lanes: the job that owns
+// the rows it claims, and since when it runs.
+type laneRun struct {
+	jobID int64
+	start time.Time
+	// chain: the job's rows need no rate-limit token, so each hand-off
+	// claims the lane's next message for the job (mio.dispatch_claim_next).
+	chain bool
+}
+
+// sendLane makes one attempt for a claimed row and records its outcome.
+// When the row is handed off (or dead) and run chains, the transaction
+// after the outcome claims the lane's next message for the same job, and
+// sendLane sends that one too, and so on while the run's budget (the
+// inline budget, measured from the job's start) lasts: the next message
+// of a lane is claimable the moment its predecessor is handed off, and is
+// sent without waiting for its own job to be fetched. Out of budget, the
+// lane's next message is returned in later, to get a job that runs now.
+// It returns the first row's outcome (err: nothing recorded for it, see
+// attempt) and the lane rows that need a job of their own (a retry after
+// their delay, or the hand-on).
+func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneRun, r claimRes) (db.OutboxFinish, []rescheduled, error) {
+	var first db.OutboxFinish
+	var later []rescheduled
+	for n := 0; ; n++ {
+		fin, err := d.attempt(ctx, tenantID, r)
+		var res opRes
+		if err == nil {
+			req := opReq{tenantID: tenantID, finish: &fin}
+			if run.chain {
+				req.next = &db.LaneNext{JobID: run.jobID, AccountID: r.cand.AccountID, ConversationID: r.cand.ConversationID,
+					Claim: time.Since(run.start) < d.cfg.inlineBudget()}
+			}
+			res, err = d.ops.do(ctx, req)
+			if err == nil {
+				err = res.err
+			}
+		}
+		if n == 0 {
+			first = fin
+		}
+		if err != nil {
+			// Left leased: resumed after the lease (the sweeper gives a
+			// lane row a job again).
+			if n > 0 {
+				err = nil
+			}
+			return first, later, err
+		}
+		switch fin.Outcome {
+		case db.OutcomeHandedOff, db.OutcomeDead:
+			d.lanes.notify(r.lane)
+		default:
+			if n > 0 {
+				later = append(later, rescheduled{id: fin.ID, accountID: r.cand.AccountID, delay: fin.Delay})
+			}
+			return first, later, nil
+		}
+		next := res.next
+		if next == nil {
+			return first, later, nil
+		}
+		if !next.Claimed {
+			later = append(later, rescheduled{id: next.Candidate.ID, accountID: next.Candidate.AccountID})
+			return first, later, nil
+		}
+		r = claimRes{kind: claimClaimed, cand: &next.Candidate, lane: r.lane}
+	}
+}
