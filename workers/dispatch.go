@@ -328,15 +328,17 @@ type rescheduled struct {
 }
 
 // reschedule gives extra rows that need another attempt a dispatch job of
-// their own, due when the attempt is.
+// their own, due when the attempt is (at once for no delay).
 func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	return db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
 		params := make([]river.InsertManyParams, len(items))
 		ids := make([]uuid.UUID, len(items))
 		for i, it := range items {
-			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID},
-				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}}
+			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID}}
+			if it.delay > 0 {
+				params[i].InsertOpts = &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}
+			}
 			ids[i] = it.id
 		}
 		res, err := client.InsertManyTx(ctx, tx, params)

@@ -27,7 +27,9 @@ type laneRun struct {
 // of a lane is claimable the moment its predecessor is handed off, and is
 // sent without waiting for its own job to be fetched. Out of budget, the
 // lane's next message is returned in later, to get a job that runs now.
-// It returns the first row's outcome (err: nothing recorded for it, see
+// A lane row that must be tried again soon (a retry or Retry-After within
+// InlineWait and the budget) is waited for and claimed again here, as the
+// job's own row is in dispatch. It returns the first row's outcome (err: nothing recorded for it, see
 // attempt) and the lane rows that need a job of their own (a retry after
 // their delay, or the hand-on).
 func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneRun, r claimRes) (db.OutboxFinish, []rescheduled, error) {
@@ -62,9 +64,16 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 		case db.OutcomeHandedOff, db.OutcomeDead:
 			d.lanes.notify(r.lane)
 		default:
-			if n > 0 {
-				later = append(later, rescheduled{id: fin.ID, accountID: r.cand.AccountID, delay: fin.Delay})
+			if n == 0 {
+				// The job's own row loops in dispatch; an extra row gets a
+				// job of its own (sendAll).
+				return first, later, nil
 			}
+			if again, ok := d.retryInline(ctx, tenantID, run, r, fin.Delay); ok {
+				r = again
+				continue
+			}
+			later = append(later, rescheduled{id: fin.ID, accountID: r.cand.AccountID, delay: fin.Delay})
 			return first, later, nil
 		}
 		next := res.next
@@ -77,4 +86,28 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 		}
 		r = claimRes{kind: claimClaimed, cand: &next.Candidate, lane: r.lane}
 	}
+}
+
+// retryInline waits out a short delay before a lane row's next attempt
+// and claims the row again for the job; false when the wait is too long
+// for the run, or the row could not be claimed (it then needs a job).
+func (d *Dispatcher) retryInline(ctx context.Context, tenantID uuid.UUID, run laneRun, r claimRes, delay time.Duration) (claimRes, bool) {
+	delay = max(delay, time.Millisecond)
+	if delay > d.cfg.InlineWait || time.Since(run.start)+delay > d.cfg.inlineBudget() {
+		return r, false
+	}
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return r, false
+	case <-t.C:
+	}
+	op, err := d.ops.do(ctx, opReq{tenantID: tenantID, claim: r.cand.ID, fast: true, jobID: run.jobID})
+	if err != nil || op.err != nil || op.claim.kind != claimClaimed {
+		return r, false
+	}
+	again := op.claim
+	again.lane = r.lane
+	return again, true
 }

@@ -28,6 +28,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		messages int
 		replies  int
 		sdkDir   string
+		lanes    int
+		perLane  int
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -41,6 +43,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
+		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64)")
+		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
 	})
 	if err != nil {
 		return err
@@ -83,6 +87,13 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
+		if lanes > 0 {
+			res, err := bench.RunLanes(ctx, env, lanes, perLane)
+			if res != nil {
+				res.Print(stdout)
+			}
+			return err
+		}
 		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration})
 		if res != nil {
 			res.Print(stdout)
