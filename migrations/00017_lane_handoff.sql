@@ -5,21 +5,23 @@
 -- +goose Up
 -- mio.dispatch_claim_next hands ordered lanes on: for each lane k
 -- (p_account_ids[k], p_conversation_ids[k]) whose message a dispatch job
--- has just handed off (or dead-lettered), it looks at the lane's first
--- active row. When that row is queued and due, of a channel in
--- p_unlimited and an account without its own rate limit, and p_claim[k]
--- is set, it is claimed for the running job p_job_ids[k] at once: moved
--- to sending under a lease of p_lease_seconds with its event, recorded as
--- owned by that job, its own job deleted unless River is running it (a
--- running one finds the row taken and ends); claimed = true. When the row
--- is queued and due but cannot be claimed here (p_claim[k] false: the job
--- is out of budget; or the row needs a rate-limit token) it is returned
--- with claimed = false, for the caller to give it a job that runs now. A
--- lane that is empty, whose first row is in flight, locked by another
--- claim, or waiting for its next attempt, returns nothing: whoever holds
--- that row moves the lane on. Rows behind the first are never touched, so
--- order within the lane is the claim order of mio.outbox_lane. (plpgsql:
--- River's tables are created after these migrations.)
+-- is recording the outcome of (called after that outcome, in the same
+-- transaction), it looks at the lane's first active row. When that row is
+-- queued and due, of a channel in p_unlimited and an account without its
+-- own rate limit, and p_claim[k] is set, it is claimed for the running job
+-- p_job_ids[k] at once: moved to sending under a lease of p_lease_seconds
+-- with its event, recorded as owned by that job, its own job deleted
+-- unless River is running it (a running one finds the row taken);
+-- claimed = true. When the row is queued and due but cannot be claimed
+-- here (p_claim[k] false: the job is out of budget; or the row needs a
+-- rate-limit token) it is returned with claimed = false, for the caller to
+-- give it a job that runs now. A lane that is empty, whose first row is in
+-- flight, locked by another claim, or waiting for its next attempt (as the
+-- message just recorded is when it was not handed off but retried or
+-- rate-limited) returns nothing: whoever holds that row moves the lane on. Rows
+-- behind the first are never touched, so order within the lane is the
+-- claim order of mio.outbox_lane. (plpgsql: River's tables are created
+-- after these migrations.)
 -- +goose StatementBegin
 CREATE FUNCTION mio.dispatch_claim_next(p_tenant uuid, p_job_ids bigint[], p_account_ids uuid[],
                                         p_conversation_ids text[], p_claim boolean[],

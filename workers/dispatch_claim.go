@@ -30,8 +30,8 @@ type opReq struct {
 	jobID    int64            // the claiming dispatch job
 	extras   int              // more rows the job may take over (fast claims)
 	finish   *db.OutboxFinish // nil for a claim
-	// next, with a finish: once the row is handed off or dead, move its
-	// lane on (db.OutboxLaneNextCommit).
+	// next, with a finish: in the same transaction, move the row's lane on
+	// (db.LaneNextRequest).
 	next *db.LaneNext
 }
 
@@ -125,8 +125,20 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 			extras.Counts = append(extras.Counts, int32(n))
 		}
 	}
+	// Lanes to move on once their messages' outcomes are recorded.
+	var lanes *db.LaneNextRequest
+	var laneIdx []int
+	for _, i := range finishIdx {
+		if r := reqs[i]; r.next != nil {
+			if lanes == nil {
+				lanes = &db.LaneNextRequest{Unlimited: d.unlimited}
+			}
+			lanes.Lanes = append(lanes.Lanes, *r.next)
+			laneIdx = append(laneIdx, i)
+		}
+	}
 	now := time.Now()
-	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras)
+	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras, lanes)
 	if err != nil {
 		return err
 	}
@@ -141,7 +153,11 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	for _, i := range finishIdx {
 		out[i] = opRes{moved: moved[reqs[i].finish.ID]}
 	}
-	d.laneNext(ctx, tenantID, reqs, finishIdx, finished, out)
+	if lanes != nil {
+		for k := range lanes.Results {
+			out[laneIdx[lanes.Results[k].Lane]].next = &lanes.Results[k]
+		}
+	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -262,38 +278,6 @@ func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids [
 		}
 	}
 	return nil
-}
-
-// laneNext moves on the lanes of the finished rows whose finish asked for
-// it (reqs[finishIdx]) and that were handed off or dead, in a transaction
-// after the one that recorded them, and puts each lane's next message in
-// out. On failure the lanes' next messages are left to their own parked
-// jobs (LaneWait).
-func (d *Dispatcher) laneNext(ctx context.Context, tenantID uuid.UUID, reqs []opReq, finishIdx []int,
-	finished []db.OutboxFinishResult, out []opRes) {
-	ended := make(map[uuid.UUID]bool, len(finished))
-	for _, f := range finished {
-		ended[f.ID] = f.HandoffState == db.HandoffHandedOff || f.HandoffState == db.HandoffDead
-	}
-	var lanes []db.LaneNext
-	var laneIdx []int
-	for _, i := range finishIdx {
-		if r := reqs[i]; r.next != nil && ended[r.finish.ID] {
-			lanes = append(lanes, *r.next)
-			laneIdx = append(laneIdx, i)
-		}
-	}
-	if len(lanes) == 0 {
-		return
-	}
-	next, err := db.OutboxLaneNextCommit(ctx, d.pool, tenantID, lanes, d.unlimited, d.cfg.lease())
-	if err != nil {
-		d.cfg.Logger.Warn("dispatch: move lanes on; their next messages' jobs will", "err", err)
-		return
-	}
-	for k := range next {
-		out[laneIdx[next[k].Lane]].next = &next[k]
-	}
 }
 
 // probeWait turns the state of a row that could not be claimed into a
