@@ -16,6 +16,11 @@ type LaneNext struct {
 	// Claim: take the lane's next row for the job. False (the job is out
 	// of its budget) only names it, for a job of its own.
 	Claim bool
+	// Adopt, with Claim: the job starts draining the lane. It also
+	// becomes the job of the queued rows behind (up to 1,000), whose own
+	// jobs, not started, are deleted: River need not run a job per
+	// message only to find its lane busy.
+	Adopt bool
 }
 
 // LaneNextRequest moves lanes on in OutboxFinishAndClaimCommit, after the
@@ -50,15 +55,16 @@ func queueLaneNext(b *pgx.Batch, tenantID uuid.UUID, lease time.Duration, r *Lan
 	accountIDs := make([]uuid.UUID, len(r.Lanes))
 	conversations := make([]string, len(r.Lanes))
 	claims := make([]bool, len(r.Lanes))
+	adopts := make([]bool, len(r.Lanes))
 	for i, l := range r.Lanes {
-		jobIDs[i], accountIDs[i], conversations[i], claims[i] = l.JobID, l.AccountID, l.ConversationID, l.Claim
+		jobIDs[i], accountIDs[i], conversations[i], claims[i], adopts[i] = l.JobID, l.AccountID, l.ConversationID, l.Claim, l.Adopt
 	}
 	b.Queue(`SELECT lane, claimed, id, account_id, coalesce(channel_type, ''), conversation_id,
 		coalesce(thread_id, ''), coalesce(text, ''), rich_content, attachments, edit_of,
 		coalesce(attempt_no, 0), coalesce(series_first_attempt, 0), coalesce(attempts, 0),
 		coalesce(created_at, now()), coalesce(provider_state, ''), coalesce(edit_provider_message_id, '')
-		FROM mio.dispatch_claim_next($1, $2, $3, $4, $5, $6, $7)`,
-		tenantID, jobIDs, accountIDs, conversations, claims, r.Unlimited, lease.Seconds()).Query(func(rows pgx.Rows) error {
+		FROM mio.dispatch_claim_next($1, $2, $3, $4, $5, $6, $7, $8)`,
+		tenantID, jobIDs, accountIDs, conversations, claims, adopts, r.Unlimited, lease.Seconds()).Query(func(rows pgx.Rows) error {
 		r.Results = r.Results[:0]
 		for rows.Next() {
 			var n LaneNextResult

@@ -56,11 +56,16 @@ type DispatchConfig struct {
 	// lane) a worker sleeps through itself; longer waits snooze the job.
 	// Default 1s.
 	InlineWait time.Duration
+	// LaneBudget is how long, from its start, a dispatch job keeps
+	// draining the lanes of the rows it hands off (each hand-off claims
+	// the lane's next message for the job) before it gives a lane's next
+	// message a job of its own. Default 20s.
+	LaneBudget time.Duration
 	// LaneWait is how long a job snoozes whose row waits behind an
 	// earlier message of its lane on an account without rate limits. The
 	// job that hands the earlier message off claims this row at once (and
 	// deletes the snoozed job), so LaneWait only bounds how late a lost
-	// hand-on is noticed. Default 5s.
+	// hand-on is noticed. Default 1m.
 	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
@@ -104,8 +109,11 @@ func (c *DispatchConfig) setDefaults() {
 	if c.InlineWait <= 0 {
 		c.InlineWait = time.Second
 	}
+	if c.LaneBudget <= 0 {
+		c.LaneBudget = 20 * time.Second
+	}
 	if c.LaneWait <= 0 {
-		c.LaneWait = 5 * time.Second
+		c.LaneWait = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -191,7 +199,7 @@ func (w *DispatchWorker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration {
 
 // JobTimeout bounds one run of a dispatch job.
 func (d *Dispatcher) JobTimeout() time.Duration {
-	return d.cfg.SendTimeout + d.cfg.inlineBudget() + 30*time.Second
+	return d.cfg.SendTimeout + max(d.cfg.inlineBudget(), d.cfg.LaneBudget) + 30*time.Second
 }
 
 // Work claims the job's row, sends it, and records the outcome, looping

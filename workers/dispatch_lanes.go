@@ -22,13 +22,13 @@ type laneRun struct {
 // sendLane makes one attempt for a claimed row and records its outcome.
 // When the row is handed off (or dead) and run chains, the transaction
 // after the outcome claims the lane's next message for the same job, and
-// sendLane sends that one too, and so on while the run's budget (the
-// inline budget, measured from the job's start) lasts: the next message
+// sendLane sends that one too, and so on while the run's budget lasts: the next message
 // of a lane is claimable the moment its predecessor is handed off, and is
-// sent without waiting for its own job to be fetched. Out of budget, the
+// sent without waiting for its own job to be fetched. Out of budget
+// (LaneBudget from the job's start), the
 // lane's next message is returned in later, to get a job that runs now.
 // A lane row that must be tried again soon (a retry or Retry-After within
-// InlineWait and the budget) is waited for and claimed again here, as the
+// InlineWait, and within the budget) is waited for and claimed again here, as the
 // job's own row is in dispatch. It returns the first row's outcome (err: nothing recorded for it, see
 // attempt) and the lane rows that need a job of their own (a retry after
 // their delay, or the hand-on).
@@ -42,7 +42,8 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 			req := opReq{tenantID: tenantID, finish: &fin}
 			if run.chain {
 				req.next = &db.LaneNext{JobID: run.jobID, AccountID: r.cand.AccountID, ConversationID: r.cand.ConversationID,
-					Claim: time.Since(run.start) < d.cfg.inlineBudget()}
+					Claim: time.Since(run.start) < d.cfg.LaneBudget}
+				req.next.Adopt = req.next.Claim && n == 0
 			}
 			res, err = d.ops.do(ctx, req)
 			if err == nil {
@@ -93,7 +94,7 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 // for the run, or the row could not be claimed (it then needs a job).
 func (d *Dispatcher) retryInline(ctx context.Context, tenantID uuid.UUID, run laneRun, r claimRes, delay time.Duration) (claimRes, bool) {
 	delay = max(delay, time.Millisecond)
-	if delay > d.cfg.InlineWait || time.Since(run.start)+delay > d.cfg.inlineBudget() {
+	if delay > d.cfg.InlineWait || time.Since(run.start)+delay > d.cfg.LaneBudget {
 		return r, false
 	}
 	t := time.NewTimer(delay)
