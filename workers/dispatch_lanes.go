@@ -20,18 +20,18 @@ type laneRun struct {
 }
 
 // sendLane makes one attempt for a claimed row and records its outcome.
-// When the row is handed off (or dead) and run chains, the transaction
-// after the outcome claims the lane's next message for the same job, and
-// sendLane sends that one too, and so on while the run's budget lasts: the next message
-// of a lane is claimable the moment its predecessor is handed off, and is
-// sent without waiting for its own job to be fetched. Out of budget
-// (LaneBudget from the job's start), the
-// lane's next message is returned in later, to get a job that runs now.
-// A lane row that must be tried again soon (a retry or Retry-After within
-// InlineWait, and within the budget) is waited for and claimed again here, as the
-// job's own row is in dispatch. It returns the first row's outcome (err: nothing recorded for it, see
+// When run chains, the transaction that records a hand-off (or a dead
+// letter) also claims the lane's next message for the same job, and
+// sendLane sends that one too, and so on while the job's LaneBudget
+// lasts: the next message of a lane is claimable the moment its
+// predecessor is handed off, and is sent without waiting for a job of its
+// own to be fetched. Out of budget, the lane's next message is returned in
+// later, to get a job that runs now. A lane row that must be tried again
+// soon (a retry or Retry-After within InlineWait and the budget) is waited
+// for and claimed again here, as the job's own row is in dispatch. It
+// returns the first row's outcome (err: nothing recorded for it, see
 // attempt) and the lane rows that need a job of their own (a retry after
-// their delay, or the hand-on).
+// its delay, or the hand-over).
 func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneRun, r claimRes) (db.OutboxFinish, []rescheduled, error) {
 	var first db.OutboxFinish
 	var later []rescheduled
