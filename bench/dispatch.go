@@ -90,45 +90,16 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 		}
 	}
 
-	fake, err := newFakeEndpoint()
+	tgt, err := newDispatchTarget(ctx, env, pool, "bench-dispatch")
 	if err != nil {
 		return res, err
 	}
-	defer fake.close()
-	box, _ := secretbox.New(env.MasterKey)
-	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench-dispatch")
-	if err != nil {
-		return res, err
-	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	settings, _ := json.Marshal(map[string]string{"endpoint_url": fake.url})
-	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook",
-		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(secret), Settings: settings})
-	if err != nil {
-		return res, err
-	}
-	inserter, err := workers.NewClient(pool, nil, workers.Config{})
-	if err != nil {
-		return res, err
-	}
-	sends := outbox.New(pool, inserter)
-	enqueue := func(n int, conv func(i int) string) error {
-		rows := make([]db.OutboxNew, n)
-		for i := range rows {
-			rows[i] = db.OutboxNew{AccountID: acct.ID, ChannelType: "webhook", ConversationID: conv(i),
-				IdempotencyKey: uuid.NewString(), RequestSHA256: make([]byte, 32), Text: "bench reply"}
-		}
-		return db.InTenantTx(ctx, pool, tenant.ID, func(tx pgx.Tx) error {
-			_, err := sends.EnqueueTx(ctx, tx, tenant.ID, rows)
-			return err
-		})
-	}
+	defer tgt.close()
+	fake, enqueue := tgt.fake, tgt.enqueue
 
 	// Warm-up: connections, caches, prepared statements.
 	fake.expect(1000)
-	if err := enqueue(1000, func(i int) string { return fmt.Sprintf("warm-%d", i) }); err != nil {
+	if err := enqueue(ctx, 1000, func(i int) string { return fmt.Sprintf("warm-%d", i) }); err != nil {
 		return res, err
 	}
 	if err := fake.wait(ctx, 60*time.Second); err != nil {
@@ -142,7 +113,7 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	for done := 0; done < opts.Messages; done += opts.InsertBatch {
 		n := min(opts.InsertBatch, opts.Messages-done)
 		base := done
-		if err := enqueue(n, func(i int) string { return fmt.Sprintf("bulk-%d", base+i) }); err != nil {
+		if err := enqueue(ctx, n, func(i int) string { return fmt.Sprintf("bulk-%d", base+i) }); err != nil {
 			return res, err
 		}
 	}
@@ -151,7 +122,7 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	}
 	res.Elapsed = fake.doneAt().Sub(start)
 	res.PerSec = float64(opts.Messages) / res.Elapsed.Seconds()
-	if res.BulkP50, res.BulkP99, _, err = handoffLatency(ctx, pool, tenant.ID, "bulk-%"); err != nil {
+	if res.BulkP50, res.BulkP99, _, err = handoffLatency(ctx, pool, tgt.tenantID, "bulk-%"); err != nil {
 		return res, err
 	}
 
@@ -168,7 +139,7 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	steadyStart := time.Now()
 	for k := range ticks {
 		<-t.C
-		if err := enqueue(perTick, func(i int) string { return fmt.Sprintf("steady-%d", k*perTick+i) }); err != nil {
+		if err := enqueue(ctx, perTick, func(i int) string { return fmt.Sprintf("steady-%d", k*perTick+i) }); err != nil {
 			t.Stop()
 			return res, err
 		}
@@ -178,9 +149,67 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	if err := fake.wait(ctx, 5*time.Minute); err != nil {
 		return res, err
 	}
-	res.SteadyP50, res.SteadyP99, res.SteadyCount, err = handoffLatency(ctx, pool, tenant.ID, "steady-%")
+	res.SteadyP50, res.SteadyP99, res.SteadyCount, err = handoffLatency(ctx, pool, tgt.tenantID, "steady-%")
 	return res, err
 }
+
+// dispatchTarget is what the dispatch benchmarks send to: a tenant with
+// one webhook account (no rate limit) whose endpoint is a local fake
+// provider answering 200 at once.
+type dispatchTarget struct {
+	pool     *pgxpool.Pool
+	tenantID uuid.UUID
+	account  uuid.UUID
+	sends    *outbox.Service
+	fake     *fakeEndpoint
+}
+
+func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name string) (*dispatchTarget, error) {
+	fake, err := newFakeEndpoint()
+	if err != nil {
+		return nil, err
+	}
+	t := &dispatchTarget{pool: pool, fake: fake}
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(pool, box, env.BaseURL)
+	tenant, err := svc.TenantCreate(ctx, name)
+	if err != nil {
+		fake.close()
+		return nil, err
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	settings, _ := json.Marshal(map[string]string{"endpoint_url": fake.url})
+	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook",
+		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(secret), Settings: settings})
+	if err != nil {
+		fake.close()
+		return nil, err
+	}
+	inserter, err := workers.NewClient(pool, nil, workers.Config{})
+	if err != nil {
+		fake.close()
+		return nil, err
+	}
+	t.tenantID, t.account, t.sends = tenant.ID, acct.ID, outbox.New(pool, inserter)
+	return t, nil
+}
+
+// enqueue accepts n sends in one transaction, send i to conversation
+// conv(i), as POST /v1/outbound would one by one.
+func (t *dispatchTarget) enqueue(ctx context.Context, n int, conv func(i int) string) error {
+	rows := make([]db.OutboxNew, n)
+	for i := range rows {
+		rows[i] = db.OutboxNew{AccountID: t.account, ChannelType: "webhook", ConversationID: conv(i),
+			IdempotencyKey: uuid.NewString(), RequestSHA256: make([]byte, 32), Text: "bench reply"}
+	}
+	return db.InTenantTx(ctx, t.pool, t.tenantID, func(tx pgx.Tx) error {
+		_, err := t.sends.EnqueueTx(ctx, tx, t.tenantID, rows)
+		return err
+	})
+}
+
+func (t *dispatchTarget) close() { t.fake.close() }
 
 // handoffLatency returns the p50 and p99 of created_at → handed_off_at
 // of the tenant's messages whose conversation matches like.

@@ -22,12 +22,13 @@ import (
 // claimIDs, the rows that can be sent now (OutboxClaimFast: the caller
 // has checked they need no rate-limit token), then, when extras is set,
 // more rows for the requesting jobs (mio.dispatch_claim_extras), all
-// moved to sending under a lease. Finishing first lets a message claim
-// its lane the moment the message before it is handed off. Every part may
-// be empty. Claimed candidates carry no account fields; HandoffState is
+// moved to sending under a lease, then, when lanes is set, moves on the
+// lanes of the finished rows (see OutboxLaneNext; results in
+// lanes.Results). Finishing first lets a message claim its lane the
+// moment the message before it is handed off. Every part may be empty. Claimed candidates carry no account fields; HandoffState is
 // the state before the claim (sending: a resumed attempt).
 func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, finishes []OutboxFinish,
-	claimIDs []uuid.UUID, lease time.Duration, extras *ExtrasRequest) ([]OutboxFinishResult, []ClaimCandidate, []ExtraClaim, error) {
+	claimIDs []uuid.UUID, lease time.Duration, extras *ExtrasRequest, lanes *LaneNextRequest) ([]OutboxFinishResult, []ClaimCandidate, []ExtraClaim, error) {
 	var finished []OutboxFinishResult
 	var claimed []ClaimCandidate
 	var extra []ExtraClaim
@@ -85,6 +86,9 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 				}
 				return rows.Err()
 			})
+		}
+		if lanes != nil && len(lanes.Lanes) > 0 {
+			queueLaneNext(b, tenantID, lease, lanes)
 		}
 	})
 	if err != nil {

@@ -56,6 +56,17 @@ type DispatchConfig struct {
 	// lane) a worker sleeps through itself; longer waits snooze the job.
 	// Default 1s.
 	InlineWait time.Duration
+	// LaneBudget is how long, from its start, a dispatch job keeps
+	// draining the lanes of the rows it hands off (each hand-off claims
+	// the lane's next message for the job) before it gives a lane's next
+	// message a job of its own. Default 20s.
+	LaneBudget time.Duration
+	// LaneWait is how long a job snoozes whose row waits behind an
+	// earlier message of its lane on an account without rate limits. The
+	// job that hands the earlier message off claims this row at once (and
+	// deletes the snoozed job), so LaneWait only bounds how late a lost
+	// hand-on is noticed. Default 1m.
+	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
 	// MaxAttempts per attempt series unless the account sets its own.
@@ -97,6 +108,12 @@ func (c *DispatchConfig) setDefaults() {
 	}
 	if c.InlineWait <= 0 {
 		c.InlineWait = time.Second
+	}
+	if c.LaneBudget <= 0 {
+		c.LaneBudget = 20 * time.Second
+	}
+	if c.LaneWait <= 0 {
+		c.LaneWait = time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -182,7 +199,7 @@ func (w *DispatchWorker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration {
 
 // JobTimeout bounds one run of a dispatch job.
 func (d *Dispatcher) JobTimeout() time.Duration {
-	return d.cfg.SendTimeout + d.cfg.inlineBudget() + 30*time.Second
+	return d.cfg.SendTimeout + max(d.cfg.inlineBudget(), d.cfg.LaneBudget) + 30*time.Second
 }
 
 // Work claims the job's row, sends it, and records the outcome, looping
@@ -190,7 +207,9 @@ func (d *Dispatcher) JobTimeout() time.Duration {
 // the conversation still in flight) and snoozing the job for long ones.
 // A job of an account without rate limits also takes over a few more
 // sendable rows whose own jobs have not started yet (their jobs are
-// deleted), so that River's cost per job is shared by several sends.
+// deleted), so that River's cost per job is shared by several sends, and
+// drains the lanes of the rows it hands off: each hand-off claims the
+// lane's next message for the job (see sendLane).
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
 	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID)
 }
@@ -225,7 +244,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 			own = append(own, &res)
 		}
 		if len(own)+len(op.extras) > 0 {
-			fins, err := d.sendAll(ctx, tenantID, own, op.extras)
+			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0}
+			fins, err := d.sendAll(ctx, tenantID, run, own, op.extras)
 			if err != nil {
 				return fmt.Errorf("dispatch %s: %w", id, err)
 			}
@@ -246,6 +266,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		case claimDone:
 			return nil
 		case claimWait:
+			if res.park {
+				return river.JobSnooze(res.wait)
+			}
 			wait := res.wait
 			if res.poll {
 				// Something ahead in the lane is in flight: poll with a
@@ -262,9 +285,10 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 
 // sendAll makes one attempt for each claimed row (the job's own first,
 // then its extras) concurrently, records the outcomes, and returns the
-// own rows' outcomes in order. Extras that need another attempt get a
-// dispatch job of their own again.
-func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*claimRes, extras []*db.ClaimCandidate) ([]db.OutboxFinish, error) {
+// own rows' outcomes in order. Each row's lane is drained behind it while
+// run allows (sendLane). Extras and lane rows that need another attempt,
+// and lane rows left for a job of their own, get a dispatch job again.
+func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRun, own []*claimRes, extras []*db.ClaimCandidate) ([]db.OutboxFinish, error) {
 	all := make([]claimRes, 0, len(own)+len(extras))
 	for _, r := range own {
 		all = append(all, *r)
@@ -274,37 +298,24 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, own []*cla
 	}
 	fins := make([]db.OutboxFinish, len(all))
 	errs := make([]error, len(all))
+	var mu sync.Mutex
+	var again []rescheduled
 	var wg sync.WaitGroup
 	for i := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fin, err := d.attempt(ctx, tenantID, all[i])
-			if err == nil {
-				var fr opRes
-				fr, err = d.ops.do(ctx, opReq{tenantID: tenantID, finish: &fin})
-				if err == nil {
-					err = fr.err
-				}
-			}
+			fin, later, err := d.sendLane(ctx, tenantID, run, all[i])
+			mu.Lock()
+			defer mu.Unlock()
 			fins[i], errs[i] = fin, err
+			again = append(again, later...)
+			if err == nil && i >= len(own) && fin.Outcome != db.OutcomeHandedOff && fin.Outcome != db.OutcomeDead {
+				again = append(again, rescheduled{id: fin.ID, accountID: all[i].cand.AccountID, delay: fin.Delay})
+			}
 		}()
 	}
 	wg.Wait()
-	var again []rescheduled
-	for i := range all {
-		if errs[i] != nil {
-			continue // left leased: resumed after the lease (the sweeper re-enqueues extras)
-		}
-		switch fins[i].Outcome {
-		case db.OutcomeHandedOff, db.OutcomeDead:
-			d.lanes.notify(all[i].lane)
-		default:
-			if i >= len(own) {
-				again = append(again, rescheduled{id: fins[i].ID, accountID: all[i].cand.AccountID, delay: fins[i].Delay})
-			}
-		}
-	}
 	if len(again) > 0 {
 		if err := d.reschedule(ctx, tenantID, again); err != nil {
 			d.cfg.Logger.Warn("dispatch: reschedule extra rows; the sweeper will", "err", err)
@@ -325,15 +336,17 @@ type rescheduled struct {
 }
 
 // reschedule gives extra rows that need another attempt a dispatch job of
-// their own, due when the attempt is.
+// their own, due when the attempt is (at once for no delay).
 func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	return db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
 		params := make([]river.InsertManyParams, len(items))
 		ids := make([]uuid.UUID, len(items))
 		for i, it := range items {
-			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID},
-				InsertOpts: &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}}
+			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID}}
+			if it.delay > 0 {
+				params[i].InsertOpts = &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}
+			}
 			ids[i] = it.id
 		}
 		res, err := client.InsertManyTx(ctx, tx, params)

@@ -30,6 +30,9 @@ type opReq struct {
 	jobID    int64            // the claiming dispatch job
 	extras   int              // more rows the job may take over (fast claims)
 	finish   *db.OutboxFinish // nil for a claim
+	// next, with a finish: in the same transaction, move the row's lane on
+	// (db.LaneNextRequest).
+	next *db.LaneNext
 }
 
 // opRes answers an opReq: a claim's result (and extra rows now owned by
@@ -38,7 +41,10 @@ type opRes struct {
 	claim  claimRes
 	extras []*db.ClaimCandidate
 	moved  bool
-	err    error
+	// next is the finished row's lane's next message, when the finish
+	// asked for it and there is one to send now.
+	next *db.LaneNextResult
+	err  error
 }
 
 type claimRes struct {
@@ -49,6 +55,10 @@ type claimRes struct {
 	// poll: the wait is on something in flight (an earlier message of the
 	// lane, a concurrent claim) whose end is unknown.
 	poll bool
+	// park: snooze the job for wait. The row waits behind an earlier
+	// message of a lane that needs no rate-limit token, whose hand-off
+	// claims this row (and deletes the parked job).
+	park bool
 	lane string
 }
 
@@ -83,6 +93,7 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	// Two jobs of one row in the same batch: only the first may claim it.
 	first := map[uuid.UUID]int{}
 	var ids, fastIDs []uuid.UUID
+	fastSet := map[uuid.UUID]bool{}
 	for _, i := range idx {
 		r := reqs[i]
 		if r.finish != nil {
@@ -95,6 +106,7 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 			ids = append(ids, r.claim)
 			if r.fast {
 				fastIDs = append(fastIDs, r.claim)
+				fastSet[r.claim] = true
 			}
 		}
 	}
@@ -113,8 +125,20 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 			extras.Counts = append(extras.Counts, int32(n))
 		}
 	}
+	// Lanes to move on once their messages' outcomes are recorded.
+	var lanes *db.LaneNextRequest
+	var laneIdx []int
+	for _, i := range finishIdx {
+		if r := reqs[i]; r.next != nil {
+			if lanes == nil {
+				lanes = &db.LaneNextRequest{Unlimited: d.unlimited}
+			}
+			lanes.Lanes = append(lanes.Lanes, *r.next)
+			laneIdx = append(laneIdx, i)
+		}
+	}
 	now := time.Now()
-	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras)
+	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras, lanes)
 	if err != nil {
 		return err
 	}
@@ -128,6 +152,11 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	}
 	for _, i := range finishIdx {
 		out[i] = opRes{moved: moved[reqs[i].finish.ID]}
+	}
+	if lanes != nil {
+		for k := range lanes.Results {
+			out[laneIdx[lanes.Results[k].Lane]].next = &lanes.Results[k]
+		}
 	}
 	if len(ids) == 0 {
 		return nil
@@ -147,7 +176,7 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 				rest = append(rest, id)
 			}
 		}
-		if err := d.claimLimited(ctx, tenantID, rest, first, res, now); err != nil {
+		if err := d.claimLimited(ctx, tenantID, rest, fastSet, first, res, now); err != nil {
 			return err
 		}
 	}
@@ -166,9 +195,11 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	return nil
 }
 
-// claimLimited claims rows that need rate-limit tokens, and says how long
+// claimLimited claims rows that need rate-limit tokens, and those of
+// fast (no token needed) that the fast claim missed, and says how long
 // the rows that cannot be claimed should wait.
-func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, first map[uuid.UUID]int, res map[int]claimRes, now time.Time) error {
+func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, fast map[uuid.UUID]bool,
+	first map[uuid.UUID]int, res map[int]claimRes, now time.Time) error {
 	tx, err := db.BeginDispatch(ctx, d.pool, tenantID)
 	if err != nil {
 		return err
@@ -234,7 +265,12 @@ func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids [
 	probed := make(map[uuid.UUID]bool, len(probes))
 	for _, p := range probes {
 		probed[p.ID] = true
-		res[first[p.ID]] = probeWait(tenantID, p, now)
+		r := probeWait(tenantID, p, now)
+		if fast[p.ID] && r.kind == claimWait && p.BlockerState != "" {
+			// Behind an earlier message of a lane that hands on: park.
+			r = claimRes{kind: claimWait, park: true, wait: max(r.wait, d.cfg.LaneWait)}
+		}
+		res[first[p.ID]] = r
 	}
 	for _, id := range rest {
 		if !probed[id] {

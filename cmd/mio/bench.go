@@ -32,6 +32,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		memProf  string
 		rows     int
 		days     int
+		lanes    int
+		perLane  int
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -49,6 +51,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
+		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); produce: -1 skips the lane phases")
+		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
 	})
 	if err != nil {
 		return err
@@ -84,7 +88,28 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if res != nil {
 			res.Print(stdout)
 		}
-		return err
+		env.Close()
+		if err != nil || lanes < 0 {
+			return err
+		}
+		// Ordered lanes need workers: a server of role all on a database of
+		// its own, one lane of 300, then 64 lanes of 200.
+		for _, l := range [][2]int{{1, 300}, {64, 200}} {
+			lenv, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
+				ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+			if err != nil {
+				return err
+			}
+			lres, err := bench.RunLanes(ctx, lenv, l[0], l[1])
+			lenv.Close()
+			if lres != nil {
+				lres.Print(stdout)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
 	case "admin":
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
 			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
@@ -116,6 +141,13 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
+		if lanes > 0 {
+			res, err := bench.RunLanes(ctx, env, lanes, perLane)
+			if res != nil {
+				res.Print(stdout)
+			}
+			return err
+		}
 		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration})
 		if res != nil {
 			res.Print(stdout)
