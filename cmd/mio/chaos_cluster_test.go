@@ -109,6 +109,7 @@ type chaosProc struct {
 	cmd        *exec.Cmd
 	out        *lockedBuffer
 	starts     int
+	failed     []string // why starts failed (the output's end)
 }
 
 func newChaosProc(t *testing.T, name, role string, env []string) *chaosProc {
@@ -159,6 +160,13 @@ func (p *chaosProc) start(limit time.Duration) error {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
+		tail := out.String()
+		if len(tail) > 400 {
+			tail = tail[len(tail)-400:]
+		}
+		p.mu.Lock()
+		p.failed = append(p.failed, tail)
+		p.mu.Unlock()
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not become ready within %s: %s", p.name, limit, out.String())
 		}

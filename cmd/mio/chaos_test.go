@@ -191,7 +191,7 @@ func runChaos(t *testing.T, pooled bool) {
 	// run longer than the dispatch job timeout plus a minute (mio serve's
 	// StuckAfter), at its next sweep (every 5s).
 	stuckBound := workers.NewDispatcher(nil, workers.DispatchConfig{}).JobTimeout() + time.Minute + 5*time.Second
-	active := r.waitOutboxSettled(ctx, owner, stuckBound+30*time.Second)
+	active, overdue := r.waitOutboxSettled(ctx, owner, stuckBound+30*time.Second)
 	settled := time.Since(loadEnd)
 
 	r.mu.Lock()
@@ -203,6 +203,7 @@ func runChaos(t *testing.T, pooled bool) {
 		r.dumpOutbox(ctx, owner)
 	}
 	require.Zero(t, active, "outbound rows still queued or sending %s after the load", settled)
+	require.Zero(t, overdue, "rows stayed in sending 30s past their lease")
 	c := r.check(ctx, owner)
 	faults := r.fakes.faultCounts()
 	t.Logf("chaos (%s, pooled=%v): load %s, settled in %s, total %s", strings.Join(r.procNames(), "+"), pooled,
@@ -221,6 +222,11 @@ func runChaos(t *testing.T, pooled bool) {
 	t.Logf("  acked deliveries that came back: %d; replies lost with their lease: %d", len(r.cameBack), r.replyLost.Load())
 	t.Logf("  sends accepted: %d (handed off %d, dead %d); platform faults %v; platform successes %d, of which duplicates %d (webhook %d, same webhook-id)",
 		len(r.sends), c.handedOff, c.dead, faults, c.platformOK, c.duplicates, c.webhookDuplicates)
+	for _, p := range r.procs {
+		if len(p.failed) > 0 {
+			t.Logf("  %s: %d starts failed, the last: %s", p.name, len(p.failed), p.failed[len(p.failed)-1])
+		}
+	}
 	require.Empty(t, r.cameBack, "acked deliveries came back")
 }
 
@@ -489,14 +495,20 @@ func (r *chaosRun) waitDelivered(limit time.Duration) {
 }
 
 // waitOutboxSettled waits until no outbound row is queued or sending and
-// returns how many still are.
-func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, limit time.Duration) int {
+// returns how many still are, and the most rows seen in sending with a
+// lease ended over 30s earlier (the sweeper takes such a row back within
+// its grace of 10s and its interval of 5s).
+func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, limit time.Duration) (active, overdue int) {
 	deadline := time.Now().Add(limit)
 	for {
-		var active int
+		var n int
+		if err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox
+			WHERE handoff_state = 'sending' AND lease_until < now() - interval '30 seconds'`).Scan(&n); err == nil {
+			overdue = max(overdue, n)
+		}
 		err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox WHERE handoff_state IN ('queued', 'sending')`).Scan(&active)
 		if err == nil && active == 0 || time.Now().After(deadline) {
-			return active
+			return active, overdue
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
