@@ -90,6 +90,7 @@ type chaosRun struct {
 	delivered map[string]map[string]int
 	acked     map[string]map[string]bool
 	cameBack  []string
+	settledAs map[string]string // consumer/text -> the delivery settled
 	sends     map[uuid.UUID]string // accepted send id -> idempotency key
 	errs      []string
 
@@ -98,6 +99,11 @@ type chaosRun struct {
 }
 
 const (
+	// chaosConversations per channel: Slack and Telegram allow one message
+	// a second per channel or chat (MIO's default rate limits), so the
+	// load spreads over enough of them to stay below.
+	chaosConversations = 100
+
 	chaosSlackSecret    = "chaos-slack-signing-secret"
 	chaosTelegramSecret = "chaos_telegram_secret"
 )
@@ -109,7 +115,7 @@ func runChaos(t *testing.T, pooled bool) {
 	ctx := context.Background()
 	begin := time.Now()
 	r := &chaosRun{t: t, cluster: startChaosCluster(t, pooled), fakes: newChaosPlatforms(t), accounts: map[string]uuid.UUID{},
-		answered: map[string]bool{}, refused: map[string]bool{}, sends: map[uuid.UUID]string{},
+		answered: map[string]bool{}, settledAs: map[string]string{}, refused: map[string]bool{}, sends: map[uuid.UUID]string{},
 		delivered: map[string]map[string]int{"agent-a": {}, "agent-b": {}},
 		acked:     map[string]map[string]bool{"agent-a": {}, "agent-b": {}}}
 	key := r.setup(ctx)
@@ -182,7 +188,7 @@ func runChaos(t *testing.T, pooled bool) {
 	owner, err := db.Open(ctx, r.cluster.ownerURL, db.PoolOptions{MaxConns: 2})
 	require.NoError(t, err)
 	defer owner.Close()
-	r.waitDelivered(2 * time.Minute)
+	r.waitSettled(2 * time.Minute)
 	stopConsumers.Store(true)
 	consumers.Wait()
 	// A worker killed mid-send leaves its row in sending until the lease
@@ -292,14 +298,14 @@ func (r *chaosRun) newInbound(n int) *chaosInbound {
 	switch in.channel {
 	case "webhook":
 		body = fmt.Appendf(nil, `{"type":"message.created","timestamp":%q,"data":{"conversation":{"id":"conv-%d"},"sender":{"id":"u1"},"text":%q}}`,
-			time.Now().UTC().Format(time.RFC3339), n%5, in.text)
+			time.Now().UTC().Format(time.RFC3339), n%chaosConversations, in.text)
 	case "slack":
 		body = fmt.Appendf(nil, `{"token":"x","team_id":"T1","api_app_id":"A1","type":"event_callback","event_id":"EvChaos%d","event_time":%d,`+
 			`"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U1","text":%q,"ts":"%d.000100"}}`,
-			n, 1700000000+n, n%5, in.text, 1700000000+n)
+			n, 1700000000+n, n%chaosConversations, in.text, 1700000000+n)
 	case "telegram":
 		body = fmt.Appendf(nil, `{"update_id":%d,"message":{"message_id":%d,"date":%d,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"Ada"},"text":%q}}`,
-			n, n, time.Now().Unix(), 4000+n%5, 4000+n%5, in.text)
+			n, n, time.Now().Unix(), 4000+n%chaosConversations, 4000+n%chaosConversations, in.text)
 	}
 	in.post = func(c *http.Client, base string) (int, error) {
 		req, _ := http.NewRequest(http.MethodPost, base+url, bytes.NewReader(body))
@@ -364,12 +370,12 @@ func (r *chaosRun) webhookLoad(stop *atomic.Bool) {
 // sent a second time under its key (a client retrying), which must answer
 // with the first id.
 func (r *chaosRun) sendLoad(ctx context.Context, stop *atomic.Bool) {
-	conversation := map[string]string{"webhook": "conv-out", "slack": "C0OUT", "telegram": "4999"}
+	conversation := map[string]string{"webhook": "conv-out-", "slack": "COUT", "telegram": "5"}
 	channels := []string{"webhook", "slack", "telegram"}
 	for n := 0; !stop.Load(); n++ {
 		ch := channels[n%len(channels)]
 		cmd := envelope.SendCommand{IdempotencyKey: "send-" + strconv.Itoa(n), AccountID: r.accounts[ch],
-			ConversationID: conversation[ch], Text: "out-" + strconv.Itoa(n)}
+			ConversationID: conversation[ch] + strconv.Itoa(n%chaosConversations), Text: "out-" + strconv.Itoa(n)}
 		for range 1 + min(1, n%10/9) {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			sent, err := r.client(mrand.IntN(2)).Send(cctx, cmd)
@@ -393,7 +399,8 @@ func (r *chaosRun) sendLoad(ctx context.Context, stop *atomic.Bool) {
 // delivered, what it settled, and any settled message that came back.
 func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic.Bool) {
 	for !stop.Load() {
-		c := r.client(i + mrand.IntN(2))
+		api := i + mrand.IntN(2)
+		c := r.client(api)
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		ds, err := c.Pull(pctx, name, 10, time.Second)
 		cancel()
@@ -406,7 +413,8 @@ func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic
 			r.mu.Lock()
 			r.delivered[name][text]++
 			if r.acked[name][text] {
-				r.cameBack = append(r.cameBack, fmt.Sprintf("%s: %s (delivery %d)", name, text, d.DeliveryCount))
+				r.cameBack = append(r.cameBack, fmt.Sprintf("%s: %s (delivery %s, count %d, seq %d, at %s; settled earlier: %s)",
+					name, text, d.DeliveryID, d.DeliveryCount, d.Seq, time.Now().Format("15:04:05.000"), r.settledAs[name+"/"+text]))
 			}
 			r.mu.Unlock()
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -430,6 +438,8 @@ func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic
 			cancel()
 			if settled {
 				r.mu.Lock()
+				r.settledAs[name+"/"+text] = fmt.Sprintf("delivery %s count %d seq %d at %s via %s", d.DeliveryID, d.DeliveryCount, d.Seq,
+					time.Now().Format("15:04:05.000"), r.apis[api%len(r.apis)].name)
 				r.acked[name][text] = true
 				r.mu.Unlock()
 			}
@@ -468,16 +478,17 @@ func (r *chaosRun) redeliverRefused() {
 	}
 }
 
-// waitDelivered waits until each consumer was delivered every message
-// answered 200.
-func (r *chaosRun) waitDelivered(limit time.Duration) {
+// waitSettled waits until each consumer settled (acked, or replied with
+// ack) every message answered 200: one delivered but not settled comes
+// back once its ack wait ends.
+func (r *chaosRun) waitSettled(limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for {
 		missing := 0
 		r.mu.Lock()
 		for text := range r.answered {
-			for _, d := range r.delivered {
-				if d[text] == 0 {
+			for _, a := range r.acked {
+				if !a[text] {
 					missing++
 				}
 			}
@@ -487,7 +498,7 @@ func (r *chaosRun) waitDelivered(limit time.Duration) {
 			return
 		}
 		if time.Now().After(deadline) {
-			r.t.Errorf("%d (message, consumer) pairs never delivered", missing)
+			r.t.Errorf("%d (message, consumer) pairs never settled", missing)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -624,6 +635,19 @@ func (r *chaosRun) dumpOutbox(ctx context.Context, owner *pgxpool.Pool) {
 			r.t.Logf("  active: %d x %s attempts=%d attempt_no=%d lease_ended=%v due=%v job=%v last_error=%q", n, state, attempts, attemptNo, leaseEnded, due, job, lastError)
 		}
 	}
+	var jobInfo string
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(x, '; '), '') FROM (
+		SELECT format('%s attempted %ss ago by %s attempt %s: %s', st, age, who, att, count(*)) AS x FROM (
+			SELECT coalesce(j.state::text, 'gone') AS st, coalesce((extract(epoch FROM now() - j.attempted_at)::int / 10 * 10)::text, '-') AS age,
+			       coalesce(j.attempted_by[array_length(j.attempted_by, 1)], '-') AS who, coalesce(j.attempt, 0) AS att
+			FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
+			WHERE o.handoff_state IN ('queued', 'sending')) a
+		GROUP BY st, age, who, att ORDER BY count(*) DESC LIMIT 10) y`).Scan(&jobInfo)
+	r.t.Logf("  jobs of the active rows: %s", jobInfo)
+	var sweeps string
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(state::text || ' ' || extract(epoch FROM now() - coalesce(finalized_at, attempted_at, created_at))::int || 's ago ' || coalesce(errors::text, ''), '; ' ORDER BY id DESC), '')
+		FROM (SELECT * FROM river.river_job WHERE kind = 'mio.outbox_sweep' ORDER BY id DESC LIMIT 5) s`).Scan(&sweeps)
+	r.t.Logf("  last sweeps: %s", sweeps)
 	var jobs string
 	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(state || ':' || kind || '=' || n, ', '), '') FROM (SELECT state, kind, count(*) n FROM river.river_job GROUP BY 1, 2) j`).Scan(&jobs)
 	r.t.Logf("  river jobs: %s", jobs)
