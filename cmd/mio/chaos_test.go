@@ -90,7 +90,7 @@ type chaosRun struct {
 	delivered map[string]map[string]int
 	acked     map[string]map[string]bool
 	cameBack  []string
-	settledAs map[string]string // consumer/text -> the delivery settled
+	settledAs map[string]string    // consumer/text -> the delivery settled
 	sends     map[uuid.UUID]string // accepted send id -> idempotency key
 	errs      []string
 
