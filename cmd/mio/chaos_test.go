@@ -188,7 +188,7 @@ func runChaos(t *testing.T, pooled bool) {
 	owner, err := db.Open(ctx, r.cluster.ownerURL, db.PoolOptions{MaxConns: 2})
 	require.NoError(t, err)
 	defer owner.Close()
-	r.waitSettled(2 * time.Minute)
+	r.waitSettled(ctx, 2*time.Minute)
 	stopConsumers.Store(true)
 	consumers.Wait()
 	// A worker killed mid-send leaves its row in sending until the lease
@@ -478,27 +478,39 @@ func (r *chaosRun) redeliverRefused() {
 	}
 }
 
-// waitSettled waits until each consumer settled (acked, or replied with
-// ack) every message answered 200: one delivered but not settled comes
-// back once its ack wait ends.
-func (r *chaosRun) waitSettled(limit time.Duration) {
+// waitSettled waits until each consumer was delivered every message
+// answered 200 and, by its own stats, has nothing pending, leased or
+// dead. (The client's view of its acks is not enough: an ack whose answer
+// was lost and that the client retried answers "not outstanding".)
+func (r *chaosRun) waitSettled(ctx context.Context, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	for {
 		missing := 0
 		r.mu.Lock()
 		for text := range r.answered {
-			for _, a := range r.acked {
-				if !a[text] {
+			for _, d := range r.delivered {
+				if d[text] == 0 {
 					missing++
 				}
 			}
 		}
 		r.mu.Unlock()
-		if missing == 0 {
+		open := map[string]client.ConsumerStats{}
+		for _, name := range []string{"agent-a", "agent-b"} {
+			info, err := r.client(0).GetConsumer(ctx, name)
+			if err != nil || info.Stats.Pending+info.Stats.AckPending+info.Stats.Dead > 0 {
+				if info != nil {
+					open[name] = info.Stats
+				} else {
+					open[name] = client.ConsumerStats{}
+				}
+			}
+		}
+		if missing == 0 && len(open) == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			r.t.Errorf("%d (message, consumer) pairs never settled", missing)
+			r.t.Errorf("%d (message, consumer) pairs never delivered; consumers not drained: %+v", missing, open)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
