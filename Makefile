@@ -29,7 +29,7 @@ test: postgres sdk-tools browser lint check-generated
 ## PgBouncer in transaction pooling mode (docs/deploy.md, "Connection poolers")
 test-pgbouncer:
 	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 15m ./db/ ./notify/ ./consume/
-	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 5m -run 'TestServeWithListenURL' ./cmd/mio/
+	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 10m -run 'TestServeWithListenURL|TestChaosThroughPgBouncer' ./cmd/mio/
 
 ## test-deploy: parse the Dockerfile, render the Helm chart, load the compose file
 ## (its own module, deploy/deploytest, so Helm and k8s.io stay out of go.mod)

@@ -95,6 +95,17 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
 }
 
+// backoff is the ceiling of the random wait before attempt (≥ 1): Base
+// doubled per earlier retry, at most Max. The doubling stops at Max, so
+// many attempts cannot overflow the shift into a negative wait.
+func (r Retry) backoff(attempt int) time.Duration {
+	d := r.Base
+	for i := 1; i < attempt && d < r.Max; i++ {
+		d *= 2
+	}
+	return min(d, r.Max)
+}
+
 func retryable(status int) bool {
 	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
 }
@@ -112,7 +123,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	var lastErr error
 	for attempt := 0; attempt < c.retry.Attempts; attempt++ {
 		if attempt > 0 {
-			d := min(c.retry.Base<<(attempt-1), c.retry.Max)
+			d := c.retry.backoff(attempt)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()

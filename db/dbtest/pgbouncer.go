@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/miohq/mio/db/localpg"
 )
@@ -47,9 +48,32 @@ func bouncerURL(ctx context.Context, name string) (string, error) {
 }
 
 func startBouncer(ctx context.Context) (*localpg.PgBouncer, error) {
-	// Roles are cluster-wide and test processes run concurrently: one at
-	// a time creates or updates the role.
-	if _, err := server.admin.Exec(ctx, fmt.Sprintf(`BEGIN;
+	if err := CreatePooledRole(ctx, server.admin); err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(server.adminURL)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "mio-pgbouncer-")
+	if err != nil {
+		return nil, err
+	}
+	bouncerDir = dir
+	b, err := localpg.StartPgBouncer(ctx, BouncerOptions(filepath.Join(dir, "b"), int(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("dbtest: %w", err)
+	}
+	return b, nil
+}
+
+// CreatePooledRole creates PooledRole on the cluster conn reaches (as a
+// superuser), unless it exists. Roles are cluster-wide and test processes
+// run concurrently: one at a time creates it.
+func CreatePooledRole(ctx context.Context, conn interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}) error {
+	if _, err := conn.Exec(ctx, fmt.Sprintf(`BEGIN;
 SELECT pg_advisory_xact_lock(hashtext('mio-dbtest-pooled-role'));
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '%[1]s') THEN
@@ -61,30 +85,25 @@ DO $$ BEGIN
   END IF;
 END $$;
 COMMIT`, PooledRole, RuntimeRole)); err != nil {
-		return nil, fmt.Errorf("dbtest: pooled role: %w", err)
+		return fmt.Errorf("dbtest: pooled role: %w", err)
 	}
-	cfg, err := pgx.ParseConfig(server.adminURL)
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "mio-pgbouncer-")
-	if err != nil {
-		return nil, err
-	}
-	bouncerDir = dir
-	b, err := localpg.StartPgBouncer(ctx, localpg.PgBouncerOptions{
-		Dir:          filepath.Join(dir, "b"),
-		UpstreamPort: int(cfg.Port),
+	return nil
+}
+
+// BouncerOptions configure a PgBouncer in transaction pooling mode, in
+// dir, in front of the server on 127.0.0.1:upstreamPort, for PooledRole.
+// Connect through it with the URL's default_query_exec_mode=cache_describe
+// (no named prepared statements).
+func BouncerOptions(dir string, upstreamPort int) localpg.PgBouncerOptions {
+	return localpg.PgBouncerOptions{
+		Dir:          dir,
+		UpstreamPort: upstreamPort,
 		Users:        []string{PooledRole},
 		PoolMode:     "transaction",
 		// db.Open sends these as startup parameters; PgBouncer refuses
 		// them unless told to drop them (the role sets them instead).
 		IgnoreStartupParameters: []string{"statement_timeout", "idle_in_transaction_session_timeout", "jit"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dbtest: %w", err)
 	}
-	return b, nil
 }
 
 func stopBouncer() {
