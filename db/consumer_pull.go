@@ -57,6 +57,8 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b.Queue("SET LOCAL enable_bitmapscan = off")
 	b.Queue("SET LOCAL synchronous_commit = off")
 	b.Queue(setGenericPlans)
+	// Range ids never repeat after a server restart (migration 00022).
+	b.Queue("SELECT mio.consumer_ids_guard()")
 	var locked bool
 	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
 	b.Queue(dbsqlc.ConsumerGet, tenantID, name).QueryRow(func(row pgx.Row) error {
