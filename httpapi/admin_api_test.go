@@ -24,6 +24,8 @@ import (
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/httpapi/openapi"
+	"github.com/miohq/mio/httpapi/openapi/openapitest"
 	"github.com/miohq/mio/metrics"
 )
 
@@ -38,7 +40,7 @@ func newAdminAPI(t *testing.T) *adminAPI {
 	b := setup(t)
 	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(),
 		Admin: b.svc.WithRegistry(builtin.Registry(builtin.Options{}))})
-	adm := httptest.NewServer(api.AdminHandler())
+	adm := httptest.NewServer(openapitest.Handler(t, openapi.Admin, api.AdminHandler()))
 	t.Cleanup(adm.Close)
 	return &adminAPI{testBundle: b, adm: adm}
 }

@@ -32,6 +32,8 @@ import (
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/httpapi/openapi"
+	"github.com/miohq/mio/httpapi/openapi/openapitest"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
@@ -117,7 +119,7 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 		Accounts: resolver, Ingester: ing,
 		Blob: store, AttachmentURLTTL: urlTTL,
 	})
-	srv := httptest.NewServer(api.PublicHandler())
+	srv := httptest.NewServer(openapitest.Handler(t, openapi.Public, api.PublicHandler()))
 	t.Cleanup(srv.Close)
 	return &mediaServer{env: env, srv: srv, tenant: tenant.ID, account: acct.ID, svc: svc, store: store, jobs: jobs}
 }

@@ -29,6 +29,8 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/httpapi/openapi"
+	"github.com/miohq/mio/httpapi/openapi/openapitest"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
@@ -113,7 +115,7 @@ func setup(t testing.TB, opts ...bundleOpts) *testBundle {
 		Accounts: accounts.NewResolver(env.Pool, accounts.ResolverConfig{Box: box, Registry: registry}), Ingester: b.ingester,
 		WebhookMaxBody: o.maxBody, WebhookDeadline: o.deadline,
 	})
-	b.srv = httptest.NewServer(api.PublicHandler())
+	b.srv = httptest.NewServer(openapitest.Handler(t, openapi.Public, api.PublicHandler()))
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
+	"github.com/miohq/mio/httpapi/openapi"
+	"github.com/miohq/mio/httpapi/openapi/openapitest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/workers"
@@ -85,9 +87,9 @@ func newOutAPI(t *testing.T) *outAPI {
 	sender := outbox.New(env.Pool, river)
 	t.Cleanup(sender.StartGroupCommit(groupcommit.Config{}))
 	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Outbox: sender})
-	o.pub = httptest.NewServer(api.PublicHandler())
+	o.pub = httptest.NewServer(openapitest.Handler(t, openapi.Public, api.PublicHandler()))
 	t.Cleanup(o.pub.Close)
-	o.adm = httptest.NewServer(api.AdminHandler())
+	o.adm = httptest.NewServer(openapitest.Handler(t, openapi.Admin, api.AdminHandler()))
 	t.Cleanup(o.adm.Close)
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/httpapi/openapi"
 )
 
 // PublicHandler is the public listener's route table.
@@ -33,6 +34,7 @@ func (s *Server) PublicHandler() http.Handler {
 
 	// The agent API: bearer token, tenant-scoped.
 	r.Route("/v1", func(r chi.Router) {
+		r.Get("/openapi.json", s.openapiDoc(openapi.Public)) // no token: the API's description
 		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/messages/{id}", s.getMessage)
 		r.With(s.authenticate(db.RoleRead, db.RoleConsume)).Get("/attachments/{id}", s.getAttachment)
 
@@ -105,6 +107,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 	viewer, operator, credAdmin := s.adminAuth(db.AdminRoleViewer), s.adminAuth(db.AdminRoleOperator),
 		s.adminAuth(db.AdminRoleCredentialAdmin)
 	r.Route("/admin/v1", func(r chi.Router) {
+		r.Get("/openapi.json", s.openapiDoc(openapi.Admin)) // no token: the API's description
 		r.With(viewer).Get("/tenants", s.adminTenantList)
 		r.With(operator).Post("/tenants", s.adminTenantCreate)
 		r.With(viewer).Get("/tenants/{tenant_id}", s.adminTenantShow)

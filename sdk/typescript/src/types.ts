@@ -153,8 +153,15 @@ export interface OutboundStatus {
   last_error?: string;
   provider_message_id?: string;
   events?: Record<string, unknown>[];
+  rich_content?: Record<string, unknown>;
+  attachments?: SendAttachment[];
+  series: number;
+  next_attempt_at?: string;
   created_at: string;
   updated_at: string;
+  handed_off_at?: string;
+  dead_at?: string;
+  discarded_at?: string;
 }
 
 export interface TypingResult {

@@ -155,6 +155,7 @@ class ConsumerInfo:
     stats: ConsumerStats = field(default_factory=ConsumerStats)
     created_at: Optional[str] = None
     updated_at: Optional[str] = None
+    start_time: Optional[str] = None
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "ConsumerInfo":
@@ -163,7 +164,7 @@ class ConsumerInfo:
                    max_deliver=int(d.get("max_deliver", 0)), max_ack_pending=int(d.get("max_ack_pending", 0)),
                    ordering=d.get("ordering", ""), stage=d.get("stage", ""), filter=d.get("filter") or {},
                    stats=ConsumerStats(**{k: st[k] for k in ConsumerStats.__dataclass_fields__ if k in st}),
-                   created_at=d.get("created_at"), updated_at=d.get("updated_at"))
+                   created_at=d.get("created_at"), updated_at=d.get("updated_at"), start_time=d.get("start_time"))
 
 
 @dataclass
@@ -191,6 +192,19 @@ class OutboundStatus:
     last_error: Optional[str] = None
     provider_message_id: Optional[str] = None
     events: List[Dict[str, Any]] = field(default_factory=list)
+    idempotency_key: str = ""
+    channel_type: str = ""
+    rich_content: Optional[Dict[str, Any]] = None
+    attachments: List[Dict[str, Any]] = field(default_factory=list)
+    edit_of: Optional[str] = None
+    attempt: int = 0
+    series: int = 0
+    next_attempt_at: Optional[str] = None
+    created_at: Optional[str] = None
+    updated_at: Optional[str] = None
+    handed_off_at: Optional[str] = None
+    dead_at: Optional[str] = None
+    discarded_at: Optional[str] = None
     json: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -199,7 +213,13 @@ class OutboundStatus:
                    account_id=d.get("account_id", ""), conversation_id=d.get("conversation_id", ""),
                    thread_id=d.get("thread_id"), text=d.get("text", ""), attempts=int(d.get("attempts", 0)),
                    last_error=d.get("last_error"), provider_message_id=d.get("provider_message_id"),
-                   events=d.get("events") or [], json=d)
+                   events=d.get("events") or [], idempotency_key=d.get("idempotency_key", ""),
+                   channel_type=d.get("channel_type", ""), rich_content=d.get("rich_content"),
+                   attachments=d.get("attachments") or [], edit_of=d.get("edit_of"), attempt=int(d.get("attempt", 0)),
+                   series=int(d.get("series", 0)), next_attempt_at=d.get("next_attempt_at"),
+                   created_at=d.get("created_at"), updated_at=d.get("updated_at"),
+                   handed_off_at=d.get("handed_off_at"), dead_at=d.get("dead_at"), discarded_at=d.get("discarded_at"),
+                   json=d)
 
 
 @dataclass
