@@ -15,7 +15,7 @@ import (
 
 // backlogCap bounds the count of stream messages a consumer has not taken
 // (no unbounded count over the inbox).
-const backlogCap = 1_000
+const backlogCap = 100
 
 // ConsumerInfo is a consumer with its live statistics.
 type ConsumerInfo struct {
@@ -52,17 +52,12 @@ func (s *Service) ConsumerList(ctx context.Context, tenantID uuid.UUID) ([]*Cons
 	for _, t := range tenants {
 		err := db.InTenantTx(ctx, s.pool, t, func(tx pgx.Tx) error {
 			cs, err := db.ConsumerList(ctx, tx, t)
-			if err != nil {
+			if err != nil || len(cs) == 0 {
 				return err
 			}
-			for _, c := range cs {
-				info, err := consumerInfo(ctx, tx, c)
-				if err != nil {
-					return err
-				}
-				out = append(out, info)
-			}
-			return nil
+			infos, err := consumerInfos(ctx, tx, t, cs)
+			out = append(out, infos...)
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -101,17 +96,12 @@ func (s *Service) ConsumerPage(ctx context.Context, tenantID uuid.UUID, after st
 		}
 		err := db.InTenantTx(ctx, s.pool, t, func(tx pgx.Tx) error {
 			cs, err := db.ConsumerPage(ctx, tx, t, afterName, limit-len(p.Items))
-			if err != nil {
+			if err != nil || len(cs) == 0 {
 				return err
 			}
-			for _, c := range cs {
-				info, err := consumerInfo(ctx, tx, c)
-				if err != nil {
-					return err
-				}
-				p.Items = append(p.Items, info)
-			}
-			return nil
+			infos, err := consumerInfos(ctx, tx, t, cs)
+			p.Items = append(p.Items, infos...)
+			return err
 		})
 		if err != nil {
 			return nil, err
@@ -181,19 +171,38 @@ func (s *Service) ConsumerDelete(ctx context.Context, tenantID uuid.UUID, name s
 }
 
 func consumerInfo(ctx context.Context, tx pgx.Tx, c *db.Consumer) (*ConsumerInfo, error) {
-	st, err := db.ConsumerStatsGet(ctx, tx, c.TenantID, c.Name)
+	infos, err := consumerInfos(ctx, tx, c.TenantID, []*db.Consumer{c})
 	if err != nil {
 		return nil, err
 	}
-	backlog, err := db.StreamBacklog(ctx, tx, c, backlogCap)
+	return infos[0], nil
+}
+
+// consumerInfos adds their statistics to consumers of one tenant, read for
+// all of them in one statement.
+func consumerInfos(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cs []*db.Consumer) ([]*ConsumerInfo, error) {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	health, err := db.ConsumerHealthMany(ctx, tx, tenantID, names, backlogCap)
 	if err != nil {
 		return nil, err
 	}
-	return &ConsumerInfo{TenantID: c.TenantID, Name: c.Name, Pending: st.Pending, Backlog: backlog, BacklogCap: backlogCap,
-		AckPending: st.AckPending, Redelivered: st.Redelivered, Dead: st.Dead,
-		OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), LastDeliveredAt: c.LastDeliveredAt,
-		DeliverPolicy: c.DeliverPolicy, Ordering: c.Ordering, Stage: c.Stage, MaxDeliver: c.MaxDeliver,
-		AckWait: c.AckWait.String(), CreatedAt: c.CreatedAt}, nil
+	out := make([]*ConsumerInfo, 0, len(cs))
+	for _, c := range cs {
+		h := health[c.Name]
+		if h == nil { // deleted meanwhile
+			h = &db.ConsumerHealth{}
+		}
+		st := h.Stats
+		out = append(out, &ConsumerInfo{TenantID: c.TenantID, Name: c.Name, Pending: st.Pending, Backlog: h.Untaken, BacklogCap: backlogCap,
+			AckPending: st.AckPending, Redelivered: st.Redelivered, Dead: st.Dead,
+			OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), LastDeliveredAt: c.LastDeliveredAt,
+			DeliverPolicy: c.DeliverPolicy, Ordering: c.Ordering, Stage: c.Stage, MaxDeliver: c.MaxDeliver,
+			AckWait: c.AckWait.String(), CreatedAt: c.CreatedAt})
+	}
+	return out, nil
 }
 
 // tenantsOrOne is tenantID, or every tenant when it is uuid.Nil.

@@ -367,6 +367,30 @@ func derefUUIDs(in []*uuid.UUID) []uuid.UUID {
 	return out
 }
 
+// ConsumerHealth is a consumer's statistics for operators: its
+// deliveries (Stats) and the stream messages it has not taken yet, counted
+// up to a cap (Untaken).
+type ConsumerHealth struct {
+	Stats   ConsumerStats
+	Untaken int64
+}
+
+// ConsumerHealthMany returns the statistics of the tenant's consumers
+// named, in one statement, by name; untaken messages are counted up to
+// max each.
+func ConsumerHealthMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, names []string, max int) (map[string]*ConsumerHealth, error) {
+	rows, err := queries().ConsumerHealthMany(ctx, tx, &dbsqlc.ConsumerHealthManyParams{TenantID: tenantID, Names: names, MaxRows: int32(max)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]*ConsumerHealth, len(rows))
+	for _, r := range rows {
+		out[r.Name] = &ConsumerHealth{Untaken: r.Untaken, Stats: ConsumerStats{Pending: r.Pending, AckPending: r.AckPending,
+			Redelivered: r.Redelivered, Dead: r.Dead, OldestPendingAge: time.Duration(r.OldestPendingAgeSeconds * float64(time.Second))}}
+	}
+	return out, nil
+}
+
 // StreamBacklog counts stream rows the consumer has not read that match
 // its filter, up to max.
 func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, error) {

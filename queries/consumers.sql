@@ -311,3 +311,44 @@ SELECT
     EXISTS (SELECT 1 FROM r WHERE r.outstanding > 0 AND r.expires_at <= now()) AS ranges_expired,
     coalesce((SELECT min(r.id) - 1 FROM r WHERE r.outstanding > 0), (SELECT max(r.id) FROM r), (SELECT c.swept FROM c))::bigint AS swept,
     coalesce((SELECT c.log_hi FROM c), pg_current_snapshot())::text AS hi;
+
+-- name: ConsumerHealthMany :many
+-- The statistics of several consumers of a tenant in one statement (an
+-- admin page of consumers): deliveries waiting, leased (lease-range
+-- members outstanding included), redelivered and dead, the oldest waiting
+-- delivery's age, and the stream messages not yet taken counted up to
+-- @max_rows — as mio.queue_health computes them.
+SELECT c.name::text AS name, d.pending, (d.ack_pending + l.leased)::bigint AS ack_pending, d.redelivered, d.dead,
+       coalesce(extract(epoch FROM now() - d.oldest_pending), 0)::float8 AS oldest_pending_age_seconds, u.untaken
+FROM mio.consumer_state AS c
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE x.state = 'pending') AS pending,
+           count(*) FILTER (WHERE x.state = 'leased') AS ack_pending,
+           count(*) FILTER (WHERE x.state <> 'dead' AND x.delivery_count > 1) AS redelivered,
+           count(*) FILTER (WHERE x.state = 'dead') AS dead,
+           min(x.created_at) FILTER (WHERE x.state = 'pending') AS oldest_pending
+    FROM mio.consumer_deliveries AS x
+    WHERE x.tenant_id = c.tenant_id AND x.consumer_name = c.name
+) AS d
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
+               SELECT sum(cardinality(s.idxs)) FROM mio.consumer_settles AS s
+               WHERE s.tenant_id = r.tenant_id AND s.consumer_name = r.consumer_name AND s.lease_id = r.id), 0)), 0)::bigint AS leased
+    FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
+) AS l
+CROSS JOIN LATERAL (
+    SELECT count(*) AS untaken
+    FROM (
+        SELECT i.received_at
+        FROM mio.log_ready(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                           c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, @max_rows::int) AS i
+        WHERE c.stage = 'ready'
+        UNION ALL
+        SELECT i.received_at
+        FROM mio.log_received(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                              c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, @max_rows::int) AS i
+        WHERE c.stage = 'received'
+    ) AS s
+) AS u
+WHERE c.tenant_id = @tenant_id AND c.name = ANY (@names::text[]);

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/miohq/mio/bench"
@@ -40,7 +41,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
-		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered")
+		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput)")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
 		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 100000)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
@@ -148,7 +149,11 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			}
 			return err
 		}
-		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration})
+		steady := 0
+		if flagSet(args[1:], "rate") {
+			steady = rate // the latency phase at this rate (default: half the throughput)
+		}
+		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration, SteadyRate: steady})
 		if res != nil {
 			res.Print(stdout)
 		}
@@ -218,4 +223,16 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	default:
 		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge, sdk, admin or scale", which)}
 	}
+}
+
+// flagSet reports whether args name the flag (-name, --name, with or
+// without =value).
+func flagSet(args []string, name string) bool {
+	for _, a := range args {
+		a = strings.TrimLeft(a, "-")
+		if a == name || strings.HasPrefix(a, name+"=") {
+			return true
+		}
+	}
+	return false
 }

@@ -133,6 +133,92 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 	return i, err
 }
 
+const ConsumerHealthMany = `-- name: ConsumerHealthMany :many
+SELECT c.name::text AS name, d.pending, (d.ack_pending + l.leased)::bigint AS ack_pending, d.redelivered, d.dead,
+       coalesce(extract(epoch FROM now() - d.oldest_pending), 0)::float8 AS oldest_pending_age_seconds, u.untaken
+FROM mio.consumer_state AS c
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE x.state = 'pending') AS pending,
+           count(*) FILTER (WHERE x.state = 'leased') AS ack_pending,
+           count(*) FILTER (WHERE x.state <> 'dead' AND x.delivery_count > 1) AS redelivered,
+           count(*) FILTER (WHERE x.state = 'dead') AS dead,
+           min(x.created_at) FILTER (WHERE x.state = 'pending') AS oldest_pending
+    FROM mio.consumer_deliveries AS x
+    WHERE x.tenant_id = c.tenant_id AND x.consumer_name = c.name
+) AS d
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
+               SELECT sum(cardinality(s.idxs)) FROM mio.consumer_settles AS s
+               WHERE s.tenant_id = r.tenant_id AND s.consumer_name = r.consumer_name AND s.lease_id = r.id), 0)), 0)::bigint AS leased
+    FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
+) AS l
+CROSS JOIN LATERAL (
+    SELECT count(*) AS untaken
+    FROM (
+        SELECT i.received_at
+        FROM mio.log_ready(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                           c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, $1::int) AS i
+        WHERE c.stage = 'ready'
+        UNION ALL
+        SELECT i.received_at
+        FROM mio.log_received(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                              c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, $1::int) AS i
+        WHERE c.stage = 'received'
+    ) AS s
+) AS u
+WHERE c.tenant_id = $2 AND c.name = ANY ($3::text[])
+`
+
+type ConsumerHealthManyParams struct {
+	MaxRows  int32
+	TenantID uuid.UUID
+	Names    []string
+}
+
+type ConsumerHealthManyRow struct {
+	Name                    string
+	Pending                 int64
+	AckPending              int64
+	Redelivered             int64
+	Dead                    int64
+	OldestPendingAgeSeconds float64
+	Untaken                 int64
+}
+
+// The statistics of several consumers of a tenant in one statement (an
+// admin page of consumers): deliveries waiting, leased (lease-range
+// members outstanding included), redelivered and dead, the oldest waiting
+// delivery's age, and the stream messages not yet taken counted up to
+// @max_rows — as mio.queue_health computes them.
+func (q *Queries) ConsumerHealthMany(ctx context.Context, db DBTX, arg *ConsumerHealthManyParams) ([]ConsumerHealthManyRow, error) {
+	rows, err := db.Query(ctx, ConsumerHealthMany, arg.MaxRows, arg.TenantID, arg.Names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ConsumerHealthManyRow
+	for rows.Next() {
+		var i ConsumerHealthManyRow
+		if err := rows.Scan(
+			&i.Name,
+			&i.Pending,
+			&i.AckPending,
+			&i.Redelivered,
+			&i.Dead,
+			&i.OldestPendingAgeSeconds,
+			&i.Untaken,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ConsumerList = `-- name: ConsumerList :many
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,

@@ -166,6 +166,11 @@ type MioConsumerDelivery struct {
 	Pos             int64
 }
 
+type MioConsumerIDEpoch struct {
+	One       bool
+	StartedAt time.Time
+}
+
 type MioConsumerLease struct {
 	TenantID     uuid.UUID
 	ConsumerName string

@@ -302,12 +302,21 @@ export class Consumer {
   async consume(handler: (d: Delivery) => Promise<void> | void, opts: ConsumeOptions & { concurrency?: number } = {}): Promise<void> {
     const batch = opts.batch ?? 10;
     const concurrency = opts.concurrency ?? 4;
+    const ackDelayMs = 20;
     const onError = opts.onError ?? (() => {});
     const stop = this.keeper(durationMs((await this.get()).ack_wait) || 30_000, onError);
     const acks: string[] = [];
     const inFlight = new Set<Promise<void>>();
-    // Acks go out without holding up the next pull.
+    // Acks go out without holding up the next pull, gathered: at most
+    // ackDelayMs after the first one waits, before every pull, and at once
+    // when a batch's worth waits (one ack request per handler would cost a
+    // round trip per message).
+    let ackTimer: ReturnType<typeof setTimeout> | undefined;
     const flush = () => {
+      if (ackTimer !== undefined) {
+        clearTimeout(ackTimer);
+        ackTimer = undefined;
+      }
       const ids = acks.splice(0);
       if (ids.length === 0) return;
       const p: Promise<void> = this.ack(...ids).then(
@@ -326,6 +335,8 @@ export class Consumer {
         if (this.held.has(d.delivery_id)) {
           this.held.delete(d.delivery_id);
           acks.push(d.delivery_id);
+          if (acks.length >= batch) flush();
+          else ackTimer ??= setTimeout(flush, ackDelayMs);
         }
       } catch (e) {
         if (e instanceof Term) {
@@ -350,7 +361,6 @@ export class Consumer {
     };
     try {
       while (!opts.signal?.aborted) {
-        flush();
         // Pull again once every pulled delivery has started, so pulls
         // stay close to full batches.
         const room = batch - running;
@@ -360,6 +370,7 @@ export class Consumer {
           pump();
           continue;
         }
+        flush();
         let ds: Delivery[] = [];
         try {
           ds = await this.pull(room, opts.wait ?? 1);
