@@ -127,7 +127,9 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 	res.SeedTime = time.Since(seeded)
 
 	t := tenant.ID.String()
-	api := func(name, path string) AdminEndpoint { return AdminEndpoint{Name: "api " + name, Path: env.AdminURL + path} }
+	api := func(name, path string) AdminEndpoint {
+		return AdminEndpoint{Name: "api " + name, Path: env.AdminURL + path}
+	}
 	page1 := func(name, path string) AdminEndpoint {
 		return AdminEndpoint{Name: "console " + name, Path: env.AdminURL + path}
 	}
