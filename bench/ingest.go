@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,73 +83,22 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	url := env.BaseURL + "/webhooks/slack/" + acct.ID.String()
 	text := strings.Repeat("lorem ipsum ", opts.TextBytes/12+1)[:opts.TextBytes]
 
-	transport := &http.Transport{MaxIdleConnsPerHost: opts.Clients * 2, MaxConnsPerHost: opts.Clients * 2}
-	client := &http.Client{Transport: transport, Timeout: 10 * time.Second}
-	var (
-		seq       atomic.Int64
-		measuring atomic.Bool
-		stop      atomic.Bool
-		accepted  atomic.Int64
-		failed    atomic.Int64
-		mu        sync.Mutex
-		latencies []time.Duration
-		wg        sync.WaitGroup
-	)
-	for c := range opts.Clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			local := make([]time.Duration, 0, 4096)
-			for !stop.Load() && ctx.Err() == nil {
-				n := seq.Add(1)
-				ts := time.Now()
-				body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d_%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
-					c, n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
-				sts := strconv.FormatInt(ts.Unix(), 10)
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("X-Slack-Request-Timestamp", sts)
-				req.Header.Set("X-Slack-Signature", slack.Signature(signingSecret, sts, body))
-				start := time.Now()
-				resp, err := client.Do(req)
-				lat := time.Since(start)
-				ok := err == nil && resp.StatusCode == http.StatusOK
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-				}
-				if measuring.Load() {
-					if ok {
-						accepted.Add(1)
-						local = append(local, lat)
-					} else {
-						failed.Add(1)
-					}
-				}
-			}
-			mu.Lock()
-			latencies = append(latencies, local...)
-			mu.Unlock()
-		}()
+	var seq atomic.Int64
+	newRequest := func(ctx context.Context) *http.Request {
+		n := seq.Add(1)
+		ts := time.Now()
+		body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
+			n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
+		sts := strconv.FormatInt(ts.Unix(), 10)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Slack-Request-Timestamp", sts)
+		req.Header.Set("X-Slack-Signature", slack.Signature(signingSecret, sts, body))
+		return req
 	}
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	time.Sleep(opts.Warmup)
-	measuring.Store(true)
-	began := time.Now()
-	time.Sleep(opts.Duration)
-	measuring.Store(false)
-	elapsed := time.Since(began)
-	stop.Store(true)
-	wg.Wait()
-	transport.CloseIdleConnections()
-
-	res := &IngestResult{Clients: opts.Clients, Accepted: accepted.Load(), Failed: failed.Load()}
-	res.PerSec = float64(res.Accepted) / elapsed.Seconds()
-	SortDurations(latencies)
-	res.P50, res.P99 = Percentile(latencies, 50), Percentile(latencies, 99)
-	if len(latencies) > 0 {
-		res.Max = latencies[len(latencies)-1]
-	}
+	f := runLoad(ctx, opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
+	res := &IngestResult{Clients: opts.Clients, Accepted: f.ok, Failed: f.failed, PerSec: f.perSec, P50: f.p50, P99: f.p99, Max: f.max}
 	res.RSS, res.PeakRSS = env.ServerRSS()
 	if err := profiled(); err != nil {
 		return res, err

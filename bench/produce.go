@@ -109,7 +109,7 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 	}
 	single := func() []byte { return command(nil, "s") }
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	p := runLoad(ctx, env.BaseURL+"/v1/outbound", token, opts.Clients, opts.Warmup, opts.Duration, single,
+	p := runLoad(ctx, opts.Clients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound", token, single),
 		func(status int) bool { return status == http.StatusAccepted })
 	res.Accepted, res.Failed, res.PerSec, res.P50, res.P99, res.Max = p.ok, p.failed, p.perSec, p.p50, p.p99, p.max
 	if err := profiled(); err != nil {
@@ -126,7 +126,7 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 		}
 		return append(b, "]}"...)
 	}
-	p = runLoad(ctx, env.BaseURL+"/v1/outbound/batch", token, opts.BatchClients, opts.Warmup, opts.Duration, batch,
+	p = runLoad(ctx, opts.BatchClients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound/batch", token, batch),
 		func(status int) bool { return status == http.StatusOK })
 	res.BatchAccepted, res.BatchFailed = p.ok*int64(opts.BatchSize), p.failed
 	res.BatchPerSec = p.perSec * float64(opts.BatchSize)
@@ -167,11 +167,11 @@ type loadFigures struct {
 	p50, p99, max time.Duration
 }
 
-// runLoad posts body() to url from clients clients with the bearer token
-// for warmup, then measures for duration: requests answered ok(status)
-// per second and their latencies.
-func runLoad(ctx context.Context, url, token string, clients int, warmup, duration time.Duration,
-	body func() []byte, ok func(status int) bool) loadFigures {
+// runLoad sends the requests newRequest makes from clients clients for
+// warmup, then measures for duration: requests answered ok(status) per
+// second and their latencies.
+func runLoad(ctx context.Context, clients int, warmup, duration time.Duration,
+	newRequest func(ctx context.Context) *http.Request, ok func(status int) bool) loadFigures {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
 	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	var (
@@ -187,9 +187,7 @@ func runLoad(ctx context.Context, url, token string, clients int, warmup, durati
 			defer wg.Done()
 			local := make([]time.Duration, 0, 4096)
 			for !stop.Load() && ctx.Err() == nil {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body()))
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Authorization", "Bearer "+token)
+				req := newRequest(ctx)
 				start := time.Now()
 				resp, err := client.Do(req)
 				lat := time.Since(start)
@@ -229,6 +227,16 @@ func runLoad(ctx context.Context, url, token string, clients int, warmup, durati
 		f.max = latencies[len(latencies)-1]
 	}
 	return f
+}
+
+// bearerPost makes POST requests of body() to url with a bearer token.
+func bearerPost(url, token string, body func() []byte) func(ctx context.Context) *http.Request {
+	return func(ctx context.Context) *http.Request {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body()))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		return req
+	}
 }
 
 // Print writes the result as a small report.
