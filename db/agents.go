@@ -2,8 +2,10 @@ package db
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -15,23 +17,59 @@ func DeliveryIDKey(ctx context.Context, tx DBTX) ([]byte, error) {
 	return k, translate(err)
 }
 
-// LeasedMessage is the message of a live lease and where it came from.
+// LeasedMessage is where the message of a live lease came from.
 type LeasedMessage struct {
-	MessageID      uuid.UUID
 	AccountID      uuid.UUID
 	ConversationID string
 	ThreadID       string
 }
 
-// DeliveryLeaseLive locks the live lease of per-message delivery id of
-// consumer until tx ends and returns its message's routing. ErrNotFound
-// when there is none: expired, settled, or redelivered under another id.
-// A lease-range member must first be moved out of its range
-// (LeaseMaterializeMembers).
-func DeliveryLeaseLive(ctx context.Context, tx DBTX, tenantID uuid.UUID, consumer string, id uuid.UUID) (*LeasedMessage, error) {
-	r, err := queries().DeliveryLeaseLive(ctx, tx, &dbsqlc.DeliveryLeaseLiveParams{TenantID: tenantID, ConsumerName: consumer, DeliveryID: &id})
-	if err != nil {
-		return nil, translate(err)
+// AckLive acknowledges, in tx (scoped to tenantID), those of consumer's
+// delivery ids (in their database form) whose lease is live — lease-range
+// members of unexpired ranges and per-message leases not expired — and
+// returns the routing of each acknowledged one's message, keyed by
+// delivery id (a zero LeasedMessage when retention removed the message).
+// An id not returned was unknown, expired, settled or redelivered: nothing
+// was written for it. One round trip: the range locks, the range acks and
+// the per-message acks are pipelined, under generic plans as AckAll's.
+func AckLive(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, consumer string, ids []uuid.UUID) (map[uuid.UUID]LeasedMessage, error) {
+	acked := make(map[uuid.UUID]LeasedMessage, len(ids))
+	routed := func(account *uuid.UUID, conversation *string, thread string) LeasedMessage {
+		if account == nil || conversation == nil {
+			return LeasedMessage{}
+		}
+		return LeasedMessage{AccountID: *account, ConversationID: *conversation, ThreadID: thread}
 	}
-	return &LeasedMessage{MessageID: r.MessageID, AccountID: r.AccountID, ConversationID: r.ConversationID, ThreadID: r.ThreadID}, nil
+	leases, idxs, _ := splitLeaseIDs(ids)
+	b := &pgx.Batch{}
+	b.Queue("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)")
+	if len(leases) > 0 {
+		b.Queue(dbsqlc.LeaseLock, leases)
+		b.Queue(dbsqlc.LeaseAckLive, tenantID, leases, idxs, consumer).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var r dbsqlc.LeaseAckLiveRow
+				if err := rows.Scan(&r.LeaseID, &r.Idx, &r.AccountID, &r.ConversationID, &r.ThreadID); err != nil {
+					return err
+				}
+				acked[LeaseDeliveryID(r.LeaseID, int(r.Idx))] = routed(r.AccountID, r.ConversationID, r.ThreadID)
+			}
+			return rows.Err()
+		})
+	}
+	b.Queue(dbsqlc.DeliveryAckLive, tenantID, consumer, ids).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var r dbsqlc.DeliveryAckLiveRow
+			if err := rows.Scan(&r.DeliveryID, &r.AccountID, &r.ConversationID, &r.ThreadID); err != nil {
+				return err
+			}
+			acked[r.DeliveryID] = routed(r.AccountID, r.ConversationID, r.ThreadID)
+		}
+		return rows.Err()
+	})
+	// The statements after these in tx choose their plans as usual.
+	b.Queue("SELECT set_config('plan_cache_mode', 'auto', true)")
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("ack: %w", translate(err))
+	}
+	return acked, nil
 }

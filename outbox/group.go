@@ -107,15 +107,34 @@ func (s *Service) SendBatch(ctx context.Context, tenantID uuid.UUID, cmds []*env
 	case s.river == nil:
 		return nil, ErrNotConfigured
 	}
+	var items []BatchItem
+	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		var err error
+		items, err = s.SendManyTx(ctx, tx, tenantID, cmds)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if v := (*ValidationError)(nil); errors.As(items[i].Err, &v) && v.Field != "" {
+			v.Field = fmt.Sprintf("commands[%d].%s", i, v.Field)
+		}
+	}
+	return items, nil
+}
+
+// SendManyTx is SendBatch's checks and writes in the caller's transaction
+// tx (scoped to tenantID), with no limit on the number of commands: one
+// answer per command, a refused one written nothing. On an error the
+// caller rolls tx back.
+func (s *Service) SendManyTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmds []*envelope.SendCommand) ([]BatchItem, error) {
 	items := make([]BatchItem, len(cmds))
 	var valid []*command
 	var at []int
 	for i, cmd := range cmds {
-		c, err := newCommand(cmd)
+		c, err := s.newCommand(cmd)
 		if err != nil {
-			if v := (*ValidationError)(nil); errors.As(err, &v) {
-				v.Field = fmt.Sprintf("commands[%d].%s", i, v.Field)
-			}
 			items[i].Err = err
 			continue
 		}
@@ -125,18 +144,12 @@ func (s *Service) SendBatch(ctx context.Context, tenantID uuid.UUID, cmds []*env
 	if len(valid) == 0 {
 		return items, nil
 	}
-	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
-		outs, err := s.sendGroup(ctx, tx, tenantID, valid)
-		if err != nil {
-			return err
-		}
-		for k, o := range outs {
-			items[at[k]] = BatchItem{Sent: o.Res, Err: o.Err}
-		}
-		return nil
-	})
+	outs, err := s.sendGroup(ctx, tx, tenantID, valid)
 	if err != nil {
 		return nil, err
+	}
+	for k, o := range outs {
+		items[at[k]] = BatchItem{Sent: o.Res, Err: o.Err}
 	}
 	return items, nil
 }

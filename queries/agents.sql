@@ -1,17 +1,52 @@
--- Agents first (migration 00013): the delivery-id key and the lease check
+-- Agents first (migration 00013): the delivery-id key and the live-lease acks
 -- of a reply with ack.
 
 -- name: DeliveryIDKey :one
 SELECT key FROM mio.delivery_id_key WHERE singleton;
 
--- name: DeliveryLeaseLive :one
--- The live lease of a per-message delivery of a consumer, locked until
--- the transaction ends, with the routing of its message: a reply with ack
--- takes it after moving a lease-range member out of its range. No row: the
--- lease expired, was settled or redelivered under another id.
-SELECT d.message_id, i.account_id, i.conversation_id, coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
-FROM mio.consumer_deliveries AS d
-JOIN mio.inbox AS i ON i.tenant_id = d.tenant_id AND i.id = d.message_id
-WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name AND d.state = 'leased'
-  AND d.delivery_id = @delivery_id AND d.lease_expires_at > now()
-FOR UPDATE OF d;
+-- name: LeaseAckLive :many
+-- A reply with ack's acknowledgement of lease-range members
+-- (@lease_ids[k], @idxs[k]) whose range is still live: LeaseAck with the
+-- expiry checked, returning each acknowledged member's message routing
+-- (NULL when retention removed the message). The caller holds LeaseLock
+-- on the ranges.
+WITH req AS (
+    SELECT DISTINCT u.lease_id, u.idx
+    FROM (SELECT unnest(@lease_ids::bigint[]) AS lease_id, unnest(@idxs::int[]) AS idx) AS u
+),
+l AS MATERIALIZED (
+    SELECT r.id, r.message_ids FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id = ANY (@lease_ids::bigint[])
+      AND r.expires_at > now()
+),
+done AS MATERIALIZED (
+    SELECT s.lease_id, x.idx FROM mio.consumer_settles AS s CROSS JOIN LATERAL unnest(s.idxs) AS x (idx)
+    WHERE s.tenant_id = @tenant_id AND s.consumer_name = @consumer_name AND s.lease_id = ANY (@lease_ids::bigint[])
+),
+hit AS (
+    SELECT req.lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id
+    FROM req JOIN l ON l.id = req.lease_id
+    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids)
+      AND NOT EXISTS (SELECT 1 FROM done WHERE done.lease_id = req.lease_id AND done.idx = req.idx)
+),
+ins AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM mio.consumer_log_gen), hit.lease_id, array_agg(hit.idx)
+    FROM hit GROUP BY hit.lease_id
+)
+SELECT hit.lease_id::bigint AS lease_id, hit.idx::int AS idx, i.account_id, i.conversation_id,
+       coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
+FROM hit LEFT JOIN mio.inbox AS i ON i.tenant_id = @tenant_id AND i.id = hit.message_id;
+
+-- name: DeliveryAckLive :many
+-- A reply with ack's acknowledgement of per-message deliveries whose
+-- lease is live, returning each one's message routing (NULL when
+-- retention removed the message).
+WITH d AS (
+    DELETE FROM mio.consumer_deliveries
+    WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name AND state = 'leased'
+      AND delivery_id = ANY (@delivery_ids::uuid[]) AND lease_expires_at > now()
+    RETURNING delivery_id, message_id
+)
+SELECT d.delivery_id::uuid AS delivery_id, i.account_id, i.conversation_id, coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
+FROM d LEFT JOIN mio.inbox AS i ON i.tenant_id = @tenant_id AND i.id = d.message_id;

@@ -36,6 +36,7 @@ import (
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/polling"
+	"github.com/miohq/mio/reply"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/workers"
 )
@@ -179,6 +180,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	}
 
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
+	// Replies with ack share transactions like sends (same settings).
+	replies := reply.New(pool, consumers, sender)
+	stopReplies := replies.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, Window: cfg.OutboundWindow,
+		Logger: log.With("component", "reply")})
+	defer stopReplies() // after a failed start; harmless after shutdown
 	go consumers.RunGauges(bg, 15*time.Second)
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
@@ -191,7 +197,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
 		Registry: registry, Accounts: accts, Ingester: ingester,
-		Outbox: sender, Hub: hub, Consumers: consumers,
+		Outbox: sender, Hub: hub, Consumers: consumers, Replies: replies,
 		WebhookDeadline: cfg.WebhookDeadline, WebhookMaxBody: cfg.WebhookMaxBody,
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 		Admin:           adminSvc,
@@ -237,6 +243,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 	stopGateway()
 	<-gatewayDone // its sessions commit through the ingester
 	ingester.Stop()
+	stopReplies()
 	stopSender()
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {

@@ -11,12 +11,64 @@ import (
 	"github.com/google/uuid"
 )
 
+const DeliveryAckLive = `-- name: DeliveryAckLive :many
+WITH d AS (
+    DELETE FROM mio.consumer_deliveries
+    WHERE tenant_id = $1 AND consumer_name = $2 AND state = 'leased'
+      AND delivery_id = ANY ($3::uuid[]) AND lease_expires_at > now()
+    RETURNING delivery_id, message_id
+)
+SELECT d.delivery_id::uuid AS delivery_id, i.account_id, i.conversation_id, coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
+FROM d LEFT JOIN mio.inbox AS i ON i.tenant_id = $1 AND i.id = d.message_id
+`
+
+type DeliveryAckLiveParams struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	DeliveryIds  []uuid.UUID
+}
+
+type DeliveryAckLiveRow struct {
+	DeliveryID     uuid.UUID
+	AccountID      *uuid.UUID
+	ConversationID *string
+	ThreadID       string
+}
+
+// A reply with ack's acknowledgement of per-message deliveries whose
+// lease is live, returning each one's message routing (NULL when
+// retention removed the message).
+func (q *Queries) DeliveryAckLive(ctx context.Context, db DBTX, arg *DeliveryAckLiveParams) ([]DeliveryAckLiveRow, error) {
+	rows, err := db.Query(ctx, DeliveryAckLive, arg.TenantID, arg.ConsumerName, arg.DeliveryIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DeliveryAckLiveRow
+	for rows.Next() {
+		var i DeliveryAckLiveRow
+		if err := rows.Scan(
+			&i.DeliveryID,
+			&i.AccountID,
+			&i.ConversationID,
+			&i.ThreadID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const DeliveryIDKey = `-- name: DeliveryIDKey :one
 
 SELECT key FROM mio.delivery_id_key WHERE singleton
 `
 
-// Agents first (migration 00013): the delivery-id key and the lease check
+// Agents first (migration 00013): the delivery-id key and the live-lease acks
 // of a reply with ack.
 func (q *Queries) DeliveryIDKey(ctx context.Context, db DBTX) ([]byte, error) {
 	row := db.QueryRow(ctx, DeliveryIDKey)
@@ -25,40 +77,83 @@ func (q *Queries) DeliveryIDKey(ctx context.Context, db DBTX) ([]byte, error) {
 	return key, err
 }
 
-const DeliveryLeaseLive = `-- name: DeliveryLeaseLive :one
-SELECT d.message_id, i.account_id, i.conversation_id, coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
-FROM mio.consumer_deliveries AS d
-JOIN mio.inbox AS i ON i.tenant_id = d.tenant_id AND i.id = d.message_id
-WHERE d.tenant_id = $1 AND d.consumer_name = $2 AND d.state = 'leased'
-  AND d.delivery_id = $3 AND d.lease_expires_at > now()
-FOR UPDATE OF d
+const LeaseAckLive = `-- name: LeaseAckLive :many
+WITH req AS (
+    SELECT DISTINCT u.lease_id, u.idx
+    FROM (SELECT unnest($2::bigint[]) AS lease_id, unnest($3::int[]) AS idx) AS u
+),
+l AS MATERIALIZED (
+    SELECT r.id, r.message_ids FROM mio.consumer_leases AS r
+    WHERE r.tenant_id = $1 AND r.consumer_name = $4 AND r.id = ANY ($2::bigint[])
+      AND r.expires_at > now()
+),
+done AS MATERIALIZED (
+    SELECT s.lease_id, x.idx FROM mio.consumer_settles AS s CROSS JOIN LATERAL unnest(s.idxs) AS x (idx)
+    WHERE s.tenant_id = $1 AND s.consumer_name = $4 AND s.lease_id = ANY ($2::bigint[])
+),
+hit AS (
+    SELECT req.lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id
+    FROM req JOIN l ON l.id = req.lease_id
+    WHERE req.idx >= 0 AND req.idx < cardinality(l.message_ids)
+      AND NOT EXISTS (SELECT 1 FROM done WHERE done.lease_id = req.lease_id AND done.idx = req.idx)
+),
+ins AS (
+    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
+    SELECT $1::uuid, $4::text, (SELECT gen FROM mio.consumer_log_gen), hit.lease_id, array_agg(hit.idx)
+    FROM hit GROUP BY hit.lease_id
+)
+SELECT hit.lease_id::bigint AS lease_id, hit.idx::int AS idx, i.account_id, i.conversation_id,
+       coalesce(i.envelope ->> 'thread_id', '')::text AS thread_id
+FROM hit LEFT JOIN mio.inbox AS i ON i.tenant_id = $1 AND i.id = hit.message_id
 `
 
-type DeliveryLeaseLiveParams struct {
+type LeaseAckLiveParams struct {
 	TenantID     uuid.UUID
+	LeaseIds     []int64
+	Idxs         []int32
 	ConsumerName string
-	DeliveryID   *uuid.UUID
 }
 
-type DeliveryLeaseLiveRow struct {
-	MessageID      uuid.UUID
-	AccountID      uuid.UUID
-	ConversationID string
+type LeaseAckLiveRow struct {
+	LeaseID        int64
+	Idx            int32
+	AccountID      *uuid.UUID
+	ConversationID *string
 	ThreadID       string
 }
 
-// The live lease of a per-message delivery of a consumer, locked until
-// the transaction ends, with the routing of its message: a reply with ack
-// takes it after moving a lease-range member out of its range. No row: the
-// lease expired, was settled or redelivered under another id.
-func (q *Queries) DeliveryLeaseLive(ctx context.Context, db DBTX, arg *DeliveryLeaseLiveParams) (DeliveryLeaseLiveRow, error) {
-	row := db.QueryRow(ctx, DeliveryLeaseLive, arg.TenantID, arg.ConsumerName, arg.DeliveryID)
-	var i DeliveryLeaseLiveRow
-	err := row.Scan(
-		&i.MessageID,
-		&i.AccountID,
-		&i.ConversationID,
-		&i.ThreadID,
+// A reply with ack's acknowledgement of lease-range members
+// (@lease_ids[k], @idxs[k]) whose range is still live: LeaseAck with the
+// expiry checked, returning each acknowledged member's message routing
+// (NULL when retention removed the message). The caller holds LeaseLock
+// on the ranges.
+func (q *Queries) LeaseAckLive(ctx context.Context, db DBTX, arg *LeaseAckLiveParams) ([]LeaseAckLiveRow, error) {
+	rows, err := db.Query(ctx, LeaseAckLive,
+		arg.TenantID,
+		arg.LeaseIds,
+		arg.Idxs,
+		arg.ConsumerName,
 	)
-	return i, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LeaseAckLiveRow
+	for rows.Next() {
+		var i LeaseAckLiveRow
+		if err := rows.Scan(
+			&i.LeaseID,
+			&i.Idx,
+			&i.AccountID,
+			&i.ConversationID,
+			&i.ThreadID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
