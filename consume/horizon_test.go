@@ -190,3 +190,39 @@ func TestHeldTransactionConversationOrder(t *testing.T) {
 	ack(heads["C"])
 	require.Empty(t, pull(), "exactly once")
 }
+
+// The backlog (stats.pending: what the consumer has not taken) counts the
+// rows of a transaction that was running when the consumer's window began
+// once it commits, and rows committed after the window, but not what was
+// read: both index probes of StreamReadyBacklog are exercised.
+func TestBacklogCountsRowsOfHeldTransaction(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.client.PutConsumer(ctx, "c", client.ConsumerConfig{AckWait: client.Duration(5 * time.Minute)})
+	require.NoError(t, err)
+	pending := func() int64 {
+		t.Helper()
+		info, err := b.client.GetConsumer(ctx, "c")
+		require.NoError(t, err)
+		return info.Stats.Pending
+	}
+
+	held, err := db.BeginTenant(ctx, b.env.Pool, b.tenant)
+	require.NoError(t, err)
+	defer held.Rollback(ctx) //nolint:errcheck
+	own, err := b.insertTx(held, b.tenant, b.account, "held", "h1", "h2")
+	require.NoError(t, err)
+
+	first := b.insert(t, b.tenant, b.account, "a", "1", "2", "3")
+	require.Equal(t, int64(3), pending())
+	require.ElementsMatch(t, first, b.drainIDs(t, "c", len(first), 5*time.Second))
+	require.Zero(t, pending(), "read; the held rows are not visible")
+
+	b.insert(t, b.tenant, b.account, "a", "4", "5", "6", "7")
+	require.Equal(t, int64(4), pending(), "committed after the window")
+	require.NoError(t, held.Commit(ctx))
+	require.Equal(t, int64(4+len(own)), pending(), "and the held transaction's rows once it commits")
+	require.Len(t, b.drainIDs(t, "c", 4+len(own), 5*time.Second), 4+len(own))
+	require.Zero(t, pending())
+}
