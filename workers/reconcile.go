@@ -252,16 +252,18 @@ func (r *reconcileRun) conversation(ctx context.Context, c db.SourceCursor) erro
 	if r.hp != nil {
 		return r.walk(ctx, c)
 	}
-	pages := r.cfg.MaxPages
+	pages, after := r.cfg.MaxPages, c.LastSourceID
 	if c.GapAfter != "" {
-		n, err := r.gap(ctx, c)
+		n, read, err := r.gap(ctx, c)
 		if err != nil {
 			return err
 		}
 		pages -= n
+		if idLess(after, read) { // read and stored already
+			after = read
+		}
 	}
 	conv := envelope.Conversation{ID: c.ConversationID, Type: c.ConversationType}
-	after := c.LastSourceID
 	for range pages {
 		msgs, next, err := r.page(ctx, conv, after)
 		if err != nil {

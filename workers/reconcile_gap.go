@@ -20,14 +20,15 @@ import (
 // closes when a page reaches gap_before or the channel's newest message
 // while gap_before is set (the new session delivers everything after);
 // a gap without an end yet is read but stays open. last_source_id, the
-// live intake's, stays. It returns the pages read.
-func (r *reconcileRun) gap(ctx context.Context, c db.SourceCursor) (int, error) {
+// live intake's, stays. It returns the pages read and the newest id read
+// (everything after gap_after up to it is stored).
+func (r *reconcileRun) gap(ctx context.Context, c db.SourceCursor) (pages int, read string, err error) {
 	conv := envelope.Conversation{ID: c.ConversationID, Type: c.ConversationType}
 	after := c.GapAfter
 	for page := 1; page <= r.cfg.MaxPages; page++ {
 		msgs, next, err := r.page(ctx, conv, after)
 		if err != nil {
-			return page, err
+			return page, after, err
 		}
 		newest := after // the newest id read
 		for _, id := range []string{next, lastSourceID(msgs)} {
@@ -38,7 +39,7 @@ func (r *reconcileRun) gap(ctx context.Context, c db.SourceCursor) (int, error) 
 		end := next == "" // the page reached the channel's newest message
 		closed := c.GapBefore != "" && (end || !idLess(newest, c.GapBefore))
 		if !closed && newest == after {
-			return page, nil // nothing new, and no end to close at yet
+			return page, after, nil // nothing new, and no end to close at yet
 		}
 		move := &db.SourceCursorGapMoveParams{TenantID: r.acct.TenantID, AccountID: r.acct.ID, ConversationID: c.ConversationID,
 			After: newest, Close: closed, SeenBefore: c.GapBefore}
@@ -46,14 +47,14 @@ func (r *reconcileRun) gap(ctx context.Context, c db.SourceCursor) (int, error) 
 			return db.SourceCursorGapMove(ctx, tx, move)
 		})
 		if err != nil {
-			return page, err
+			return page, after, err
 		}
 		if closed || end {
-			return page, nil
+			return page, newest, nil
 		}
 		after = next
 	}
-	return r.cfg.MaxPages, nil
+	return r.cfg.MaxPages, after, nil
 }
 
 // idLess orders platform ids of one width family: by length, then text

@@ -139,3 +139,51 @@ func TestReconcileDiscordGap429(t *testing.T) {
 	after, before = b.gap(t)
 	require.Empty(t, after+before)
 }
+
+func TestReconcileDiscordGapWithoutEndStaysOpen(t *testing.T) {
+	t.Parallel()
+	fake := newFakeDiscordHistory(t, "950", 1001, 1300)
+	b := newReconcileBundle(t, fake.srv.URL)
+	b.live(t, "950", 1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010)
+	ctx := context.Background()
+	inTx := func(fn func(tx pgx.Tx) error) {
+		require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, fn))
+	}
+	gap := func() (after, before string) {
+		inTx(func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT gap_after, gap_before FROM mio.source_cursors`).Scan(&after, &before)
+		})
+		return after, before
+	}
+	// The session is lost; no new one is established yet.
+	inTx(func(tx pgx.Tx) error { return db.SourceCursorGapOpen(ctx, tx, b.tenant, b.account) })
+	b.run(t)
+	b.requireExactlyOnce(t, 1001, 1300)
+	after, before := gap()
+	require.Equal(t, "1300", after, "read to the channel's newest message")
+	require.Empty(t, before, "but a gap without an end stays open: what is posted before the new session would be missed")
+
+	// A walk that read towards an end that changed meanwhile (a new loss
+	// or a lower bound) moves the gap's start but does not close it.
+	inTx(func(tx pgx.Tx) error { return db.SourceCursorGapBound(ctx, tx, b.tenant, b.account, "1400") })
+	inTx(func(tx pgx.Tx) error {
+		return db.SourceCursorGapMove(ctx, tx, &db.SourceCursorGapMoveParams{TenantID: b.tenant, AccountID: b.account,
+			ConversationID: "950", After: "1350", Close: true, SeenBefore: ""})
+	})
+	after, before = gap()
+	require.Equal(t, [2]string{"1350", "1400"}, [2]string{after, before})
+	inTx(func(tx pgx.Tx) error {
+		return db.SourceCursorGapMove(ctx, tx, &db.SourceCursorGapMoveParams{TenantID: b.tenant, AccountID: b.account,
+			ConversationID: "950", After: "1320", Close: false, SeenBefore: "1400"})
+	})
+	after, _ = gap()
+	require.Equal(t, "1350", after, "the gap's start only moves forward")
+
+	// The new session is established: the next run closes the gap at the
+	// channel's newest message.
+	b.run(t)
+	after, before = gap()
+	require.Empty(t, after+before)
+	b.requireExactlyOnce(t, 1001, 1300)
+	require.Equal(t, 290.0, testutil.ToFloat64(b.metrics.Recovered.WithLabelValues(envelope.ChannelDiscord)))
+}
