@@ -518,3 +518,28 @@ func TestLostSessionOpensGaps(t *testing.T) {
 		require.True(t, len(g[1]) == len(readyBound) && g[1] > readyBound, "%s: bound %q at the new session's start", conv, g[1])
 	}
 }
+
+func TestTakeoverWithExpiredSessionOpensGaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	_, stop1 := b.manager(t)
+	b.waitFake(t, "identify", identified(1))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("9001", "500", "77", "1", "x"))
+	b.waitStored(t, 1)
+	// The holder dies (kill -9) and its session expires at Discord before
+	// another process takes over: the RESUME is refused.
+	stop1(true)
+	b.waitFake(t, "connection gone", func(f discordtest.Stats) bool { return f.Live == 0 })
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE mio.gateway_sessions SET session_id = 'expired'`)
+		return err
+	}))
+	require.Equal(t, [2]string{"", ""}, b.gaps(t)["500"])
+	b.manager(t)
+	b.waitFake(t, "identify by the new holder", identified(2))
+	require.Eventually(t, func() bool { sid, _, _, _ := b.session(t); return sid == "s2" }, 10*time.Second, 10*time.Millisecond)
+	require.Len(t, b.fake.Stats().Resumes, 1, "the RESUME was tried first")
+	g := b.gaps(t)["500"]
+	require.Equal(t, "9001", g[0], "the gap starts at the last message the dead holder stored")
+	require.NotEmpty(t, g[1])
+}
