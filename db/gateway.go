@@ -155,7 +155,9 @@ type SourceCursor struct {
 	LastSourceID     string
 	ActiveAt         time.Time
 	// GapAfter and GapBefore bound the messages a history walk has not
-	// read yet (both exclusive; GapBefore "" = no gap). Migration 00016.
+	// read yet (both exclusive). Migration 00016. Slack's walk: GapBefore
+	// "" = no gap. Discord's (a lost Gateway session): GapAfter "" = no
+	// gap, GapBefore "" = a gap whose end is not known yet.
 	GapAfter, GapBefore string
 }
 
@@ -206,4 +208,46 @@ func SourceCursorWalk(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUI
 	return translate(queries().SourceCursorWalk(ctx, tx, &dbsqlc.SourceCursorWalkParams{
 		TenantID: tenantID, AccountID: accountID, ConversationID: c.ConversationID,
 		LastSourceID: c.LastSourceID, GapAfter: c.GapAfter, GapBefore: c.GapBefore}))
+}
+
+// SourceCursorGapOpen opens a gap at the last stored id on every cursor of
+// the account, when its Gateway session is lost and cannot be resumed: an
+// open gap keeps its older start, and its end is unknown until
+// SourceCursorGapBound or the next live message sets it. Call it before
+// the new session can store a message.
+func SourceCursorGapOpen(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID) error {
+	return translate(queries().SourceCursorGapOpen(ctx, tx, &dbsqlc.SourceCursorGapOpenParams{TenantID: tenantID, AccountID: accountID}))
+}
+
+// SourceCursorGapBound ends the account's open gaps that have no end yet
+// at before: a new session is established and what is posted after it
+// arrives live. The first message the session stores in a conversation
+// moves that conversation's end down to its id (SourceCursorAdvance).
+func SourceCursorGapBound(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, before string) error {
+	return translate(queries().SourceCursorGapBound(ctx, tx, &dbsqlc.SourceCursorGapBoundParams{
+		TenantID: tenantID, AccountID: accountID, GapBefore: before}))
+}
+
+// SourceCursorGapMoveParams is an ascending gap walk's progress in one
+// conversation.
+type SourceCursorGapMoveParams struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+	// After is the newest id read: the gap now starts after it (the gap
+	// start only moves forward).
+	After string
+	// Close closes the gap, when its end is still SeenBefore (the end the
+	// walk read towards); a changed end (a new loss, a lower bound) keeps
+	// the gap open for the next run.
+	Close      bool
+	SeenBefore string
+}
+
+// SourceCursorGapMove records an ascending gap walk's progress (Discord
+// after a lost session); last_source_id is the live intake's and stays.
+func SourceCursorGapMove(ctx context.Context, tx DBTX, p *SourceCursorGapMoveParams) error {
+	return translate(queries().SourceCursorGapMove(ctx, tx, &dbsqlc.SourceCursorGapMoveParams{
+		TenantID: p.TenantID, AccountID: p.AccountID, ConversationID: p.ConversationID,
+		GapAfter: p.After, CloseGap: p.Close, SeenBefore: p.SeenBefore}))
 }

@@ -350,12 +350,19 @@ type handler struct {
 	lost  context.CancelFunc // ends the session when a write finds the lease lost
 }
 
+// Identify reserves the IDENTIFY slot and, in the same transaction, opens
+// a catch-up gap on every conversation of the account: a new session
+// starts (the old one is lost, or none was held), and what was posted
+// between the last stored event and the new session is not delivered.
+// The new session cannot store a message before this commits.
 func (h *handler) Identify(ctx context.Context) error {
 	var slot *db.GatewayIdentifySlot
 	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
 		var err error
-		slot, err = db.GatewayIdentifyTake(ctx, tx, h.lease, h.m.cfg.IdentifyInterval)
-		return err
+		if slot, err = db.GatewayIdentifyTake(ctx, tx, h.lease, h.m.cfg.IdentifyInterval); err != nil {
+			return err
+		}
+		return db.SourceCursorGapOpen(ctx, tx, h.lease.TenantID, h.lease.AccountID)
 	})
 	if err != nil {
 		return fmt.Errorf("identify slot: %w", err)
@@ -392,9 +399,20 @@ func (h *handler) save(ctx context.Context, tx pgx.Tx, r discord.GatewayResume) 
 	return err
 }
 
+// gapClockTolerance is added to the time of READY when it bounds the
+// open catch-up gaps, for a MIO clock behind Discord's: reading a little
+// of what the session delivered again costs duplicates, reading too
+// little would lose messages.
+const gapClockTolerance = time.Minute
+
+// Session records the resume point. A new session (READY) also bounds the
+// open catch-up gaps at its start: what is posted later arrives live.
 func (h *handler) Session(ctx context.Context, r discord.GatewayResume) error {
 	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
-		return h.save(ctx, tx, r)
+		if err := h.save(ctx, tx, r); err != nil || r.SessionID == "" {
+			return err
+		}
+		return db.SourceCursorGapBound(ctx, tx, h.lease.TenantID, h.lease.AccountID, discord.SnowflakeAt(time.Now().Add(gapClockTolerance)))
 	})
 	if err == nil && r.SessionID == "" && h.m.cfg.OnSessionLost != nil {
 		// The zero resume point: the session became invalid.

@@ -445,3 +445,101 @@ func TestDailyIdentifyBudget(t *testing.T) {
 	require.Equal(t, 1, st.Identifies, "past the day's budget the session waits instead of identifying")
 	require.Equal(t, 1, m.Held(), "and keeps its lease while it waits")
 }
+
+// gaps returns each conversation's catch-up gap (gap_after, gap_before).
+func (b *testBundle) gaps(t *testing.T) map[string][2]string {
+	t.Helper()
+	out := map[string][2]string{}
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		rows, err := tx.Query(context.Background(), `SELECT conversation_id, gap_after, gap_before FROM mio.source_cursors WHERE account_id = $1`, b.account)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var conv, after, before string
+			if err := rows.Scan(&conv, &after, &before); err != nil {
+				return err
+			}
+			out[conv] = [2]string{after, before}
+		}
+		return rows.Err()
+	}))
+	return out
+}
+
+func TestLostSessionOpensGaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	// A conversation stored before this process held the account, with no
+	// session to resume (e.g. an earlier session lost before a restart).
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		return db.SourceCursorAdvance(context.Background(), tx, b.tenant, b.account,
+			db.SourceCursor{ConversationID: "500", ConversationType: envelope.ConversationChannel, LastSourceID: "100"})
+	}))
+	b.manager(t)
+	b.waitFake(t, "identify", identified(1))
+	require.Eventually(t, func() bool { sid, _, _, _ := b.session(t); return sid == "s1" }, 10*time.Second, 10*time.Millisecond)
+	// IDENTIFY opened the gap at the last stored id; READY bounded it at
+	// the session's start (a snowflake of now + the clock tolerance).
+	g := b.gaps(t)["500"]
+	require.Equal(t, "100", g[0])
+	readyBound := discord.SnowflakeAt(time.Now())
+	require.True(t, len(g[1]) == len(readyBound) && g[1] > readyBound, "bound %q at the session's start", g[1])
+
+	// The first live message lowers the bound to its id; later ones do not.
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("8001", "500", "77", "1", "x"))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("8002", "600", "77", "1", "y"))
+	b.waitStored(t, 2)
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("8003", "500", "77", "1", "z"))
+	b.waitStored(t, 3)
+	gs := b.gaps(t)
+	require.Equal(t, [2]string{"100", "8001"}, gs["500"])
+	require.Equal(t, [2]string{"", ""}, gs["600"], "a new conversation has no gap")
+
+	// A resumed session replays what it missed: no gap.
+	b.fake.Drop()
+	b.waitFake(t, "resume", func(f discordtest.Stats) bool { return len(f.Resumes) >= 1 })
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("8004", "600", "77", "1", "after the resume"))
+	b.waitStored(t, 4)
+	gs = b.gaps(t)
+	require.Equal(t, [2]string{"100", "8001"}, gs["500"])
+	require.Equal(t, [2]string{"", ""}, gs["600"])
+
+	// A session that cannot be resumed: every conversation gets a gap at
+	// its last stored id; an open gap keeps its older start.
+	b.fake.Op(9, false)
+	b.waitFake(t, "identify again", identified(2))
+	require.Eventually(t, func() bool { sid, _, _, _ := b.session(t); return sid == "s2" }, 10*time.Second, 10*time.Millisecond)
+	gs = b.gaps(t)
+	require.Equal(t, "100", gs["500"][0])
+	require.Equal(t, "8004", gs["600"][0])
+	for conv, g := range gs {
+		require.True(t, len(g[1]) == len(readyBound) && g[1] > readyBound, "%s: bound %q at the new session's start", conv, g[1])
+	}
+}
+
+func TestTakeoverWithExpiredSessionOpensGaps(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "good-token")
+	_, stop1 := b.manager(t)
+	b.waitFake(t, "identify", identified(1))
+	b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message("9001", "500", "77", "1", "x"))
+	b.waitStored(t, 1)
+	// The holder dies (kill -9) and its session expires at Discord before
+	// another process takes over: the RESUME is refused.
+	stop1(true)
+	b.waitFake(t, "connection gone", func(f discordtest.Stats) bool { return f.Live == 0 })
+	require.NoError(t, db.InTenantTx(context.Background(), b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE mio.gateway_sessions SET session_id = 'expired'`)
+		return err
+	}))
+	require.Equal(t, [2]string{"", ""}, b.gaps(t)["500"])
+	b.manager(t)
+	b.waitFake(t, "identify by the new holder", identified(2))
+	require.Eventually(t, func() bool { sid, _, _, _ := b.session(t); return sid == "s2" }, 10*time.Second, 10*time.Millisecond)
+	require.Len(t, b.fake.Stats().Resumes, 1, "the RESUME was tried first")
+	g := b.gaps(t)["500"]
+	require.Equal(t, "9001", g[0], "the gap starts at the last message the dead holder stored")
+	require.NotEmpty(t, g[1])
+}

@@ -61,7 +61,14 @@ ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
             WHEN (length(excluded.last_source_id), excluded.last_source_id) > (length(c.last_source_id), c.last_source_id)
             THEN excluded.last_source_id ELSE c.last_source_id END,
         active_at = greatest(c.active_at, excluded.active_at),
-        conversation_type = CASE WHEN excluded.conversation_type = '' THEN c.conversation_type ELSE excluded.conversation_type END;
+        conversation_type = CASE WHEN excluded.conversation_type = '' THEN c.conversation_type ELSE excluded.conversation_type END,
+        -- An open gap (after a lost session) ends at the first message
+        -- the live session stored, when that is below its bound.
+        gap_before = CASE
+            WHEN c.gap_after <> ''
+                AND (length(excluded.last_source_id), excluded.last_source_id) > (length(c.gap_after), c.gap_after)
+                AND (c.gap_before = '' OR (length(excluded.last_source_id), excluded.last_source_id) < (length(c.gap_before), c.gap_before))
+            THEN excluded.last_source_id ELSE c.gap_before END;
 
 -- name: SourceCursorMove :exec
 -- Moves a cursor forward without marking the conversation active (the
@@ -106,3 +113,31 @@ ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
 UPDATE mio.source_cursors
 SET last_source_id = @last_source_id, gap_after = @gap_after, gap_before = @gap_before
 WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id;
+
+-- name: SourceCursorGapOpen :exec
+-- Opens a gap on every cursor of the account at its last stored id when
+-- a Gateway session is lost for good (before the next session stores a
+-- message): an open gap keeps its older start and loses its end, which
+-- the next session sets again.
+UPDATE mio.source_cursors
+SET gap_after = CASE WHEN gap_after = '' THEN last_source_id ELSE gap_after END, gap_before = ''
+WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
+-- name: SourceCursorGapBound :exec
+-- Ends the account's open gaps that have no end yet at gap_before (a
+-- new session is established: what is posted after it arrives live).
+UPDATE mio.source_cursors
+SET gap_before = @gap_before
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND gap_after <> '' AND gap_before = '';
+
+-- name: SourceCursorGapMove :exec
+-- Records an ascending gap walk's progress: the gap now starts after
+-- gap_after (forward only); close_gap closes it, unless its end changed
+-- since the walk read it (seen_before: a new loss or a new bound).
+UPDATE mio.source_cursors
+SET gap_after = CASE
+        WHEN @close_gap::boolean AND gap_before = @seen_before::text THEN ''
+        WHEN (length(@gap_after::text), @gap_after::text) > (length(gap_after), gap_after) THEN @gap_after::text
+        ELSE gap_after END,
+    gap_before = CASE WHEN @close_gap::boolean AND gap_before = @seen_before::text THEN '' ELSE gap_before END
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id AND gap_after <> '';

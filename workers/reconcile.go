@@ -32,7 +32,10 @@ import (
 // WhatsApp and Zoho Cliq have no history API.
 //
 // The periodic run has no arguments; a run for one account (after its
-// Discord Gateway session could not be resumed) names it.
+// Discord Gateway session could not be resumed) names it. The gateway
+// leaves such a loss in the cursors as gaps (gap_after, gap_before),
+// read ascending by gap (reconcile_gap.go), because the new session's
+// live messages move the cursor past the missed ones before a run.
 type ReconcileArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id,omitempty"`
 	AccountID uuid.UUID `json:"account_id,omitempty"`
@@ -87,9 +90,10 @@ type ReconcileWorker struct {
 
 // historyReader is an adapter that reads a conversation's messages
 // posted after a platform message id, oldest first, with the dedup keys
-// of its live intake.
+// of its live intake (Discord): one page, and next, the id to read on
+// after ("" = the page reached the conversation's newest message).
 type historyReader interface {
-	History(ctx context.Context, acct channels.Account, conv envelope.Conversation, after string, limit int) ([]envelope.Message, error)
+	History(ctx context.Context, acct channels.Account, conv envelope.Conversation, after string, limit int) (msgs []envelope.Message, next string, err error)
 }
 
 // historyBuckets are the shared token buckets (mio.rate_buckets, key
@@ -241,34 +245,50 @@ type reconcileRun struct {
 }
 
 // conversation reads and stores the history after the cursor, page by
-// page, moving the cursor with each page's commit.
+// page, moving the cursor with each page's commit. An open gap (Discord,
+// after a Gateway session that could not be resumed) is read first,
+// within the same page bound.
 func (r *reconcileRun) conversation(ctx context.Context, c db.SourceCursor) error {
 	if r.hp != nil {
 		return r.walk(ctx, c)
 	}
-	conv := envelope.Conversation{ID: c.ConversationID, Type: c.ConversationType}
-	after := c.LastSourceID
-	for range r.cfg.MaxPages {
-		var msgs []envelope.Message
-		err := r.call(ctx, func() (err error) {
-			msgs, err = r.hr.History(ctx, r.secrets, conv, after, r.cfg.PageSize)
-			return err
-		})
+	pages, after := r.cfg.MaxPages, c.LastSourceID
+	if c.GapAfter != "" {
+		n, read, err := r.gap(ctx, c)
 		if err != nil {
 			return err
 		}
-		if len(msgs) == 0 {
-			return nil
-		}
-		if err := r.store(ctx, conv, msgs); err != nil {
-			return err
-		}
-		after = msgs[len(msgs)-1].SourceMessageID
-		if len(msgs) < r.cfg.PageSize {
-			return nil
+		pages -= n
+		if idLess(after, read) { // read and stored already
+			after = read
 		}
 	}
+	conv := envelope.Conversation{ID: c.ConversationID, Type: c.ConversationType}
+	for range pages {
+		msgs, next, err := r.page(ctx, conv, after)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 {
+			if err := r.store(ctx, conv, msgs); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
 	return nil
+}
+
+// page reads one page of history after an id (historyReader).
+func (r *reconcileRun) page(ctx context.Context, conv envelope.Conversation, after string) (msgs []envelope.Message, next string, err error) {
+	err = r.call(ctx, func() (err error) {
+		msgs, next, err = r.hr.History(ctx, r.secrets, conv, after, r.cfg.PageSize)
+		return err
+	})
+	return msgs, next, err
 }
 
 // call takes a token from the shared bucket and makes one history call,

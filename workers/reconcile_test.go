@@ -90,6 +90,7 @@ type reconcileBundle struct {
 	ingester *ingest.Ingester
 	metrics  *metrics.Reconcile
 	worker   *workers.ReconcileWorker
+	resolver *accounts.Resolver
 }
 
 func newReconcileBundle(t *testing.T, apiBase string) *reconcileBundle {
@@ -128,8 +129,8 @@ func newReconcileBundleFor(t *testing.T, spec *accounts.Spec) *reconcileBundle {
 	b.ingester.Start()
 	t.Cleanup(b.ingester.Stop)
 	set := workers.NewSet()
-	b.worker = set.AddReconcile(b.env.Pool, accounts.NewResolver(b.env.Pool, accounts.ResolverConfig{Box: box, Registry: registry}),
-		registry, workers.ReconcileConfig{Metrics: b.metrics})
+	b.resolver = accounts.NewResolver(b.env.Pool, accounts.ResolverConfig{Box: box, Registry: registry})
+	b.worker = set.AddReconcile(b.env.Pool, b.resolver, registry, workers.ReconcileConfig{Metrics: b.metrics})
 	b.worker.Ingester = b.ingester
 	return b
 }

@@ -23,33 +23,37 @@ type historySettingsJSON struct {
 	ApplicationID string `json:"application_id"`
 }
 
-// History reads up to limit (at most MaxHistoryPage) messages of a
-// channel (conv, as stored) posted after the message id after, oldest first, as the
-// Gateway would have delivered them (MESSAGE_CREATE: same dedup keys).
-// The account's settings api_base_url, when set, replaces the adapter's
-// API base. Errors are the typed set of channels (a 429 is a
-// *channels.RateLimitedError).
-func (c *Channel) History(ctx context.Context, acct channels.Account, conv envelope.Conversation, after string, limit int) ([]envelope.Message, error) {
+// History reads one page of up to limit (at most MaxHistoryPage) messages
+// of a channel (conv, as stored) posted after the message id after: the
+// messages MIO stores, oldest first, as the Gateway would have delivered
+// them (MESSAGE_CREATE: same dedup keys), and next, the newest id of the
+// page when it was full (read on after it) or "" when the page reached
+// the channel's newest message. Messages left out (the bot's own, types
+// MIO does not store) still count for next. The account's settings
+// api_base_url, when set, replaces the adapter's API base. Errors are the
+// typed set of channels (a 429 is a *channels.RateLimitedError).
+func (c *Channel) History(ctx context.Context, acct channels.Account, conv envelope.Conversation, after string, limit int) (msgs []envelope.Message, next string, err error) {
 	conversationID := conv.ID
 	var s historySettingsJSON
 	if err := channels.DecodeObject("discord settings", acct.Settings, &s); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var cr credentialsJSON
 	if err := channels.DecodeObject("discord credentials", acct.Credentials, &cr); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if cr.BotToken == "" {
-		return nil, fmt.Errorf("%w: discord: credentials bot_token is required to read history", channels.ErrInvalidConfig)
+		return nil, "", fmt.Errorf("%w: discord: credentials bot_token is required to read history", channels.ErrInvalidConfig)
 	}
 	if _, ok := parseSnowflake(conversationID); !ok {
-		return nil, channels.Permanent("discord: history", fmt.Errorf("channel id %q is not a snowflake", conversationID))
+		return nil, "", channels.Permanent("discord: history", fmt.Errorf("channel id %q is not a snowflake", conversationID))
 	}
 	base := c.opts.APIBaseURL
 	if s.APIBaseURL != "" {
 		base = strings.TrimRight(s.APIBaseURL, "/")
 	}
-	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), MaxHistoryPage))}}
+	limit = min(max(limit, 1), MaxHistoryPage)
+	q := url.Values{"limit": {strconv.Itoa(limit)}}
 	if after != "" {
 		q.Set("after", after)
 	}
@@ -62,14 +66,17 @@ func (c *Channel) History(ctx context.Context, acct channels.Account, conv envel
 		MaxAnswer: 16 << 20,
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if resp.Status < 200 || resp.Status >= 300 {
-		return nil, answerError(op, resp)
+		return nil, "", answerError(op, resp)
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(resp.Body, &raws); err != nil {
-		return nil, &channels.TransientError{Err: fmt.Errorf("discord: %s: malformed answer: %w", op, err)}
+		return nil, "", &channels.TransientError{Err: fmt.Errorf("discord: %s: malformed answer: %w", op, err)}
+	}
+	if len(raws) == limit {
+		next = pageNewest(raws)
 	}
 	var out []envelope.Message
 	for _, raw := range raws {
@@ -93,5 +100,23 @@ func (c *Channel) History(ctx context.Context, acct channels.Account, conv envel
 		}
 		return 0
 	})
-	return out, nil
+	return out, next, nil
+}
+
+// pageNewest returns the newest message id of a history page ("" when
+// none has a snowflake id).
+func pageNewest(raws []json.RawMessage) string {
+	newest := ""
+	for _, raw := range raws {
+		var m struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		if _, ok := parseSnowflake(m.ID); ok && snowflakeLess(newest, m.ID) {
+			newest = m.ID
+		}
+	}
+	return newest
 }

@@ -428,6 +428,14 @@ func snowflakeTime(id string) (time.Time, bool) {
 	return time.UnixMilli(ms).UTC(), true
 }
 
+// SnowflakeAt returns the smallest snowflake id Discord gives at time t:
+// every message created at t or later has an id that is not smaller (ids
+// compare by length, then text).
+func SnowflakeAt(t time.Time) string {
+	ms := max(t.UnixMilli()-discordEpochMS, 0)
+	return strconv.FormatUint(uint64(ms)<<22, 10)
+}
+
 func jsonReply(body []byte) *channels.Reply {
 	return &channels.Reply{Status: http.StatusOK, ContentType: "application/json", Body: bytes.Clone(body)}
 }

@@ -399,3 +399,16 @@ func TestParseModalFileUpload(t *testing.T) {
 	}
 	require.Equal(t, want, m.Attachments)
 }
+
+func TestSnowflakeAt(t *testing.T) {
+	t.Parallel()
+	// Discord's documented example: 175928847299117063 was created at
+	// 2016-04-30 11:18:25.796 UTC.
+	at := time.Date(2016, 4, 30, 11, 18, 25, 796e6, time.UTC)
+	got := SnowflakeAt(at)
+	require.True(t, !snowflakeLess("175928847299117063", got) && snowflakeLess(SnowflakeAt(at.Add(-time.Millisecond)), "175928847299117063"))
+	back, ok := snowflakeTime(got)
+	require.True(t, ok)
+	require.Equal(t, at, back)
+	require.Equal(t, "0", SnowflakeAt(time.Unix(0, 0)))
+}

@@ -246,7 +246,14 @@ ON CONFLICT (tenant_id, account_id, conversation_id) DO UPDATE
             WHEN (length(excluded.last_source_id), excluded.last_source_id) > (length(c.last_source_id), c.last_source_id)
             THEN excluded.last_source_id ELSE c.last_source_id END,
         active_at = greatest(c.active_at, excluded.active_at),
-        conversation_type = CASE WHEN excluded.conversation_type = '' THEN c.conversation_type ELSE excluded.conversation_type END
+        conversation_type = CASE WHEN excluded.conversation_type = '' THEN c.conversation_type ELSE excluded.conversation_type END,
+        -- An open gap (after a lost session) ends at the first message
+        -- the live session stored, when that is below its bound.
+        gap_before = CASE
+            WHEN c.gap_after <> ''
+                AND (length(excluded.last_source_id), excluded.last_source_id) > (length(c.gap_after), c.gap_after)
+                AND (c.gap_before = '' OR (length(excluded.last_source_id), excluded.last_source_id) < (length(c.gap_before), c.gap_before))
+            THEN excluded.last_source_id ELSE c.gap_before END
 `
 
 type SourceCursorAdvanceParams struct {
@@ -267,6 +274,79 @@ func (q *Queries) SourceCursorAdvance(ctx context.Context, db DBTX, arg *SourceC
 		arg.ConversationType,
 		arg.LastSourceID,
 	)
+	return err
+}
+
+const SourceCursorGapBound = `-- name: SourceCursorGapBound :exec
+UPDATE mio.source_cursors
+SET gap_before = $1
+WHERE tenant_id = $2 AND account_id = $3 AND gap_after <> '' AND gap_before = ''
+`
+
+type SourceCursorGapBoundParams struct {
+	GapBefore string
+	TenantID  uuid.UUID
+	AccountID uuid.UUID
+}
+
+// Ends the account's open gaps that have no end yet at gap_before (a
+// new session is established: what is posted after it arrives live).
+func (q *Queries) SourceCursorGapBound(ctx context.Context, db DBTX, arg *SourceCursorGapBoundParams) error {
+	_, err := db.Exec(ctx, SourceCursorGapBound, arg.GapBefore, arg.TenantID, arg.AccountID)
+	return err
+}
+
+const SourceCursorGapMove = `-- name: SourceCursorGapMove :exec
+UPDATE mio.source_cursors
+SET gap_after = CASE
+        WHEN $1::boolean AND gap_before = $2::text THEN ''
+        WHEN (length($3::text), $3::text) > (length(gap_after), gap_after) THEN $3::text
+        ELSE gap_after END,
+    gap_before = CASE WHEN $1::boolean AND gap_before = $2::text THEN '' ELSE gap_before END
+WHERE tenant_id = $4 AND account_id = $5 AND conversation_id = $6 AND gap_after <> ''
+`
+
+type SourceCursorGapMoveParams struct {
+	CloseGap       bool
+	SeenBefore     string
+	GapAfter       string
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+}
+
+// Records an ascending gap walk's progress: the gap now starts after
+// gap_after (forward only); close_gap closes it, unless its end changed
+// since the walk read it (seen_before: a new loss or a new bound).
+func (q *Queries) SourceCursorGapMove(ctx context.Context, db DBTX, arg *SourceCursorGapMoveParams) error {
+	_, err := db.Exec(ctx, SourceCursorGapMove,
+		arg.CloseGap,
+		arg.SeenBefore,
+		arg.GapAfter,
+		arg.TenantID,
+		arg.AccountID,
+		arg.ConversationID,
+	)
+	return err
+}
+
+const SourceCursorGapOpen = `-- name: SourceCursorGapOpen :exec
+UPDATE mio.source_cursors
+SET gap_after = CASE WHEN gap_after = '' THEN last_source_id ELSE gap_after END, gap_before = ''
+WHERE tenant_id = $1 AND account_id = $2
+`
+
+type SourceCursorGapOpenParams struct {
+	TenantID  uuid.UUID
+	AccountID uuid.UUID
+}
+
+// Opens a gap on every cursor of the account at its last stored id when
+// a Gateway session is lost for good (before the next session stores a
+// message): an open gap keeps its older start and loses its end, which
+// the next session sets again.
+func (q *Queries) SourceCursorGapOpen(ctx context.Context, db DBTX, arg *SourceCursorGapOpenParams) error {
+	_, err := db.Exec(ctx, SourceCursorGapOpen, arg.TenantID, arg.AccountID)
 	return err
 }
 
