@@ -25,6 +25,16 @@ type IngestGroupResult struct {
 	NewEvents int64
 }
 
+// ingestSettings scopes the statements after it to a tenant and plans
+// them generically, without JIT. InboxInsertBatch's generic plan is as
+// good as its custom ones (every lookup a primary-key probe per row) and
+// takes 0.06 ms to reuse against 0.3-0.5 ms to plan anew, a tenth of the
+// statement's cost at ten rows; estimated over its array parameters, the
+// generic plan's cost would cross JIT's thresholds (compiling took
+// ~500 ms where running takes 1).
+const ingestSettings = "SELECT set_config('app.current_tenant_id', $1, true), " +
+	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)"
+
 // IngestCommit commits several tenants' inbox rows and receipts in one
 // transaction and ONE network round trip: BEGIN, then per tenant the
 // tenant setting and its inserts, then COMMIT, pipelined. Any failure
@@ -34,7 +44,7 @@ func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	for i, g := range groups {
-		b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", g.TenantID.String())
+		b.Queue(ingestSettings, g.TenantID.String())
 		if len(g.Rows) > 0 {
 			p := inboxParams(g.TenantID, g.Rows)
 			b.Queue(dbsqlc.InboxInsertBatch, p.TenantID, p.Ids, p.AccountIds, p.ChannelTypes, p.SourceMessageIds,

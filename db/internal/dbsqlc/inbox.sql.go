@@ -139,10 +139,14 @@ SELECT $1::uuid, input.id, input.account_id, input.channel_type, input.source_me
 FROM input
 JOIN dedup ON dedup.message_id = input.id
 LEFT JOIN refs AS ref ON ref.message_id = input.id
-LEFT JOIN mio.inbound_refs AS orig
-       ON input.edit_of_platform_id <> ''
-      AND orig.tenant_id = $1::uuid AND orig.account_id = input.account_id
-      AND orig.conversation_id = input.conversation_id AND orig.platform_message_id = input.edit_of_platform_id
+LEFT JOIN LATERAL (
+    -- A probe of the primary key per edit, in generic plans too (a plain
+    -- join was planned generically as a scan of inbound_refs).
+    SELECT o.message_id, o.source_message_id FROM mio.inbound_refs AS o
+    WHERE input.edit_of_platform_id <> '' AND o.tenant_id = $1::uuid AND o.account_id = input.account_id
+      AND o.conversation_id = input.conversation_id AND o.platform_message_id = input.edit_of_platform_id
+    LIMIT 1
+) AS orig ON true
 LEFT JOIN LATERAL (
     SELECT b.id, b.source_message_id FROM input AS b JOIN refs ON refs.message_id = b.id
     WHERE input.edit_of_platform_id <> '' AND b.id <> input.id AND b.account_id = input.account_id
