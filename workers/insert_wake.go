@@ -23,15 +23,16 @@ import (
 // committed, they wait for the next announced insert, or for the
 // producers' poll (FetchPollInterval, 1 s): at 20 replies/s, one reply in
 // five follows another within 10 ms. insertWake is River's missing
-// trailing edge: it watches inserts (an InsertBegin hook), keeps the same
-// per-queue windows, and half a cooldown after the end of a window in
-// which River left jobs unannounced — time for their transactions to
-// commit — sends the queue's insert notification itself, unless River
-// has announced a later job of the queue meanwhile (its fetch sees them
-// too). Under steady load the next window's announced insert comes first
-// and no extra NOTIFY is sent; after a burst, one per window at most, so
-// the throughput path keeps River's bound on notifying commits (each
-// holds PostgreSQL's global notify lock until it has flushed).
+// trailing edge: it watches inserts (an InsertBegin hook), mirrors the
+// per-queue windows, and 1.5 cooldowns after the start of a window in
+// which River may have left jobs unannounced — time for their
+// transactions to commit — sends the queue's insert notification itself,
+// unless River has announced a later job of the queue meanwhile (its
+// fetch sees them too). Under steady load the next window's announced
+// insert comes first and no extra NOTIFY is sent; after a burst, one per
+// window at most, so the throughput path keeps River's bound on
+// notifying commits (each holds PostgreSQL's global notify lock until it
+// has flushed).
 type insertWake struct {
 	river.HookDefaults
 	pool     *pgxpool.Pool
@@ -72,7 +73,11 @@ func (w *insertWake) InsertBegin(_ context.Context, p *rivertype.JobInsertParams
 		q = &wakeQueue{}
 		w.queues[p.Queue] = q
 	}
-	if now.Sub(q.announced) >= w.cooldown {
+	// River decides after the insert statement, a little later than
+	// here, and so may still be inside a window this mirror sees ended:
+	// only a quarter cooldown past the end is an announced insert for
+	// sure (the other way round costs at most a redundant NOTIFY).
+	if now.Sub(q.announced) >= w.cooldown+w.cooldown/4 {
 		q.announced, q.armed = now, false // River announces this one
 		return nil
 	}
