@@ -62,6 +62,8 @@ type DispatchResult struct {
 	SteadyCount      int
 	SteadyP50        time.Duration
 	SteadyP99        time.Duration
+	// SteadyStages split the steady phase's queue → hand-off.
+	SteadyStages     rowStages
 	ReferencePerSec  float64
 	ReferenceElapsed time.Duration
 	// Reply is the reply phase (nil when skipped).
@@ -160,6 +162,9 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 		return res, err
 	}
 	res.SteadyP50, res.SteadyP99, res.SteadyCount, err = handoffLatency(ctx, pool, tgt.tenantID, "steady-%")
+	if err == nil {
+		res.SteadyStages, err = stagesOf(ctx, pool, tgt.tenantID, "steady-%")
+	}
 	if err != nil || opts.ReplyRate < 0 {
 		return res, err
 	}
@@ -328,6 +333,7 @@ func (r *DispatchResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "steady load, %.0f sends/s, %d sends\n", r.SteadyRate, r.SteadyCount)
 	fmt.Fprintf(w, "  queue->handoff p50 %10s\n", r.SteadyP50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.SteadyP99.Round(100*time.Microsecond))
+	r.SteadyStages.print(w)
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, %d workers\n", workers.DispatchMaxWorkersDefault)
 		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))

@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
@@ -220,4 +222,53 @@ func (f *fakeEndpoint) receivedTimes() map[string]time.Time {
 		out[k] = v
 	}
 	return out
+}
+
+// rowStages split queue → hand-off by the rows' own timestamps: queued
+// (the queued event, before commit) → River job fetched → claimed →
+// handed off.
+type rowStages struct {
+	Wake, Claim, Send Quantiles
+	Count             int
+}
+
+// stagesOf reads the stages of the tenant's handed-off messages whose
+// conversation matches like; a row whose own job never ran (another
+// job's extra) is left out.
+func stagesOf(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, like string) (rowStages, error) {
+	var wake, claim, send []time.Duration
+	err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+		r, err := tx.Query(ctx, `
+			SELECT ev.queued, j.attempted_at, ev.claimed, o.handed_off_at
+			FROM mio.outbox o
+			JOIN river.river_job j ON j.id = o.job_id
+			CROSS JOIN LATERAL (SELECT min(e.at) FILTER (WHERE e.state = 'queued') AS queued,
+			                           min(e.at) FILTER (WHERE e.state = 'sending') AS claimed
+			                    FROM mio.outbox_events e WHERE e.tenant_id = o.tenant_id AND e.outbox_id = o.id) ev
+			WHERE o.conversation_id LIKE $1 AND o.handoff_state = 'handed_off'
+			  AND ev.queued IS NOT NULL AND ev.claimed >= j.attempted_at`, like)
+		if err != nil {
+			return err
+		}
+		for r.Next() {
+			var queued, fetched, claimed, handed time.Time
+			if err := r.Scan(&queued, &fetched, &claimed, &handed); err != nil {
+				return err
+			}
+			wake = append(wake, fetched.Sub(queued))
+			claim = append(claim, claimed.Sub(fetched))
+			send = append(send, handed.Sub(claimed))
+		}
+		return r.Err()
+	})
+	if err != nil {
+		return rowStages{}, fmt.Errorf("stages: %w", err)
+	}
+	return rowStages{Wake: quantiles(wake), Claim: quantiles(claim), Send: quantiles(send), Count: len(wake)}, nil
+}
+
+func (s rowStages) print(w io.Writer) {
+	ms := func(d time.Duration) string { return d.Round(100 * time.Microsecond).String() }
+	fmt.Fprintf(w, "  stages p50 / p99 (%d rows):  queued->job fetched %s / %s; fetched->claimed %s / %s; claimed->handed off %s / %s\n",
+		s.Count, ms(s.Wake.P50), ms(s.Wake.P99), ms(s.Claim.P50), ms(s.Claim.P99), ms(s.Send.P50), ms(s.Send.P99))
 }
