@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -41,6 +42,14 @@ type DispatchOptions struct {
 	SteadyDuration time.Duration
 	// SkipReference skips River's no-op reference.
 	SkipReference bool
+	// ReplyRate is the rate of the reply phase: sends POSTed to
+	// /v1/outbound one by one, timed to the provider's receipt, for
+	// SteadyDuration. Default 20/s; negative skips it.
+	ReplyRate int
+	// ReplyPoisson spaces the reply phase's sends at random (exponential
+	// gaps of mean 1/ReplyRate, as independent conversations would)
+	// instead of evenly.
+	ReplyPoisson bool
 }
 
 // DispatchResult holds the figures of one run.
@@ -53,8 +62,12 @@ type DispatchResult struct {
 	SteadyCount      int
 	SteadyP50        time.Duration
 	SteadyP99        time.Duration
+	// SteadyStages split the steady phase's queue → hand-off.
+	SteadyStages     rowStages
 	ReferencePerSec  float64
 	ReferenceElapsed time.Duration
+	// Reply is the reply phase (nil when skipped).
+	Reply *ReplyTrace
 }
 
 // Dispatch measures outbound dispatch through `mio serve` to a local fake
@@ -131,26 +144,42 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	if rate == 0 {
 		rate = min(2000, max(100, int(res.PerSec/2)))
 	}
-	const tick = 10 * time.Millisecond
-	perTick := max(1, rate*int(tick)/int(time.Second))
-	ticks := int(opts.SteadyDuration / tick)
-	fake.expect(perTick * ticks)
+	tick, ticks, perTick := steadyTicks(rate, opts.SteadyDuration)
+	fake.expect(perTick(ticks))
 	t := time.NewTicker(tick)
 	steadyStart := time.Now()
 	for k := range ticks {
 		<-t.C
-		if err := enqueue(ctx, perTick, func(i int) string { return fmt.Sprintf("steady-%d", k*perTick+i) }); err != nil {
+		base, n := perTick(k), perTick(k+1)-perTick(k)
+		if err := enqueue(ctx, n, func(i int) string { return fmt.Sprintf("steady-%d", base+i) }); err != nil {
 			t.Stop()
 			return res, err
 		}
 	}
 	t.Stop()
-	res.SteadyRate = float64(perTick*ticks) / time.Since(steadyStart).Seconds()
+	res.SteadyRate = float64(perTick(ticks)) / time.Since(steadyStart).Seconds()
 	if err := fake.wait(ctx, 5*time.Minute); err != nil {
 		return res, err
 	}
 	res.SteadyP50, res.SteadyP99, res.SteadyCount, err = handoffLatency(ctx, pool, tgt.tenantID, "steady-%")
+	if err == nil {
+		res.SteadyStages, err = stagesOf(ctx, pool, tgt.tenantID, "steady-%")
+	}
+	if err != nil || opts.ReplyRate < 0 {
+		return res, err
+	}
+	res.Reply, err = replyLatency(ctx, env, tgt, cmp.Or(opts.ReplyRate, 20), opts.SteadyDuration, opts.ReplyPoisson)
 	return res, err
+}
+
+// steadyTicks paces rate sends per second over d: one enqueue per tick
+// (every 10 ms, or every 1/rate below 100/s), and perTick(k) sends
+// before tick k, so that fractions add up to the rate.
+func steadyTicks(rate int, d time.Duration) (tick time.Duration, ticks int, perTick func(k int) int) {
+	rate = max(1, rate)
+	tick = max(10*time.Millisecond, time.Second/time.Duration(rate))
+	ticks = max(1, int(d/tick))
+	return tick, ticks, func(k int) int { return int(int64(k) * int64(rate) * int64(tick) / int64(time.Second)) }
 }
 
 // dispatchTarget is what the dispatch benchmarks send to: a tenant with
@@ -304,10 +333,14 @@ func (r *DispatchResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "steady load, %.0f sends/s, %d sends\n", r.SteadyRate, r.SteadyCount)
 	fmt.Fprintf(w, "  queue->handoff p50 %10s\n", r.SteadyP50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.SteadyP99.Round(100*time.Microsecond))
+	r.SteadyStages.print(w)
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, %d workers\n", workers.DispatchMaxWorkersDefault)
 		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))
 		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.30)\n", r.PerSec/r.ReferencePerSec)
+	}
+	if r.Reply != nil {
+		r.Reply.Print(w)
 	}
 }
 
@@ -321,6 +354,11 @@ type fakeEndpoint struct {
 	at     atomic.Int64 // unix nanos of the target-th delivery
 	mu     sync.Mutex
 	done   chan struct{}
+	// tracking makes the endpoint record when each conversation's
+	// delivery arrived (received, under mu): the reply phase's provider
+	// receipt times.
+	tracking atomic.Bool
+	received map[string]time.Time
 }
 
 func newFakeEndpoint() (*fakeEndpoint, error) {
@@ -330,6 +368,10 @@ func newFakeEndpoint() (*fakeEndpoint, error) {
 	}
 	f := &fakeEndpoint{url: "http://" + ln.Addr().String() + "/hook"}
 	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		if f.tracking.Load() {
+			f.record(r.Body, at)
+		}
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
 		if f.count.Add(1) == f.target.Load() {

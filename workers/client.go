@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/miohq/mio/migrations"
 )
@@ -28,7 +29,11 @@ type Config struct {
 	// MaxWorkers per queue. Default 50.
 	MaxWorkers int
 	// FetchCooldown between fetches. Default 10ms (River's 100ms default
-	// caps throughput at MaxWorkers per 100ms).
+	// caps throughput at MaxWorkers per 100ms). River also uses it, in
+	// every client, working or insert-only, as the least time between two
+	// insert notifications of a queue (a job inserted inside that window
+	// is not announced: it waits for the next announced insert or the
+	// 1 s poll), so insert-only clients take it too.
 	FetchCooldown time.Duration
 	// PollOnly makes River poll for jobs instead of LISTENing: needed
 	// when the pool goes through a transaction pooler (PgBouncer in
@@ -68,15 +73,19 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		cfg.FetchCooldown = 10 * time.Millisecond
 	}
 	rc := &river.Config{
-		Logger:   cfg.Logger,
-		Schema:   migrations.RiverSchema,
-		PollOnly: cfg.PollOnly,
+		FetchCooldown: cfg.FetchCooldown,
+		Logger:        cfg.Logger,
+		Schema:        migrations.RiverSchema,
+		PollOnly:      cfg.PollOnly,
+	}
+	if !cfg.PollOnly {
+		// Without LISTEN no producer hears a notification.
+		rc.Hooks = []rivertype.Hook{newInsertWake(pool, cfg.FetchCooldown, cfg.Logger)}
 	}
 	if cfg.Work && set != nil && set.Len() > 0 {
 		rc.Workers = set.Workers
 		rc.Queues = set.Queues
 		rc.PeriodicJobs = set.Periodic
-		rc.FetchCooldown = cfg.FetchCooldown
 	}
 	return river.NewClient(riverpgxv5.New(pool), rc)
 }

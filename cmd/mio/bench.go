@@ -27,6 +27,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		holdKind string
 		ordering string
 		messages int
+		arrivals string
 		replies  int
 		sdkDir   string
 		cpuProf  string
@@ -41,9 +42,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
-		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput)")
+		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput; the reply phase POSTs at 20/s)")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
-		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 100000)")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 100000); dispatch: sends of the throughput phase (default 50000)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
@@ -54,6 +55,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
 		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); produce: -1 skips the lane phases")
 		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
+		fs.StringVar(&arrivals, "arrivals", "steady", "dispatch: the reply phase's sends (20/s) evenly spaced (steady) or at random (poisson)")
 	})
 	if err != nil {
 		return err
@@ -136,6 +138,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "dispatch":
+		if arrivals != "steady" && arrivals != "poisson" {
+			return &usageError{fmt.Sprintf("--arrivals %q: want steady or poisson", arrivals)}
+		}
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
 			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
@@ -153,7 +158,8 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if flagSet(args[1:], "rate") {
 			steady = rate // the latency phase at this rate (default: half the throughput)
 		}
-		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration, SteadyRate: steady})
+		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration, SteadyRate: steady,
+			Messages: messages, ReplyPoisson: arrivals == "poisson"})
 		if res != nil {
 			res.Print(stdout)
 		}
