@@ -36,8 +36,12 @@ FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name = @name;
 -- lock of mio.consumers (a lock only: no new row version). The position
 -- is read by a statement AFTER this one (mio.consumer_state), whose
 -- snapshot sees the position the previous lock holder appended: this
--- statement's own snapshot predates its wait for the lock.
-SELECT true AS locked FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR UPDATE;
+-- statement's own snapshot predates its wait for the lock. FOR NO KEY
+-- UPDATE, not FOR UPDATE: an ack's settle row checks its foreign key to
+-- mio.consumers with FOR KEY SHARE, which FOR UPDATE blocks — every ack
+-- waited for the pull in flight. Pulls, config changes (UPDATE) and the
+-- delete still exclude each other.
+SELECT true AS locked FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name FOR NO KEY UPDATE;
 
 -- name: ConsumerDelete :execrows
 DELETE FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;

@@ -298,7 +298,7 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 }
 
 const ConsumerLock = `-- name: ConsumerLock :one
-SELECT true AS locked FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR UPDATE
+SELECT true AS locked FROM mio.consumers WHERE tenant_id = $1 AND name = $2 FOR NO KEY UPDATE
 `
 
 type ConsumerLockParams struct {
@@ -310,7 +310,11 @@ type ConsumerLockParams struct {
 // lock of mio.consumers (a lock only: no new row version). The position
 // is read by a statement AFTER this one (mio.consumer_state), whose
 // snapshot sees the position the previous lock holder appended: this
-// statement's own snapshot predates its wait for the lock.
+// statement's own snapshot predates its wait for the lock. FOR NO KEY
+// UPDATE, not FOR UPDATE: an ack's settle row checks its foreign key to
+// mio.consumers with FOR KEY SHARE, which FOR UPDATE blocks — every ack
+// waited for the pull in flight. Pulls, config changes (UPDATE) and the
+// delete still exclude each other.
 func (q *Queries) ConsumerLock(ctx context.Context, db DBTX, arg *ConsumerLockParams) (bool, error) {
 	row := db.QueryRow(ctx, ConsumerLock, arg.TenantID, arg.Name)
 	var locked bool
