@@ -30,6 +30,9 @@ type ConsumeOptions struct {
 	E2ERate     int           // webhooks per second for the latency phase; default 500
 	E2EDuration time.Duration // default 10s
 	SkipPgbench bool
+	// CPUProfile, when set, is where the server's CPU profile of the first
+	// 5 s of the drain is written.
+	CPUProfile string
 }
 
 // ConsumeResult holds the figures of one run.
@@ -77,8 +80,12 @@ func Consume(ctx context.Context, env *Env, opts ConsumeOptions) (*ConsumeResult
 	}
 
 	res := &ConsumeResult{}
+	profiled := env.profileAfter(ctx, 0, 5*time.Second, opts.CPUProfile)
 	n, elapsed, lats, err := drain(ctx, c, "bench", opts.Preload, opts.Pullers, opts.Batch)
 	if err != nil {
+		return nil, err
+	}
+	if err := profiled(); err != nil {
 		return nil, err
 	}
 	res.Elapsed = elapsed

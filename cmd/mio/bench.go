@@ -48,7 +48,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
-		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce: write the server's CPU profile of the measured phase to this file")
+		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume: write the server's CPU profile of the measured phase (consume: the drain's first 5 s) to this file")
 		fs.StringVar(&memProf, "allocsprofile", "", "ingest: write the server's allocation profile after the measured phase to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
@@ -132,7 +132,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{SkipPgbench: noRef, E2EDuration: duration})
+		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{SkipPgbench: noRef, E2EDuration: duration, CPUProfile: cpuProf})
 		if res != nil {
 			res.Print(stdout)
 		}
