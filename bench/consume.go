@@ -198,7 +198,7 @@ func (r *ConsumeResult) Print(w io.Writer) {
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: %s\n", r.ReferenceDescription)
 		fmt.Fprintf(w, "  pgbench msgs/s    %10.0f\n", r.ReferencePerSec)
-		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 0.50; >= 10,000 msg/s)\n", r.PerSec/r.ReferencePerSec)
+		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 0.60; >= 10,000 msg/s)\n", r.PerSec/r.ReferencePerSec)
 	}
 }
 
