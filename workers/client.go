@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/miohq/mio/migrations"
 )
@@ -34,6 +35,11 @@ type Config struct {
 	// when the pool goes through a transaction pooler (PgBouncer in
 	// transaction mode), where LISTEN hears nothing.
 	PollOnly bool
+	// Heartbeat, when set, runs every job under the process's heartbeat
+	// (cancelled when it is lost) so that dead workers' jobs can be
+	// reclaimed at once; see Heartbeat. Nil: jobs of a killed process
+	// wait for River's rescuer and the outbox sweeper's stuck bound.
+	Heartbeat *Heartbeat
 }
 
 // Set is the process's worker set and periodic jobs; cmd builds it.
@@ -77,6 +83,9 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		rc.Queues = set.Queues
 		rc.PeriodicJobs = set.Periodic
 		rc.FetchCooldown = cfg.FetchCooldown
+		if cfg.Heartbeat != nil {
+			rc.Middleware = []rivertype.Middleware{cfg.Heartbeat}
+		}
 	}
 	return river.NewClient(riverpgxv5.New(pool), rc)
 }
