@@ -40,8 +40,9 @@ import (
 // docs/chaos.md): go test ./cmd/mio/ -run TestChaos -chaos.duration=30m -timeout 60m
 var chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "how long TestChaos* run their load and kills")
 
-// TestChaos: on one PostgreSQL of its own, two `mio serve --role api` and
-// two `--role worker` processes under mixed load — signed webhooks on the
+// TestChaos: on one PostgreSQL of its own, two `mio serve --role api`, two
+// `--role worker` and one `--role bridge` process (publishing to an
+// in-process NATS JetStream) under mixed load — signed webhooks on the
 // Standard Webhooks, Slack and Telegram channels, two consumers pulling
 // (one replying with ack, one acking), sends to the three platforms whose
 // fakes answer 429, 5xx or slowly at random — while a process is killed
@@ -50,14 +51,16 @@ var chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "how long Te
 // exactly once and was delivered to each consumer; no acked delivery came
 // back; every accepted send is handed off (and reached its platform) or
 // dead with its last error; a send that reached a platform twice carried
-// the same idempotency key (webhook-id); nothing stays in sending.
+// the same idempotency key (webhook-id); nothing stays in sending; every
+// stored message reached the NATS stream exactly once.
 func TestChaos(t *testing.T) {
 	runChaos(t, false)
 }
 
 // TestChaosThroughPgBouncer is TestChaos with the processes' pools going
 // through PgBouncer in transaction pooling mode (their LISTEN connection
-// direct), the supported way to run behind it: `make test-pgbouncer`.
+// direct), the supported way to run behind it: `make test-pgbouncer`. No
+// bridge: it holds session-level advisory locks, which need a session.
 func TestChaosThroughPgBouncer(t *testing.T) {
 	if os.Getenv("MIO_TEST_PGBOUNCER") == "" {
 		t.Skip("MIO_TEST_PGBOUNCER not set (make test-pgbouncer)")
@@ -82,6 +85,7 @@ type chaosRun struct {
 	whsec    string
 	apis     []*chaosProc
 	procs    []*chaosProc
+	nats     *chaosNATS // nil: no bridge in this run
 
 	mu        sync.Mutex
 	inbound   []*chaosInbound
@@ -129,6 +133,12 @@ func runChaos(t *testing.T, pooled bool) {
 		api := newChaosProc(t, "api"+strconv.Itoa(i+1), "api", env)
 		r.apis = append(r.apis, api)
 		r.procs = append(r.procs, api, newChaosProc(t, "worker"+strconv.Itoa(i+1), "worker", env))
+	}
+	if !pooled {
+		// The bridge holds its per-tenant advisory locks on a session:
+		// not through a transaction pooler, so only in the direct run.
+		r.nats = startChaosNATS(t)
+		r.procs = append(r.procs, newChaosProc(t, "bridge", "bridge", append(env, "MIO_NATS_URL="+r.nats.url)))
 	}
 	for _, p := range r.procs {
 		require.NoError(t, p.start(60*time.Second))
@@ -220,6 +230,10 @@ func runChaos(t *testing.T, pooled bool) {
 	require.Zero(t, active, "outbound rows still queued or sending %s after the load", settled)
 	require.Zero(t, overdue, "rows stayed in sending 30s past their lease")
 	c := r.check(ctx, owner)
+	if r.nats != nil {
+		published := r.checkBridge(ctx, owner, time.Minute)
+		t.Logf("  NATS bridge: %d stored inbound messages in the stream, each exactly once (by Nats-Msg-Id)", published)
+	}
 	faults := r.fakes.faultCounts()
 	t.Logf("chaos (%s, pooled=%v): load %s, settled in %s, total %s", strings.Join(r.procNames(), "+"), pooled,
 		*chaosDuration, settled.Round(time.Second), time.Since(begin).Round(time.Second))
