@@ -47,6 +47,9 @@ BEGIN
         RETURN;
     END IF;
     DELETE FROM mio.worker_heartbeats AS h WHERE h.expires_at < now() - interval '1 hour';
+    IF NOT EXISTS (SELECT 1 FROM mio.worker_heartbeats AS h WHERE h.expires_at < now()) THEN
+        RETURN; -- nobody dead, the common case: one look at this small table
+    END IF;
     RETURN QUERY
     WITH dead AS (
         SELECT h.client_id FROM mio.worker_heartbeats AS h

@@ -3,6 +3,7 @@ package workers_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -143,4 +144,36 @@ func TestHeartbeatLostCancelsJobs(t *testing.T) {
 	err = hb.Work(ctx, nil, func(context.Context) error { return errors.New("ran without a heartbeat") })
 	require.ErrorAs(t, err, &snooze)
 	hb.Stop()
+}
+
+// TestHeartbeatReclaimResumesSend: a worker killed mid-send leaves its
+// dispatch job running and its row sending under its lease; once
+// its heartbeat expired a live worker reclaims the job and ends the lease,
+// so the send resumes at once as the same attempt (same key) instead of
+// after the lease and the sweeper's stuck bound.
+func TestHeartbeatReclaimResumesSend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 5 * time.Minute}}
+	b := newOutBundle(t, o)
+	id := b.send(t, "webhook", "reclaim-1", "taken back", nil)
+	var jobID int64
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
+	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('killed', now() - interval '1 minute', now() - interval '1 second'),
+		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+
+	hb := workers.NewHeartbeat(b.env.Pool, workers.HeartbeatConfig{Timeout: 2 * time.Second})
+	require.NoError(t, hb.Start(ctx, "survivor"))
+	t.Cleanup(hb.Stop)
+	b.clients = append(b.clients, b.newClient(t, o, true)) // a live process that works the job again
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	got, ev := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	calls := b.fake.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "the same series key")
 }
