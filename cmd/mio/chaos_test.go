@@ -38,7 +38,7 @@ import (
 // chaosDuration is how long the chaos suite keeps the load and the kills
 // going; the settling and the checks come after it. The long run (see
 // docs/chaos.md): go test ./cmd/mio/ -run TestChaos -chaos.duration=30m -timeout 60m
-var chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "how long TestChaos* run their load and kills")
+var chaosDuration = flag.Duration("chaos.duration", 40*time.Second, "how long TestChaos* run their load and kills")
 
 // TestChaos: on one PostgreSQL of its own, two `mio serve --role api`, two
 // `--role worker` and one `--role bridge` process (publishing to an
@@ -209,8 +209,8 @@ func runChaos(t *testing.T, pooled bool) {
 	// A worker killed mid-send leaves the dispatch jobs it was running
 	// "running" in River and their rows queued or sending: the live
 	// workers reclaim those jobs and end those leases once its heartbeat
-	// expired (MIO_WORKER_HEARTBEAT_TIMEOUT, 10s; settled in about 25s
-	// after the load). The bound waited for is still the one without a
+	// expired (MIO_WORKER_HEARTBEAT_TIMEOUT, 10s; settled 20-30s after
+	// the load). The bound waited for is still the one without a
 	// heartbeat — the sweeper re-enqueues rows whose jobs run longer than
 	// the dispatch job timeout plus a minute, at its next sweep — so a
 	// reclaim that fails shows as the slow settling printed below, not as
