@@ -39,6 +39,11 @@ type Config struct {
 	// when the pool goes through a transaction pooler (PgBouncer in
 	// transaction mode), where LISTEN hears nothing.
 	PollOnly bool
+	// Heartbeat, when set, runs every job under the process's heartbeat
+	// (cancelled when it is lost) so that dead workers' jobs can be
+	// reclaimed at once; see Heartbeat. Nil: jobs of a killed process
+	// wait for River's rescuer and the outbox sweeper's stuck bound.
+	Heartbeat *Heartbeat
 }
 
 // Set is the process's worker set and periodic jobs; cmd builds it.
@@ -86,6 +91,9 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		rc.Workers = set.Workers
 		rc.Queues = set.Queues
 		rc.PeriodicJobs = set.Periodic
+		if cfg.Heartbeat != nil {
+			rc.Middleware = []rivertype.Middleware{cfg.Heartbeat}
+		}
 	}
 	return river.NewClient(riverpgxv5.New(pool), rc)
 }

@@ -38,10 +38,11 @@ import (
 // chaosDuration is how long the chaos suite keeps the load and the kills
 // going; the settling and the checks come after it. The long run (see
 // docs/chaos.md): go test ./cmd/mio/ -run TestChaos -chaos.duration=30m -timeout 60m
-var chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "how long TestChaos* run their load and kills")
+var chaosDuration = flag.Duration("chaos.duration", 40*time.Second, "how long TestChaos* run their load and kills")
 
-// TestChaos: on one PostgreSQL of its own, two `mio serve --role api` and
-// two `--role worker` processes under mixed load — signed webhooks on the
+// TestChaos: on one PostgreSQL of its own, two `mio serve --role api`, two
+// `--role worker` and one `--role bridge` process (publishing to an
+// in-process NATS JetStream) under mixed load — signed webhooks on the
 // Standard Webhooks, Slack and Telegram channels, two consumers pulling
 // (one replying with ack, one acking), sends to the three platforms whose
 // fakes answer 429, 5xx or slowly at random — while a process is killed
@@ -50,14 +51,16 @@ var chaosDuration = flag.Duration("chaos.duration", 45*time.Second, "how long Te
 // exactly once and was delivered to each consumer; no acked delivery came
 // back; every accepted send is handed off (and reached its platform) or
 // dead with its last error; a send that reached a platform twice carried
-// the same idempotency key (webhook-id); nothing stays in sending.
+// the same idempotency key (webhook-id); nothing stays in sending; every
+// stored message reached the NATS stream exactly once.
 func TestChaos(t *testing.T) {
 	runChaos(t, false)
 }
 
 // TestChaosThroughPgBouncer is TestChaos with the processes' pools going
 // through PgBouncer in transaction pooling mode (their LISTEN connection
-// direct), the supported way to run behind it: `make test-pgbouncer`.
+// direct), the supported way to run behind it: `make test-pgbouncer`. No
+// bridge: it holds session-level advisory locks, which need a session.
 func TestChaosThroughPgBouncer(t *testing.T) {
 	if os.Getenv("MIO_TEST_PGBOUNCER") == "" {
 		t.Skip("MIO_TEST_PGBOUNCER not set (make test-pgbouncer)")
@@ -82,6 +85,7 @@ type chaosRun struct {
 	whsec    string
 	apis     []*chaosProc
 	procs    []*chaosProc
+	nats     *chaosNATS // nil: no bridge in this run
 
 	mu        sync.Mutex
 	inbound   []*chaosInbound
@@ -130,6 +134,12 @@ func runChaos(t *testing.T, pooled bool) {
 		r.apis = append(r.apis, api)
 		r.procs = append(r.procs, api, newChaosProc(t, "worker"+strconv.Itoa(i+1), "worker", env))
 	}
+	if !pooled {
+		// The bridge holds its per-tenant advisory locks on a session:
+		// not through a transaction pooler, so only in the direct run.
+		r.nats = startChaosNATS(t)
+		r.procs = append(r.procs, newChaosProc(t, "bridge", "bridge", append(env, "MIO_NATS_URL="+r.nats.url)))
+	}
 	for _, p := range r.procs {
 		require.NoError(t, p.start(60*time.Second))
 	}
@@ -167,12 +177,14 @@ func runChaos(t *testing.T, pooled bool) {
 	for time.Now().Before(end) {
 		time.Sleep(2*time.Second + time.Duration(mrand.Int64N(int64(2*time.Second))))
 		if !crashAt.IsZero() && time.Now().After(crashAt) {
+			t.Logf("%s crash PostgreSQL", time.Now().Format("15:04:05"))
 			d, err := r.cluster.crash(ctx)
 			require.NoError(t, err)
 			pgDown, crashAt = d, time.Time{}
 			continue
 		}
 		p := r.procs[mrand.IntN(len(r.procs))]
+		t.Logf("%s kill %s", time.Now().Format("15:04:05"), p.name)
 		p.kill()
 		kills.Add(1)
 		require.NoError(t, p.start(90*time.Second), "restart %s", p.name)
@@ -184,18 +196,25 @@ func runChaos(t *testing.T, pooled bool) {
 
 	// Settle: the platforms redeliver what was not answered 200, the
 	// consumers drain, the workers finish every send.
+	t.Logf("%s load ended", time.Now().Format("15:04:05"))
 	r.redeliverRefused()
+	t.Logf("%s refused webhooks redelivered", time.Now().Format("15:04:05"))
 	owner, err := db.Open(ctx, r.cluster.ownerURL, db.PoolOptions{MaxConns: 2})
 	require.NoError(t, err)
 	defer owner.Close()
 	r.waitSettled(ctx, 2*time.Minute)
 	stopConsumers.Store(true)
 	consumers.Wait()
-	// A worker killed mid-send leaves its row in sending until the lease
-	// (SendTimeout 30s + 15s) ends; the dispatch jobs it was running stay
-	// "running" in River: the sweeper re-enqueues their rows once they
-	// run longer than the dispatch job timeout plus a minute (mio serve's
-	// StuckAfter), at its next sweep (every 5s).
+	t.Logf("%s consumers drained", time.Now().Format("15:04:05"))
+	// A worker killed mid-send leaves the dispatch jobs it was running
+	// "running" in River and their rows queued or sending: the live
+	// workers reclaim those jobs and end those leases once its heartbeat
+	// expired (MIO_WORKER_HEARTBEAT_TIMEOUT, 10s; settled 20-30s after
+	// the load). The bound waited for is still the one without a
+	// heartbeat — the sweeper re-enqueues rows whose jobs run longer than
+	// the dispatch job timeout plus a minute, at its next sweep — so a
+	// reclaim that fails shows as the slow settling printed below, not as
+	// a failure of the invariants.
 	stuckBound := workers.NewDispatcher(nil, workers.DispatchConfig{}).JobTimeout() + time.Minute + 5*time.Second
 	active, overdue := r.waitOutboxSettled(ctx, owner, stuckBound+30*time.Second)
 	settled := time.Since(loadEnd)
@@ -211,6 +230,10 @@ func runChaos(t *testing.T, pooled bool) {
 	require.Zero(t, active, "outbound rows still queued or sending %s after the load", settled)
 	require.Zero(t, overdue, "rows stayed in sending 30s past their lease")
 	c := r.check(ctx, owner)
+	if r.nats != nil {
+		published := r.checkBridge(ctx, owner, time.Minute)
+		t.Logf("  NATS bridge: %d stored inbound messages in the stream, each exactly once (by Nats-Msg-Id)", published)
+	}
 	faults := r.fakes.faultCounts()
 	t.Logf("chaos (%s, pooled=%v): load %s, settled in %s, total %s", strings.Join(r.procNames(), "+"), pooled,
 		*chaosDuration, settled.Round(time.Second), time.Since(begin).Round(time.Second))
@@ -523,6 +546,7 @@ func (r *chaosRun) waitSettled(ctx context.Context, limit time.Duration) {
 // its grace of 10s and its interval of 5s).
 func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, limit time.Duration) (active, overdue int) {
 	deadline := time.Now().Add(limit)
+	lastLog := time.Now()
 	for {
 		var n int
 		if err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox
@@ -532,6 +556,15 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 		err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox WHERE handoff_state IN ('queued', 'sending')`).Scan(&active)
 		if err == nil && active == 0 || time.Now().After(deadline) {
 			return active, overdue
+		}
+		if time.Since(lastLog) > 5*time.Second {
+			lastLog = time.Now()
+			var s string
+			_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s job=%s age=%s by=%s: %s', st, js, age, who, n), '; '), '') FROM (
+				SELECT o.handoff_state st, coalesce(j.state::text, 'none') js, coalesce((extract(epoch FROM now() - j.attempted_at)::int / 10 * 10)::text, '-') age,
+				       coalesce(j.attempted_by[array_length(j.attempted_by, 1)], '-') who, count(*) n
+				FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id WHERE o.handoff_state IN ('queued', 'sending') GROUP BY 1, 2, 3, 4) y`).Scan(&s)
+			r.t.Logf("%s outbox active %d: %s", time.Now().Format("15:04:05"), active, s)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

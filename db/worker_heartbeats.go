@@ -1,0 +1,59 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/miohq/mio/db/internal/dbsqlc"
+)
+
+// WorkerHeartbeat refreshes the heartbeat row of River client clientID
+// (migration 00024) to expire ttl from now, by the database's clock, and
+// returns since when its refreshes have run unbroken.
+func WorkerHeartbeat(ctx context.Context, db DBTX, clientID string, ttl time.Duration) (time.Time, error) {
+	since, err := queries().WorkerHeartbeat(ctx, db, &dbsqlc.WorkerHeartbeatParams{ClientID: clientID, TtlSeconds: ttl.Seconds()})
+	return since, translate(err)
+}
+
+// WorkerHeartbeatDelete removes the heartbeat row of a worker that stopped
+// cleanly.
+func WorkerHeartbeatDelete(ctx context.Context, db DBTX, clientID string) error {
+	return translate(queries().WorkerHeartbeatDelete(ctx, db, &dbsqlc.WorkerHeartbeatDeleteParams{ClientID: clientID}))
+}
+
+// ReclaimedJob is a River job taken back from a dead worker.
+type ReclaimedJob struct {
+	ID   int64
+	Kind string
+	// TenantID is the tenant of a dispatch job (uuid.Nil for other kinds).
+	TenantID uuid.UUID
+	// DeadClient is the River client id of the worker it ran on.
+	DeadClient string
+}
+
+// WorkerReclaim, run by the live worker clientID, makes up to max running
+// jobs of workers whose heartbeat expired available again (see
+// mio.worker_reclaim) and returns them. Nothing while clientID itself has
+// not been alive for ttl.
+func WorkerReclaim(ctx context.Context, db DBTX, clientID string, ttl time.Duration, max int) ([]ReclaimedJob, error) {
+	rows, err := queries().WorkerReclaim(ctx, db, &dbsqlc.WorkerReclaimParams{ClientID: clientID, TtlSeconds: ttl.Seconds(), MaxJobs: int32(max)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]ReclaimedJob, len(rows))
+	for i, r := range rows {
+		out[i] = ReclaimedJob{ID: r.JobID, Kind: r.Kind, TenantID: r.TenantID, DeadClient: r.DeadClient}
+	}
+	return out, nil
+}
+
+// OutboxLeasesEnd ends the leases of the tenant's sending rows held by the
+// dispatch jobs jobIDs, reclaimed from a dead worker, and returns how many
+// it ended: their attempts resume at once, with the same attempt number
+// and idempotency key. Call it in a tenant transaction.
+func OutboxLeasesEnd(ctx context.Context, tx DBTX, tenantID uuid.UUID, jobIDs []int64) (int64, error) {
+	n, err := queries().OutboxLeasesEnd(ctx, tx, &dbsqlc.OutboxLeasesEndParams{TenantID: tenantID, JobIds: jobIDs})
+	return n, translate(err)
+}

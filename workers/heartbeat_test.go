@@ -1,0 +1,179 @@
+package workers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/workers"
+)
+
+// TestWorkerReclaim: a live worker alive for a whole timeout takes back
+// the running jobs of workers whose heartbeat expired, as River's rescuer
+// would (available at once with an error, discarded once out of
+// attempts); it leaves alone the jobs of live workers, of processes
+// without a heartbeat row and jobs not running; a worker alive for less
+// than the timeout judges nobody. Runs as the runtime role.
+func TestWorkerReclaim(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	owner := env.OwnerPool(t)
+	tenant := uuid.New()
+	_, err := owner.Exec(ctx, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('judge', now() - interval '1 minute', now() + interval '10 seconds'),
+		('young', now(), now() + interval '10 seconds'),
+		('live', now() - interval '1 minute', now() + interval '10 seconds'),
+		('dead', now() - interval '1 minute', now() - interval '1 second')`)
+	require.NoError(t, err)
+	job := func(kind, state, by string, attempt, maxAttempts int) int64 {
+		var id int64
+		require.NoError(t, owner.QueryRow(ctx, `INSERT INTO river.river_job (kind, args, state, attempt, max_attempts, attempted_at, attempted_by, queue)
+			VALUES ($1, jsonb_build_object('tenant_id', $2::uuid), $3::river.river_job_state, $4, $5, now(), ARRAY['elsewhere', $6], 'default') RETURNING id`,
+			kind, tenant, state, attempt, maxAttempts, by).Scan(&id))
+		return id
+	}
+	deadDispatch := job("mio.dispatch", "running", "dead", 1, 25)
+	deadOther := job("mio.enrich", "running", "dead", 2, 25)
+	deadLast := job("mio.enrich", "running", "dead", 3, 3)
+	live := job("mio.dispatch", "running", "live", 1, 25)
+	unknown := job("mio.dispatch", "running", "gone-without-a-row", 1, 25)
+	snoozed := job("mio.dispatch", "scheduled", "dead", 1, 25)
+
+	got, err := db.WorkerReclaim(ctx, env.Pool, "young", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "a worker alive for less than the timeout judged")
+
+	got, err = db.WorkerReclaim(ctx, env.Pool, "judge", 10*time.Second, 100)
+	require.NoError(t, err)
+	byID := map[int64]db.ReclaimedJob{}
+	for _, j := range got {
+		byID[j.ID] = j
+	}
+	require.Len(t, byID, 3)
+	require.Equal(t, db.ReclaimedJob{ID: deadDispatch, Kind: "mio.dispatch", TenantID: tenant, DeadClient: "dead"}, byID[deadDispatch])
+	require.Equal(t, db.ReclaimedJob{ID: deadOther, Kind: "mio.enrich", DeadClient: "dead"}, byID[deadOther])
+	require.Contains(t, byID, deadLast)
+
+	state := func(id int64) (string, int, bool) {
+		var s string
+		var errs int
+		var finalized bool
+		require.NoError(t, owner.QueryRow(ctx, `SELECT state::text, coalesce(array_length(errors, 1), 0), finalized_at IS NOT NULL
+			FROM river.river_job WHERE id = $1`, id).Scan(&s, &errs, &finalized))
+		return s, errs, finalized
+	}
+	for _, c := range []struct {
+		name      string
+		id        int64
+		state     string
+		errs      int
+		finalized bool
+	}{
+		{"dead worker's dispatch job", deadDispatch, "available", 1, false},
+		{"dead worker's other job", deadOther, "available", 1, false},
+		{"dead worker's job out of attempts", deadLast, "discarded", 1, true},
+		{"live worker's job", live, "running", 0, false},
+		{"job of a process without a row", unknown, "running", 0, false},
+		{"dead worker's job not running", snoozed, "scheduled", 0, false},
+	} {
+		s, errs, finalized := state(c.id)
+		require.Equal(t, c.state, s, c.name)
+		require.Equal(t, c.errs, errs, c.name)
+		require.Equal(t, c.finalized, finalized, c.name)
+	}
+
+	got, err = db.WorkerReclaim(ctx, env.Pool, "judge", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "reclaimed twice")
+}
+
+// TestHeartbeatLostCancelsJobs: a worker that cannot refresh its
+// heartbeat cancels its running jobs (ErrHeartbeatLost) before its row
+// expires, and snoozes the jobs it is handed meanwhile; before its first
+// refresh it runs nothing either.
+func TestHeartbeatLostCancelsJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	pool, err := db.Open(ctx, env.PoolURL, db.PoolOptions{MaxConns: 2, RuntimeRole: dbtest.RuntimeRole})
+	require.NoError(t, err)
+	hb := workers.NewHeartbeat(pool, workers.HeartbeatConfig{Timeout: 6 * time.Second})
+
+	// Before its first refresh a worker runs nothing.
+	err = hb.Work(ctx, nil, func(context.Context) error { return nil })
+	var snooze *river.JobSnoozeError
+	require.ErrorAs(t, err, &snooze)
+
+	require.NoError(t, hb.Start(ctx, "worker-under-test"))
+	ran := false
+	require.NoError(t, hb.Work(ctx, nil, func(context.Context) error { ran = true; return nil }))
+	require.True(t, ran)
+
+	// The database goes out of reach for this worker: its running job is
+	// cancelled with ErrHeartbeatLost.
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- hb.Work(ctx, nil, func(ctx context.Context) error {
+			close(started)
+			<-ctx.Done()
+			return context.Cause(ctx)
+		})
+	}()
+	<-started
+	pool.Close()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, workers.ErrHeartbeatLost)
+	case <-time.After(time.Minute):
+		t.Fatal("the running job was not cancelled when the heartbeat was lost")
+	}
+	// ... before its row expired: nobody could have reclaimed the job yet.
+	var expired bool
+	require.NoError(t, env.OwnerPool(t).QueryRow(ctx, `SELECT expires_at < now() FROM mio.worker_heartbeats WHERE client_id = 'worker-under-test'`).Scan(&expired))
+	require.False(t, expired, "the job was cancelled only after the worker's row expired")
+	err = hb.Work(ctx, nil, func(context.Context) error { return errors.New("ran without a heartbeat") })
+	require.ErrorAs(t, err, &snooze)
+	hb.Stop()
+}
+
+// TestHeartbeatReclaimResumesSend: a worker killed mid-send leaves its
+// dispatch job running and its row sending under its lease; once
+// its heartbeat expired a live worker reclaims the job and ends the lease,
+// so the send resumes at once as the same attempt (same key) instead of
+// after the lease and the sweeper's stuck bound.
+func TestHeartbeatReclaimResumesSend(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 5 * time.Minute}}
+	b := newOutBundle(t, o)
+	id := b.send(t, "webhook", "reclaim-1", "taken back", nil)
+	var jobID int64
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
+	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('killed', now() - interval '1 minute', now() - interval '1 second'),
+		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+
+	hb := workers.NewHeartbeat(b.env.Pool, workers.HeartbeatConfig{Timeout: 2 * time.Second})
+	require.NoError(t, hb.Start(ctx, "survivor"))
+	t.Cleanup(hb.Stop)
+	b.clients = append(b.clients, b.newClient(t, o, true)) // a live process that works the job again
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	got, ev := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	calls := b.fake.Calls()
+	require.Len(t, calls, 1)
+	require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "the same series key")
+}
