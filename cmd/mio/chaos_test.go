@@ -95,6 +95,7 @@ type chaosRun struct {
 	acked     map[string]map[string]bool
 	cameBack  []string
 	settledAs map[string]string    // consumer/text -> the delivery settled
+	settledAt map[string]time.Time // consumer/text -> when its settle was answered OK
 	sends     map[uuid.UUID]string // accepted send id -> idempotency key
 	errs      []string
 
@@ -119,7 +120,7 @@ func runChaos(t *testing.T, pooled bool) {
 	ctx := context.Background()
 	begin := time.Now()
 	r := &chaosRun{t: t, cluster: startChaosCluster(t, pooled), fakes: newChaosPlatforms(t), accounts: map[string]uuid.UUID{},
-		answered: map[string]bool{}, settledAs: map[string]string{}, refused: map[string]bool{}, sends: map[uuid.UUID]string{},
+		answered: map[string]bool{}, settledAs: map[string]string{}, settledAt: map[string]time.Time{}, refused: map[string]bool{}, sends: map[uuid.UUID]string{},
 		delivered: map[string]map[string]int{"agent-a": {}, "agent-b": {}},
 		acked:     map[string]map[string]bool{"agent-a": {}, "agent-b": {}}}
 	key := r.setup(ctx)
@@ -425,6 +426,7 @@ func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic
 		api := i + mrand.IntN(2)
 		c := r.client(api)
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		began := time.Now()
 		ds, err := c.Pull(pctx, name, 10, time.Second)
 		cancel()
 		if err != nil {
@@ -435,9 +437,16 @@ func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic
 			text := d.Message.Text
 			r.mu.Lock()
 			r.delivered[name][text]++
-			if r.acked[name][text] {
-				r.cameBack = append(r.cameBack, fmt.Sprintf("%s: %s (delivery %s, count %d, seq %d, at %s; settled earlier: %s)",
-					name, text, d.DeliveryID, d.DeliveryCount, d.Seq, time.Now().Format("15:04:05.000"), r.settledAs[name+"/"+text]))
+			// Came back: handed out by a pull that began after the message's
+			// settle was answered. The deliveries of one pull are settled one
+			// by one, seconds apart under chaos, so another worker may settle
+			// a redelivery of a message (its lease expired, or the pull that
+			// handed it out was lost in the PostgreSQL crash: pulls commit
+			// asynchronously) before this one gets to it: that is not a
+			// delivery after the settle.
+			if at, ok := r.settledAt[name+"/"+text]; ok && at.Before(began) {
+				r.cameBack = append(r.cameBack, fmt.Sprintf("%s: %s (delivery %s, count %d, seq %d, pull began %s; settled earlier: %s)",
+					name, text, d.DeliveryID, d.DeliveryCount, d.Seq, began.Format("15:04:05.000"), r.settledAs[name+"/"+text]))
 			}
 			r.mu.Unlock()
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -461,8 +470,12 @@ func (r *chaosRun) consume(ctx context.Context, name string, i int, stop *atomic
 			cancel()
 			if settled {
 				r.mu.Lock()
-				r.settledAs[name+"/"+text] = fmt.Sprintf("delivery %s count %d seq %d at %s via %s", d.DeliveryID, d.DeliveryCount, d.Seq,
-					time.Now().Format("15:04:05.000"), r.apis[api%len(r.apis)].name)
+				now := time.Now()
+				r.settledAs[name+"/"+text] = fmt.Sprintf("delivery %s count %d seq %d, pull began %s, settled at %s via %s", d.DeliveryID,
+					d.DeliveryCount, d.Seq, began.Format("15:04:05.000"), now.Format("15:04:05.000"), r.apis[api%len(r.apis)].name)
+				if _, ok := r.settledAt[name+"/"+text]; !ok {
+					r.settledAt[name+"/"+text] = now
+				}
 				r.acked[name][text] = true
 				r.mu.Unlock()
 			}
