@@ -337,7 +337,7 @@ func (r *DispatchResult) Print(w io.Writer) {
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, %d workers\n", workers.DispatchMaxWorkersDefault)
 		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))
-		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.30)\n", r.PerSec/r.ReferencePerSec)
+		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.50)\n", r.PerSec/r.ReferencePerSec)
 	}
 	if r.Reply != nil {
 		r.Reply.Print(w)
