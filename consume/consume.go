@@ -42,6 +42,10 @@ type Service struct {
 	materialize int
 	// ids tags lease-range delivery ids (deliveryid.go).
 	ids *deliveryIDs
+	// fullPath remembers the consumers whose pulls always take the full
+	// path (ordered, or the received stage), so they skip the
+	// one-round-trip attempt for a while (pullpath.go).
+	fullPath *fullPathHints
 }
 
 // Options configure a Service.
@@ -62,7 +66,7 @@ func New(pool *pgxpool.Pool, hub *notify.Hub, m *metrics.Metrics, log *slog.Logg
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{pool: pool, hub: hub, metrics: m, log: log, maxPoll: opts.MaxPoll, materialize: opts.Materialize,
-		ids: &deliveryIDs{pool: pool}}
+		ids: &deliveryIDs{pool: pool}, fullPath: newFullPathHints()}
 }
 
 // Delivery is one leased message.
@@ -121,16 +125,16 @@ func (s *Service) Pull(ctx context.Context, tenantID uuid.UUID, name string, bat
 	}
 }
 
+// pullOnce runs one pull: in the steady state of an unordered consumer one
+// round trip (db.PullSteady), else the full path (BeginPull, then pull).
 func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, error) {
-	p, err := db.BeginPull(ctx, s.pool, tenantID, name)
+	out, steady, err := s.pullSteady(ctx, tenantID, name, batch)
+	if err == nil && !steady {
+		out, err = s.pullFull(ctx, tenantID, name, batch)
+	}
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, ErrNotFound
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer p.Close()
-	out, err := s.pull(ctx, p, batch)
 	if err != nil {
 		return nil, err
 	}
@@ -147,9 +151,40 @@ func (s *Service) pullOnce(ctx context.Context, tenantID uuid.UUID, name string,
 	return out, nil
 }
 
-// pull runs one pull transaction to its commit. In the steady state of an
-// unordered consumer (nothing due again, no lease range expired) it is two
-// round trips: BeginPull, then TakeCommit.
+// pullSteady tries the one-round-trip pull; steady false means the pull
+// needs the full path (nothing was written).
+func (s *Service) pullSteady(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, bool, error) {
+	if s.fullPath.skip(tenantID, name) {
+		return nil, false, nil
+	}
+	taken, steady, ordered, err := db.PullSteady(ctx, s.pool, tenantID, name, batch)
+	if err != nil || !steady {
+		if ordered {
+			s.fullPath.remember(tenantID, name)
+		}
+		return nil, false, err
+	}
+	out := make([]Delivery, 0, len(taken))
+	for _, t := range taken {
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
+	}
+	return out, true, nil
+}
+
+// pullFull runs the full path of a pull: BeginPull, then pull.
+func (s *Service) pullFull(ctx context.Context, tenantID uuid.UUID, name string, batch int) ([]Delivery, error) {
+	p, err := db.BeginPull(ctx, s.pool, tenantID, name)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	return s.pull(ctx, p, batch)
+}
+
+// pull runs one pull transaction of the full path to its commit:
+// redeliveries and expired ranges first, conversation heads for an
+// ordered consumer; new stream rows of an unordered one are taken by the
+// statement that also moves the cursor and commits (TakeCommit).
 func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery, error) {
 	c, st, tx := p.Consumer, p.State, p.DB()
 	// Expired lease ranges become per-message expired leases (then

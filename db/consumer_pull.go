@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
@@ -49,7 +50,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	p := &PullTx{conn: conn, open: true}
 	var (
 		c  dbsqlc.ConsumerGetRow
-		st dbsqlc.ConsumerPullStateRow
+		st pullState
 	)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
@@ -67,7 +68,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 			&c.CursorXid, &c.CursorSeq, &c.LogLo, &c.LogHi, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt,
 			&c.Swept, &c.PositionWrittenAt)
 	})
-	b.Queue(dbsqlc.ConsumerPullState, tenantID, name).QueryRow(func(row pgx.Row) error {
+	b.Queue(pullStateSQL, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Swept, &st.Hi)
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -81,6 +82,73 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	return p, nil
 }
 
+// PullSteady is the steady-state pull of consumer name in ONE round trip:
+// BEGIN, the tenant and settings, the id guard, the consumer's row lock,
+// mio.consumer_pull_steady (migration 00026) and COMMIT, so the lock that
+// serializes a consumer's pulls is held only while PostgreSQL runs the
+// pipeline, never across a round trip to this process. For an unordered
+// consumer of the ready stage with nothing due again and no lease range
+// expired it leases up to max new rows as one range and appends the
+// position (steady true). Otherwise it writes nothing and steady is false:
+// the pull takes the full path (BeginPull); ordered says it always will
+// (an ordered consumer or the received stage). ErrNotFound when there is
+// no such consumer.
+func PullSteady(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name string, max int) (out []TakenDelivery, steady, ordered bool, err error) {
+	if tenantID == uuid.Nil {
+		return nil, false, false, ErrNoTenant
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, false, translate(err)
+	}
+	defer func() {
+		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+			abandon(conn)
+		}
+		conn.Release()
+	}()
+	status := ""
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
+	b.Queue("SET LOCAL enable_bitmapscan = off")
+	b.Queue("SET LOCAL synchronous_commit = off")
+	b.Queue(setGenericPlans)
+	b.Queue("SELECT mio.consumer_ids_guard()")
+	var locked bool
+	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
+	b.Queue(pullSteadySQL, tenantID, name, int32(max)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				r       takenRow
+				id      pgtype.UUID
+				leaseID pgtype.Int8
+			)
+			if err := rows.Scan(&status, &id, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &leaseID); err != nil {
+				return err
+			}
+			if status != "taken" {
+				continue
+			}
+			r.ID, r.LeaseID = id.Bytes, leaseID.Int64
+			out = append(out, TakenDelivery{Delivery: Delivery{MessageID: r.ID, DeliveryID: LeaseDeliveryID(r.LeaseID, len(out)),
+				DeliveryCount: 1, MessageSeq: r.MessageSeq.Int64}, Envelope: r.Envelope, Raw: r.Raw})
+		}
+		return rows.Err()
+	})
+	b.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, false, false, translate(err)
+	}
+	switch status {
+	case "ordered":
+		return nil, false, true, nil
+	case "due":
+		return nil, false, false, nil
+	}
+	return out, true, false, nil
+}
+
 // DB runs further statements of the pull's transaction.
 func (p *PullTx) DB() DBTX { return p.conn }
 
@@ -91,7 +159,7 @@ func (p *PullTx) DB() DBTX { return p.conn }
 // order, with their bodies.
 func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]TakenDelivery, error) {
 	c := p.Consumer
-	query := dbsqlc.LeaseTakeReady
+	query := takeReadySQL
 	if c.Stage == StageReceived {
 		query = dbsqlc.LeaseTakeReceived
 	}
@@ -102,7 +170,7 @@ func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]Tak
 		c.StartTime, int32(max), c.Name, interval(c.AckWait), c.Swept, delivered, c.LastDeliveredAt, p.PositionDue).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
-				r  dbsqlc.LeaseTakeReadyRow
+				r  takenRow
 				id int
 			)
 			if err := rows.Scan(&r.ID, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &r.LeaseID); err != nil {
@@ -214,6 +282,53 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 // plans are the good ones (index scans by the consumer's key: the ring's
 // partitions are small and every statement names the consumer).
 const setGenericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+
+// The pull's state and take, shared by both paths of a pull
+// (mio.consumer_pull_state and mio.consumer_take_ready, migration 00026:
+// plpgsql functions, because the one-round-trip pull runs them inside
+// mio.consumer_pull_steady; sqlc cannot type a plpgsql function's table,
+// hence the statements here).
+const (
+	// pullStateSQL: live leases (per-message and lease-range members,
+	// for max_ack_pending), whether anything is due again, lease ranges
+	// outstanding and expired, the sweep, and the window's hi — the open
+	// window's, else this statement's snapshot, taken once the consumer's
+	// row lock is granted.
+	pullStateSQL = `SELECT s.leased, s.due, s.ranges, s.ranges_expired, s.swept, s.hi
+FROM mio.consumer_pull_state($1::uuid, $2::text) AS s`
+	// takeReadySQL: ordering none, ready stage — read the next rows of
+	// the window ($2, $3] after the position ($4, $5) under the filter,
+	// lease them as one range and append the new position (when rows were
+	// read, $14 delivered, or $16 persist). Its parameters are
+	// dbsqlc.LeaseTakeReceived's.
+	takeReadySQL = `SELECT t.id, t.xid, t.seq, t.message_seq, t.envelope, t.raw, t.lease_id
+FROM mio.consumer_take_ready($1::uuid, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
+    $6::text[], $7::uuid[], $8::text[], $9::timestamptz, $10::int, $11::text, $12::interval, $13::bigint,
+    $14::bool, $15::timestamptz, $16::bool) AS t`
+	// pullSteadySQL: the steady-state pull of consumer $2, up to $3 rows
+	// (see PullSteady).
+	pullSteadySQL = `SELECT s.status, s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, s.lease_id
+FROM mio.consumer_pull_steady($1::uuid, $2::text, $3::int) AS s`
+)
+
+type pullState struct {
+	Leased        int64
+	Due           bool
+	Ranges        bool
+	RangesExpired bool
+	Swept         int64
+	Hi            string
+}
+
+type takenRow struct {
+	ID         uuid.UUID
+	Xid        pgtype.Uint64
+	Seq        pgtype.Int8
+	MessageSeq pgtype.Int8
+	Envelope   []byte
+	Raw        []byte
+	LeaseID    int64
+}
 
 // abandon ends whatever transaction a failed pipelined batch left open on
 // conn (an aborted one, or one the batch had not finished): nothing of it

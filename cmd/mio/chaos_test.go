@@ -564,6 +564,9 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 		var n int
 		if err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox
 			WHERE handoff_state = 'sending' AND lease_until < now() - interval '30 seconds'`).Scan(&n); err == nil {
+			if n > overdue {
+				r.dumpOverdue(ctx, owner)
+			}
 			overdue = max(overdue, n)
 		}
 		err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox WHERE handoff_state IN ('queued', 'sending')`).Scan(&active)
@@ -581,6 +584,23 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// dumpOverdue logs the sending rows whose lease ended over 30s ago, with
+// their River job, the River leader and the worker heartbeats: what a
+// failure of the lease bound needs to be explained.
+func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
+	var s string
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('row %s lease_until=%s attempt=%s job=%s state=%s scheduled=%s attempted=%s by=%s errors=%s',
+			o.id, o.lease_until::time, o.attempt_no, o.job_id, j.state, j.scheduled_at::time, j.attempted_at::time,
+			j.attempted_by, (SELECT string_agg(e ->> 'error', ' | ') FROM jsonb_array_elements(to_jsonb(j.errors)) e)), E'\n'), '')
+		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
+		WHERE o.handoff_state = 'sending' AND o.lease_until < now() - interval '30 seconds'`).Scan(&s)
+	var leader, beats string
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s elected=%s expires=%s', leader_id, elected_at::time, expires_at::time), '; '), 'none') FROM river.river_leader`).Scan(&leader)
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s since=%s expires=%s', client_id, alive_since::time, expires_at::time), '; '), 'none') FROM mio.worker_heartbeats`).Scan(&beats)
+	r.t.Logf("%s sending rows 30s past their lease (now %s):\n%s\n  leader: %s\n  heartbeats: %s", time.Now().Format("15:04:05"),
+		time.Now().Format("15:04:05.000"), s, leader, beats)
 }
 
 type chaosCounts struct {

@@ -83,6 +83,10 @@ func StartPgBouncer(ctx context.Context, opts PgBouncerOptions) (*PgBouncer, err
 	for _, u := range opts.Users {
 		fmt.Fprintf(&auth, "%q \"\"\n", u)
 	}
+	// server_login_retry = 2: what docs/deploy.md advises in front of
+	// MIO. PgBouncer's default (15 s) refuses every login for 15 s after
+	// each failed server login, so a PostgreSQL restart keeps workers off
+	// the database (and their heartbeats lost) far longer than the restart.
 	ini := fmt.Sprintf(`[databases]
 * = host=127.0.0.1 port=%d
 
@@ -95,6 +99,7 @@ auth_file = %s
 pool_mode = %s
 max_client_conn = 1000
 default_pool_size = 20
+server_login_retry = 2
 ignore_startup_parameters = %s
 logfile =
 pidfile =

@@ -411,138 +411,8 @@ func (q *Queries) LeaseMovable(ctx context.Context, db DBTX, arg *LeaseMovablePa
 	return items, nil
 }
 
-const LeaseTakeReady = `-- name: LeaseTakeReady :many
-
-WITH s AS (
-    SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.envelope, i.raw
-    FROM mio.log_ready($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
-        $6::text[], $7::uuid[], $8::text[], $9::timestamptz,
-        $10::int) AS i
-),
-g AS (SELECT gen FROM mio.consumer_log_gen),
-l AS (
-    INSERT INTO mio.consumer_leases (tenant_id, consumer_name, gen, id, message_ids, expires_at)
-    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nextval('mio.consumer_take_ids'),
-           array_agg(s.id ORDER BY s.xid, s.seq), now() + $12::interval
-    FROM s
-    HAVING count(*) > 0
-    RETURNING id
-),
-k AS (
-    SELECT count(*) AS n,
-           (array_agg(s.xid ORDER BY s.xid DESC, s.seq DESC))[1] AS last_xid,
-           (array_agg(s.seq ORDER BY s.xid DESC, s.seq DESC))[1] AS last_seq
-    FROM s
-),
-nc AS (
-    SELECT k.n,
-           CASE WHEN k.n < $10 THEN $3::text ELSE $2::text END AS lo,
-           CASE WHEN k.n < $10 THEN NULL ELSE $3::text END AS hi,
-           CASE WHEN k.n < $10 THEN '0'::xid8 ELSE k.last_xid END AS xid,
-           CASE WHEN k.n < $10 THEN 0::bigint ELSE k.last_seq END AS seq
-    FROM k
-),
-adv AS (
-    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
-    SELECT $1::uuid, $11::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
-           $13::bigint, CASE WHEN nc.n > 0 OR $14::bool THEN now() ELSE $15::timestamptz END
-    FROM nc
-    WHERE nc.n > 0 OR $14::bool OR $16::bool
-)
-SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
-FROM s CROSS JOIN l
-ORDER BY s.xid, s.seq
-`
-
-type LeaseTakeReadyParams struct {
-	TenantID        uuid.UUID
-	Lo              string
-	Hi              string
-	CursorXid       pgtype.Uint64
-	CursorSeq       int64
-	ChannelTypes    []string
-	AccountIds      []uuid.UUID
-	ConversationIds []string
-	StartTime       *time.Time
-	MaxRows         int32
-	ConsumerName    string
-	AckWait         pgtype.Interval
-	Swept           int64
-	Delivered       bool
-	LastDeliveredAt *time.Time
-	Persist         bool
-}
-
-type LeaseTakeReadyRow struct {
-	ID         uuid.UUID
-	Xid        pgtype.Uint64
-	Seq        pgtype.Int8
-	MessageSeq pgtype.Int8
-	Envelope   []byte
-	Raw        []byte
-	LeaseID    int64
-}
-
-// Lease ranges of unordered consumers (migration 00006): one row per batch
-// taken from the stream; per-message rows only off the happy path.
-// Ordering none, ready stage, in one statement: read the next rows of the
-// consumer's window (@lo, @hi] after its position (mio.log_ready; @hi was
-// taken by an earlier statement of this transaction), lease them all as
-// one range, and append the consumer's new position (stamping its last
-// delivery) when rows were read, @delivered, or @persist (the caller's
-// rule: its sweep moved, or the stored position is over a second old).
-// Nothing is updated or deleted (migration 00008). The rows read are returned with the
-// range id; member i is the i-th row in window order. The caller holds the
-// consumer's row lock and passes the position it read under it.
-// The new position: when fewer rows than asked came back, the window
-// (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
-// otherwise the window stays open at @hi, read up to the last row.
-func (q *Queries) LeaseTakeReady(ctx context.Context, db DBTX, arg *LeaseTakeReadyParams) ([]LeaseTakeReadyRow, error) {
-	rows, err := db.Query(ctx, LeaseTakeReady,
-		arg.TenantID,
-		arg.Lo,
-		arg.Hi,
-		arg.CursorXid,
-		arg.CursorSeq,
-		arg.ChannelTypes,
-		arg.AccountIds,
-		arg.ConversationIds,
-		arg.StartTime,
-		arg.MaxRows,
-		arg.ConsumerName,
-		arg.AckWait,
-		arg.Swept,
-		arg.Delivered,
-		arg.LastDeliveredAt,
-		arg.Persist,
-	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []LeaseTakeReadyRow
-	for rows.Next() {
-		var i LeaseTakeReadyRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Xid,
-			&i.Seq,
-			&i.MessageSeq,
-			&i.Envelope,
-			&i.Raw,
-			&i.LeaseID,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const LeaseTakeReceived = `-- name: LeaseTakeReceived :many
+
 WITH s AS (
     SELECT i.id, i.xid AS xid, i.seq AS seq, i.seq AS message_seq, i.envelope, i.raw
     FROM mio.log_received($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
@@ -613,7 +483,9 @@ type LeaseTakeReceivedRow struct {
 	LeaseID    int64
 }
 
-// As LeaseTakeReady, for the received stage (ordered by insert position).
+// Lease ranges of unordered consumers (migration 00006): one row per batch
+// taken from the stream; per-message rows only off the happy path.
+// As mio.consumer_take_ready (migration 00026), for the received stage (ordered by insert position).
 // The new position: when fewer rows than asked came back, the window
 // (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
 // otherwise the window stays open at @hi, read up to the last row.
