@@ -87,14 +87,17 @@ func Open(ctx context.Context, url string, opts PoolOptions) (*pgxpool.Pool, err
 	if opts.IdleInTxTimeout > 0 {
 		rp["idle_in_transaction_session_timeout"] = fmt.Sprint(opts.IdleInTxTimeout.Milliseconds())
 	}
-	if role := opts.RuntimeRole; role != "" {
-		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{role}.Sanitize())
-			if err != nil {
-				return fmt.Errorf("assume runtime role %s: %w", role, err)
-			}
+	role := opts.RuntimeRole
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		registerUUID(c.TypeMap())
+		if role == "" {
 			return nil
 		}
+		_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{role}.Sanitize())
+		if err != nil {
+			return fmt.Errorf("assume runtime role %s: %w", role, err)
+		}
+		return nil
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
