@@ -54,10 +54,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
-	b.Queue("SET LOCAL enable_bitmapscan = off")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(setGenericPlans)
+	b.Queue(pullSettings, tenantID.String())
 	// Range ids never repeat after a server restart (migration 00022).
 	b.Queue("SELECT mio.consumer_ids_guard()")
 	var locked bool
@@ -82,14 +79,15 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	return p, nil
 }
 
-// PullSteady is the steady-state pull of consumer name in ONE round trip:
-// BEGIN, the tenant and settings, the id guard, the consumer's row lock,
-// mio.consumer_pull_steady (migration 00026) and COMMIT, so the lock that
-// serializes a consumer's pulls is held only while PostgreSQL runs the
-// pipeline, never across a round trip to this process. For an unordered
-// consumer of the ready stage with nothing due again and no lease range
-// expired it leases up to max new rows as one range and appends the
-// position (steady true). Otherwise it writes nothing and steady is false:
+// PullSteady is the steady-state pull of consumer name as ONE statement
+// in an implicit transaction: mio.consumer_pull_steady (migration 00026)
+// sets the tenant and the pull's settings, runs the id guard, takes the
+// consumer's row lock, reads, takes and appends the position; the commit
+// follows the statement. The lock that serializes a consumer's pulls is
+// held only while PostgreSQL runs it, never across a round trip to this
+// process. For an unordered consumer of the ready stage with nothing due
+// again and no lease range expired it leases up to max new rows as one
+// range (steady true). Otherwise it writes nothing and steady is false:
 // the pull takes the full path (BeginPull); ordered says it always will
 // (an ordered consumer or the received stage). ErrNotFound when there is
 // no such consumer.
@@ -97,50 +95,33 @@ func PullSteady(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, nam
 	if tenantID == uuid.Nil {
 		return nil, false, false, ErrNoTenant
 	}
-	conn, err := pool.Acquire(ctx)
+	rows, err := pool.Query(ctx, pullSteadySQL, tenantID, name, int32(max))
 	if err != nil {
 		return nil, false, false, translate(err)
 	}
-	defer func() {
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			abandon(conn)
-		}
-		conn.Release()
-	}()
+	defer rows.Close()
 	status := ""
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
-	b.Queue("SET LOCAL enable_bitmapscan = off")
-	b.Queue("SET LOCAL synchronous_commit = off")
-	b.Queue(setGenericPlans)
-	b.Queue("SELECT mio.consumer_ids_guard()")
-	var locked bool
-	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
-	b.Queue(pullSteadySQL, tenantID, name, int32(max)).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var (
-				r       takenRow
-				id      pgtype.UUID
-				leaseID pgtype.Int8
-			)
-			if err := rows.Scan(&status, &id, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &leaseID); err != nil {
-				return err
-			}
-			if status != "taken" {
-				continue
-			}
-			r.ID, r.LeaseID = id.Bytes, leaseID.Int64
-			out = append(out, TakenDelivery{Delivery: Delivery{MessageID: r.ID, DeliveryID: LeaseDeliveryID(r.LeaseID, len(out)),
-				DeliveryCount: 1, MessageSeq: r.MessageSeq.Int64}, Envelope: r.Envelope, Raw: r.Raw})
+	for rows.Next() {
+		var (
+			r       takenRow
+			id      pgtype.UUID
+			leaseID pgtype.Int8
+		)
+		if err := rows.Scan(&status, &id, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &leaseID); err != nil {
+			return nil, false, false, translate(err)
 		}
-		return rows.Err()
-	})
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if status != "taken" {
+			continue
+		}
+		out = append(out, TakenDelivery{Delivery: Delivery{MessageID: id.Bytes, DeliveryID: LeaseDeliveryID(leaseID.Int64, len(out)),
+			DeliveryCount: 1, MessageSeq: r.MessageSeq.Int64}, Envelope: r.Envelope, Raw: r.Raw})
+	}
+	if err := rows.Err(); err != nil {
 		return nil, false, false, translate(err)
 	}
 	switch status {
+	case "not_found":
+		return nil, false, false, ErrNotFound
 	case "ordered":
 		return nil, false, true, nil
 	case "due":
@@ -233,8 +214,7 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	leases, idxs, _ := splitLeaseIDs(ids)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String())
-	b.Queue(setGenericPlans)
+	b.Queue(ackSettings, tenantID.String())
 	if len(leases) > 0 {
 		b.Queue(dbsqlc.LeaseLock, leases)
 		b.Queue(dbsqlc.LeaseAck, leases, idxs, tenantID, consumer).Query(func(rows pgx.Rows) error {
@@ -273,15 +253,26 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	return matched, nil
 }
 
-// setGenericPlans makes the pull's and the ack's statements use their
+// Generic plans (plan_cache_mode = force_generic_plan in pullSettings and
+// ackSettings) make the pull's and the ack's statements use their
 // generic plans from the first execution on. Their statements read the
 // consumers' partitioned, row-level-secured tables, whose planning costs
 // ~2 ms a statement (measured: LeaseAck planned in 2.2 ms, ran in 0.5 ms);
 // left to choose, PostgreSQL kept planning custom plans for them, and the
 // acks' planning took the CPU the serialized pulls needed. Their generic
-// plans are the good ones (index scans by the consumer's key: the ring's
-// partitions are small and every statement names the consumer).
-const setGenericPlans = "SET LOCAL plan_cache_mode = force_generic_plan"
+// plans are the good ones (index scans by the consumer's key: every
+// statement names the consumer; mio.consumer_pull_state, whose sweep
+// bound a generic plan cannot see, turns sequential scans off).
+
+// pullSettings: a pull transaction's tenant ($1) and settings in one
+// statement — bitmap scans off (a bitmap scan of the stream would sort the
+// whole backlog to return one batch), asynchronous commit (everything a
+// pull writes can be lost without losing a message), generic plans.
+const pullSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_config('enable_bitmapscan', 'off', true), " +
+	"set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
+
+// ackSettings: an ack transaction's tenant ($1) and generic plans.
+const ackSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 // The pull's state and take, shared by both paths of a pull
 // (mio.consumer_pull_state and mio.consumer_take_ready, migration 00026:

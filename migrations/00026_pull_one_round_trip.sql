@@ -6,8 +6,9 @@
 -- trip plus the client's scheduling delay in between. The steady state
 -- of an unordered consumer of the ready stage (nothing due again, no
 -- lease range expired) needs no decision from the client: it is now made
--- here, and a pull is one pipeline (BEGIN, tenant, lock, this function,
--- COMMIT) whose lock is held only while PostgreSQL executes it.
+-- here, and a pull is one statement (mio.consumer_pull_steady, in an
+-- implicit transaction) whose lock is held only while PostgreSQL executes
+-- it.
 --
 -- The pull state and the take move into functions so that the two paths
 -- share them (queries/consumers.sql ConsumerPullState and
@@ -136,19 +137,24 @@ $$;
 GRANT EXECUTE ON FUNCTION mio.consumer_take_ready(uuid, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[],
     timestamptz, int, text, interval, bigint, boolean, timestamptz, boolean) TO mio_runtime;
 
--- mio.consumer_pull_steady: the steady-state pull of consumer p_name,
--- called right after its row lock was taken (a statement of its own, so
--- the statements here see what the previous lock holder committed). For
--- an unordered consumer of the ready stage with nothing due again and no
--- lease range expired it takes up to p_max rows (fewer when
--- max_ack_pending leaves less room) with mio.consumer_take_ready and
--- returns them with status 'taken' (nothing at all when there was nothing
--- to take). Otherwise it writes nothing and returns one row with status
--- 'ordered' (an ordered consumer or the received stage: the client's full
--- path, every time) or 'due' (redeliveries or expired ranges first: the
--- full path, this time), and the caller rolls back and takes the full
--- path. The position is appended when rows were read, its sweep moved, or
--- the stored one is over a second old (db.Consumer.positionDue).
+-- mio.consumer_pull_steady: the steady-state pull of consumer p_name of
+-- tenant p_tenant, a whole pull transaction in one statement (the caller
+-- sends it alone, in an implicit transaction). It sets the transaction's
+-- tenant and settings (asynchronous commit, generic plans, no bitmap
+-- scans: as BeginPull), runs the range-id guard, and takes the consumer's
+-- row lock; the statements after the lock take new snapshots (plpgsql, a
+-- volatile function, READ COMMITTED), so they see what the previous lock
+-- holder committed. For an unordered consumer of the ready stage with
+-- nothing due again and no lease range expired it takes up to p_max rows
+-- (fewer when max_ack_pending leaves less room) with
+-- mio.consumer_take_ready and returns them with status 'taken' (nothing
+-- at all when there was nothing to take). Otherwise it writes nothing and
+-- returns one row with status 'not_found' (no such consumer), 'ordered'
+-- (an ordered consumer or the received stage: the client's full path,
+-- every time) or 'due' (redeliveries or expired ranges first: the full
+-- path, this time). The position is appended when rows were read, its
+-- sweep moved, or the stored one is over a second old
+-- (db.Consumer.positionDue).
 -- +goose StatementBegin
 CREATE FUNCTION mio.consumer_pull_steady(p_tenant uuid, p_name text, p_max int)
 RETURNS TABLE (status text, id uuid, xid xid8, seq bigint, message_seq bigint, envelope jsonb, raw bytea, lease_id bigint)
@@ -159,6 +165,14 @@ DECLARE
     st record;
     room bigint;
 BEGIN
+    PERFORM set_config('app.current_tenant_id', p_tenant::text, true), set_config('synchronous_commit', 'off', true),
+            set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_bitmapscan', 'off', true);
+    PERFORM mio.consumer_ids_guard();
+    PERFORM 1 FROM mio.consumers AS k WHERE k.tenant_id = p_tenant AND k.name = p_name FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN QUERY SELECT 'not_found'::text, NULL::uuid, NULL::xid8, NULL::bigint, NULL::bigint, NULL::jsonb, NULL::bytea, NULL::bigint;
+        RETURN;
+    END IF;
     SELECT s.ordering, s.stage, s.max_ack_pending, s.ack_wait_ms, s.log_lo, s.cursor_xid, s.cursor_seq, s.swept,
            s.filter_channel_types, s.filter_account_ids, s.filter_conversation_ids, s.start_time,
            s.last_delivered_at, coalesce(s.position_written_at, 'epoch') AS position_written_at
