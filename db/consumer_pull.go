@@ -199,10 +199,11 @@ type TakenDelivery struct {
 	Raw      []byte
 }
 
-// AckAll acknowledges delivery ids of a consumer in ONE round trip (BEGIN,
-// tenant, the ranges' settle locks, lease-range members (an appended
-// settle row per range), per-message deliveries, COMMIT) and returns
-// the ids that matched an outstanding delivery. A lease-range member is
+// AckAll acknowledges delivery ids of a consumer in ONE statement
+// (mio.consumer_ack, migration 00027, in an implicit transaction: the
+// tenant and settings, the ranges' settle locks, lease-range members (an
+// appended settle row per range), per-message deliveries) and returns the
+// ids that matched an outstanding delivery. A lease-range member is
 // either outstanding in its range or has a per-message row (moved out by
 // a nak, term, extend or expiry), never both, so trying every id both ways
 // acknowledges each at most once.
@@ -210,51 +211,43 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	if tenantID == uuid.Nil {
 		return nil, ErrNoTenant
 	}
-	var matched []uuid.UUID
 	leases, idxs, _ := splitLeaseIDs(ids)
-	b := &pgx.Batch{}
-	b.Queue("BEGIN")
-	b.Queue(ackSettings, tenantID.String())
-	if len(leases) > 0 {
-		b.Queue(dbsqlc.LeaseLock, leases)
-		b.Queue(dbsqlc.LeaseAck, leases, idxs, tenantID, consumer).Query(func(rows pgx.Rows) error {
-			for rows.Next() {
-				var r dbsqlc.LeaseAckRow
-				if err := rows.Scan(&r.LeaseID, &r.Idx); err != nil {
-					return err
-				}
-				matched = append(matched, LeaseDeliveryID(r.LeaseID, int(r.Idx)))
-			}
-			return rows.Err()
-		})
+	if leases == nil {
+		leases, idxs = []int64{}, []int32{}
 	}
-	b.Queue(dbsqlc.DeliveryAck, tenantID, consumer, ids).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var id *uuid.UUID
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			if id != nil {
-				matched = append(matched, *id)
-			}
-		}
-		return rows.Err()
-	})
-	b.Queue("COMMIT")
-	conn, err := pool.Acquire(ctx)
+	rows, err := pool.Query(ctx, ackSQL, tenantID, consumer, leases, idxs, nonNilUUIDs(ids))
 	if err != nil {
-		return nil, translate(err)
+		return nil, fmt.Errorf("ack: %w", translate(err))
 	}
-	defer conn.Release()
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		abandon(conn)
+	defer rows.Close()
+	var matched []uuid.UUID
+	for rows.Next() {
+		var (
+			leaseID pgtype.Int8
+			idx     pgtype.Int4
+			id      pgtype.UUID
+		)
+		if err := rows.Scan(&leaseID, &idx, &id); err != nil {
+			return nil, fmt.Errorf("ack: %w", translate(err))
+		}
+		if id.Valid {
+			matched = append(matched, id.Bytes)
+		} else {
+			matched = append(matched, LeaseDeliveryID(leaseID.Int64, int(idx.Int32)))
+		}
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ack: %w", translate(err))
 	}
 	return matched, nil
 }
 
-// Generic plans (plan_cache_mode = force_generic_plan in pullSettings and
-// ackSettings) make the pull's and the ack's statements use their
+// ackSQL: mio.consumer_ack (migration 00027) for consumer $2 of tenant
+// $1: lease-range members ($3[k], $4[k]) and per-message deliveries $5.
+const ackSQL = `SELECT a.lease_id, a.idx, a.delivery_id FROM mio.consumer_ack($1::uuid, $2::text, $3::bigint[], $4::int[], $5::uuid[]) AS a`
+
+// Generic plans (plan_cache_mode = force_generic_plan in pullSettings,
+// mio.consumer_pull_steady and mio.consumer_ack) make the pull's and the ack's statements use their
 // generic plans from the first execution on. Their statements read the
 // consumers' partitioned, row-level-secured tables, whose planning costs
 // ~2 ms a statement (measured: LeaseAck planned in 2.2 ms, ran in 0.5 ms);
@@ -271,8 +264,6 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 const pullSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_config('enable_bitmapscan', 'off', true), " +
 	"set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
-// ackSettings: an ack transaction's tenant ($1) and generic plans.
-const ackSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 // The pull's state and take, shared by both paths of a pull
 // (mio.consumer_pull_state and mio.consumer_take_ready, migration 00026:

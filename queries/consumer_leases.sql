@@ -137,38 +137,6 @@ ins AS (
 )
 SELECT m.lease_id, m.idx::int AS idx FROM m;
 
--- name: LeaseAck :many
--- Acknowledges outstanding members (@lease_ids[k], @idxs[k]) of lease
--- ranges by appending one settle row per range (nothing is updated or
--- deleted). Returns the members that were outstanding. The caller holds
--- LeaseLock on the ranges, so two settlements of one member cannot both
--- find it outstanding. Set-based: the ranges and their settled members are
--- each read once (one index scan per partition), not probed per member.
-WITH req AS (
-    SELECT DISTINCT u.lease_id, u.idx
-    FROM (SELECT unnest(@lease_ids::bigint[]) AS lease_id, unnest(@idxs::int[]) AS idx) AS u
-),
-l AS MATERIALIZED (
-    SELECT r.id, cardinality(r.message_ids) AS n FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id = ANY (@lease_ids::bigint[])
-),
-done AS MATERIALIZED (
-    SELECT s.lease_id, x.idx FROM mio.consumer_settles AS s CROSS JOIN LATERAL unnest(s.idxs) AS x (idx)
-    WHERE s.tenant_id = @tenant_id AND s.consumer_name = @consumer_name AND s.lease_id = ANY (@lease_ids::bigint[])
-),
-hit AS (
-    SELECT req.lease_id, req.idx
-    FROM req JOIN l ON l.id = req.lease_id
-    WHERE req.idx >= 0 AND req.idx < l.n
-      AND NOT EXISTS (SELECT 1 FROM done WHERE done.lease_id = req.lease_id AND done.idx = req.idx)
-),
-ins AS (
-    INSERT INTO mio.consumer_settles (tenant_id, consumer_name, gen, lease_id, idxs)
-    SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM mio.consumer_log_gen), hit.lease_id, array_agg(hit.idx)
-    FROM hit GROUP BY hit.lease_id
-)
-SELECT hit.lease_id::bigint AS lease_id, hit.idx::int AS idx FROM hit;
-
 -- name: ConsumerLogGen :one
 -- The ring's state (migration 00008): the generation written, whether the
 -- one after it is empty, when it last advanced.

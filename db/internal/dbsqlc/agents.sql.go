@@ -123,7 +123,7 @@ type LeaseAckLiveRow struct {
 }
 
 // A reply with ack's acknowledgement of lease-range members
-// (@lease_ids[k], @idxs[k]) whose range is still live: LeaseAck with the
+// (@lease_ids[k], @idxs[k]) whose range is still live: mio.consumer_ack's range ack (migration 00027) with the
 // expiry checked, returning each acknowledged member's message routing
 // (NULL when retention removed the message). The caller holds LeaseLock
 // on the ranges.
