@@ -133,6 +133,16 @@ COMMIT;
 	return res, nil
 }
 
+// ingestTarget is issue 15's ingest target for a client count: at least
+// pgbench's rate at 32 clients, 1.5 times it at 128 (group commit should
+// win more the more requests wait together); other counts print 1.0.
+func ingestTarget(clients int) float64 {
+	if clients >= 128 {
+		return 1.5
+	}
+	return 1.0
+}
+
 // Print writes the result as a small report.
 func (r *IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "mio bench ingest — %d clients, signed Slack event_callback, unique event_id\n", r.Clients)
@@ -144,6 +154,6 @@ func (r *IngestResult) Print(w io.Writer) {
 	if r.ReferenceTPS > 0 {
 		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per request: %s\n", r.Clients, r.ReferenceShape)
 		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)
-		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 1.00; p99 <= 50ms; RSS <= 150 MB)\n", r.PerSec/r.ReferenceTPS)
+		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= %.2f; p99 <= 50ms; RSS <= 150 MB)\n", r.PerSec/r.ReferenceTPS, ingestTarget(r.Clients))
 	}
 }
