@@ -15,11 +15,12 @@ import (
 
 // PullTx is one pull of a consumer: an explicit transaction of its tenant
 // on one connection, holding the consumer's row lock (pulls of a consumer
-// are serialized) from BeginPull until Commit, TakeCommit or Close. Its
-// steady state costs two network round trips: BeginPull pipelines BEGIN,
-// the tenant, the lock and the pull state; TakeCommit pipelines the take
-// (which also moves the cursor) and COMMIT. Anything else a pull needs
-// runs on DB() in between.
+// are serialized) from BeginPull until Commit, TakeCommit or Close: the
+// full path of a pull (redeliveries, expired ranges, ordered consumers,
+// the received stage; the steady state is PullSteady). BeginPull
+// pipelines BEGIN, the settings, the lock and the pull state; TakeCommit
+// pipelines the take (which also moves the cursor) and COMMIT. Anything
+// else a pull needs runs on DB() in between.
 type PullTx struct {
 	conn     *pgxpool.Conn
 	open     bool
@@ -263,7 +264,6 @@ const ackSQL = `SELECT a.lease_id, a.idx, a.delivery_id FROM mio.consumer_ack($1
 // pull writes can be lost without losing a message), generic plans.
 const pullSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_config('enable_bitmapscan', 'off', true), " +
 	"set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
-
 
 // The pull's state and take, shared by both paths of a pull
 // (mio.consumer_pull_state and mio.consumer_take_ready, migration 00026:
