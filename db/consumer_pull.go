@@ -104,7 +104,7 @@ func PullSteady(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, nam
 	status := ""
 	for rows.Next() {
 		var (
-			r       takenRow
+			r       dbsqlc.LeaseTakeReceivedRow // the ready take's columns are the same
 			id      pgtype.UUID
 			leaseID pgtype.Int8
 		)
@@ -152,7 +152,7 @@ func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]Tak
 		c.StartTime, int32(max), c.Name, interval(c.AckWait), c.Swept, delivered, c.LastDeliveredAt, p.PositionDue).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
-				r  takenRow
+				r  dbsqlc.LeaseTakeReceivedRow // the ready take's columns are the same
 				id int
 			)
 			if err := rows.Scan(&r.ID, &r.Xid, &r.Seq, &r.MessageSeq, &r.Envelope, &r.Raw, &r.LeaseID); err != nil {
@@ -300,16 +300,6 @@ type pullState struct {
 	RangesExpired bool
 	Swept         int64
 	Hi            string
-}
-
-type takenRow struct {
-	ID         uuid.UUID
-	Xid        pgtype.Uint64
-	Seq        pgtype.Int8
-	MessageSeq pgtype.Int8
-	Envelope   []byte
-	Raw        []byte
-	LeaseID    int64
 }
 
 // abandon ends whatever transaction a failed pipelined batch left open on
