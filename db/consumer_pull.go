@@ -201,7 +201,7 @@ type TakenDelivery struct {
 }
 
 // AckAll acknowledges delivery ids of a consumer in ONE statement
-// (mio.consumer_ack, migration 00027, in an implicit transaction: the
+// (mio.consumer_ack, migrations 00027 and 00028, in an implicit transaction: the
 // tenant and settings, the ranges' settle locks, lease-range members (an
 // appended settle row per range), per-message deliveries) and returns the
 // ids that matched an outstanding delivery. A lease-range member is
@@ -243,7 +243,7 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	return matched, nil
 }
 
-// ackSQL: mio.consumer_ack (migration 00027) for consumer $2 of tenant
+// ackSQL: mio.consumer_ack (migrations 00027, 00028) for consumer $2 of tenant
 // $1: lease-range members ($3[k], $4[k]) and per-message deliveries $5.
 const ackSQL = `SELECT a.lease_id, a.idx, a.delivery_id FROM mio.consumer_ack($1::uuid, $2::text, $3::bigint[], $4::int[], $5::uuid[]) AS a`
 

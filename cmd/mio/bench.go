@@ -36,10 +36,12 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		days     int
 		lanes    int
 		perLane  int
+		pullers  int
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
+		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
 		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput; the reply phase POSTs at 20/s)")
@@ -132,7 +134,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{SkipPgbench: noRef, E2EDuration: duration, CPUProfile: cpuProf})
+		res, err := bench.Consume(ctx, env, bench.ConsumeOptions{Pullers: pullers, SkipPgbench: noRef, E2EDuration: duration, CPUProfile: cpuProf})
 		if res != nil {
 			res.Print(stdout)
 		}
