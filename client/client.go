@@ -113,6 +113,15 @@ func retryable(status int) bool {
 // do sends a JSON request and decodes a JSON answer into out (when
 // non-nil), retrying per the policy.
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	if out == nil {
+		return c.doDecode(ctx, method, path, in, nil)
+	}
+	return c.doDecode(ctx, method, path, in, func(data []byte) error { return json.Unmarshal(data, out) })
+}
+
+// doDecode is do with the answer's decoder: decode, when set, reads a
+// successful answer's body.
+func (c *Client) doDecode(ctx context.Context, method, path string, in any, decode func([]byte) error) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -167,8 +176,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			}
 			return ae
 		}
-		if out != nil && len(data) > 0 {
-			if err := json.Unmarshal(data, out); err != nil {
+		if decode != nil && len(data) > 0 {
+			if err := decode(data); err != nil {
 				return fmt.Errorf("mio: decode answer: %w", err)
 			}
 		}
