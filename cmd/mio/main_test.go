@@ -18,6 +18,7 @@ import (
 var mioBin string
 
 func TestMain(m *testing.M) {
+	var after []func()
 	if os.Getenv("MIO_DBTEST_SUPERVISOR") == "" {
 		dir, err := os.MkdirTemp("", "mio-bin-")
 		if err != nil {
@@ -30,9 +31,11 @@ func TestMain(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "build mio: %v\n%s", err, out)
 			os.Exit(1)
 		}
-		defer os.RemoveAll(dir)
+		// dbtest.Main exits: a deferred removal would never run (and
+		// every run of this package left its 80 MB binary in $TMPDIR).
+		after = append(after, func() { os.RemoveAll(dir) })
 	}
-	dbtest.Main(m)
+	dbtest.Main(m, after...)
 }
 
 type result struct {

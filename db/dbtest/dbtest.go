@@ -38,14 +38,19 @@ import (
 // RuntimeRole is the role the service assumes; tests use it too.
 const RuntimeRole = "mio_runtime"
 
-// Main runs a test package. It also serves as the entry point of the
-// shared cluster's supervisor process (a re-executed test binary).
-func Main(m *testing.M) {
+// Main runs a test package, then the after funcs (a TestMain's own
+// clean-up: Main exits, so a deferred call would not run). It also serves
+// as the entry point of the shared cluster's supervisor process (a
+// re-executed test binary).
+func Main(m *testing.M, after ...func()) {
 	if dir := os.Getenv(supervisorEnv); dir != "" {
 		os.Exit(supervise(dir))
 	}
 	code := m.Run()
 	shutdown()
+	for _, f := range after {
+		f()
+	}
 	os.Exit(code)
 }
 
