@@ -107,9 +107,18 @@ ON CONFLICT DO NOTHING;
 WITH req AS (
     SELECT unnest(@lease_ids::bigint[]) AS lease_id, unnest(@idxs::int[]) AS idx
 ),
+-- Each range is looked up by one equality per distinct id (LATERAL,
+-- OFFSET 0: not flattened), never by `id = ANY (...)`, which a generic plan
+-- over the ring's freshly truncated partitions costs as a filter over the
+-- consumer's whole generation (migration 00028, the ack's same lookup).
 l AS (
-    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id = ANY (@lease_ids::bigint[])
+    SELECT r.id, r.message_ids, r.expires_at
+    FROM (SELECT DISTINCT u.id FROM unnest(@lease_ids::bigint[]) AS u (id)) AS ids
+    CROSS JOIN LATERAL (
+        SELECT x.id, x.message_ids, x.expires_at FROM mio.consumer_leases AS x
+        WHERE x.tenant_id = @tenant_id AND x.consumer_name = @consumer_name AND x.id = ids.id
+        OFFSET 0
+    ) AS r
 ),
 m AS (
     SELECT DISTINCT l.id AS lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id, l.expires_at

@@ -226,8 +226,13 @@ WITH req AS (
     SELECT unnest($1::bigint[]) AS lease_id, unnest($2::int[]) AS idx
 ),
 l AS (
-    SELECT r.id, r.message_ids, r.expires_at FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = $3 AND r.consumer_name = $4 AND r.id = ANY ($1::bigint[])
+    SELECT r.id, r.message_ids, r.expires_at
+    FROM (SELECT DISTINCT u.id FROM unnest($1::bigint[]) AS u (id)) AS ids
+    CROSS JOIN LATERAL (
+        SELECT x.id, x.message_ids, x.expires_at FROM mio.consumer_leases AS x
+        WHERE x.tenant_id = $3 AND x.consumer_name = $4 AND x.id = ids.id
+        OFFSET 0
+    ) AS r
 ),
 m AS (
     SELECT DISTINCT l.id AS lease_id, req.idx, l.message_ids[req.idx + 1] AS message_id, l.expires_at
@@ -272,6 +277,10 @@ type LeaseMaterializeMembersRow struct {
 // their ranges into per-message leased deliveries with the same delivery
 // ids and expiry, so that a nak, term or extend applies to them alone.
 // Returns the members moved. The caller holds LeaseLock on the ranges.
+// Each range is looked up by one equality per distinct id (LATERAL,
+// OFFSET 0: not flattened), never by `id = ANY (...)`, which a generic plan
+// over the ring's freshly truncated partitions costs as a filter over the
+// consumer's whole generation (migration 00028, the ack's same lookup).
 func (q *Queries) LeaseMaterializeMembers(ctx context.Context, db DBTX, arg *LeaseMaterializeMembersParams) ([]LeaseMaterializeMembersRow, error) {
 	rows, err := db.Query(ctx, LeaseMaterializeMembers,
 		arg.LeaseIds,
