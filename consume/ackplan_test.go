@@ -61,8 +61,12 @@ func TestAckReadsRangesByID(t *testing.T) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LOAD 'auto_explain'"); err != nil {
+		// A test server without the contrib module, or a test role that
+		// may not load it (MIO_TEST_DATABASE_URL): the plans cannot be seen.
+		t.Skipf("auto_explain cannot be loaded here: %v", err)
+	}
 	for _, s := range []string{
-		"LOAD 'auto_explain'",
 		"SET auto_explain.log_min_duration = 0",
 		"SET auto_explain.log_nested_statements = on",
 		"SET auto_explain.log_analyze = on",
