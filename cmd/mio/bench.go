@@ -128,6 +128,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "consume":
+		if pullers < 1 || pullers > 256 {
+			return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
+		}
 		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, Binary: self, Out: stdout,
 			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
 		if err != nil {
