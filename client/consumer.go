@@ -103,7 +103,7 @@ func (c *Client) Pull(ctx context.Context, consumer string, batch int, wait time
 // decodePull: a pull's answer (up to 1,000 envelopes) is decoded
 // with github.com/go-json-experiment/json (encoding/json/v2's
 // implementation): one pass instead of encoding/json's validation pass plus
-// decoding pass, a third of the allocations, 3x faster for a pull of 100
+// decoding pass, half the allocations, 2-3x faster for a pull of 100
 // (BenchmarkPullDecode). Its defaults are stricter than encoding/json's;
 // these options accept what encoding/json accepts, so the Delivery values
 // are the same (TestPullDecodeMatchesEncodingJSON).
