@@ -310,14 +310,20 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 			defer mu.Unlock()
 			fins[i], errs[i] = fin, err
 			again = append(again, later...)
-			if err == nil && i >= len(own) && fin.Outcome != db.OutcomeHandedOff && fin.Outcome != db.OutcomeDead {
+			switch {
+			case i < len(own):
+			case err != nil:
+				// An extra row whose outcome could not be recorded: its
+				// own job resumes it when its lease ends (see sendLane).
+				again = append(again, rescheduled{id: all[i].cand.ID, accountID: all[i].cand.AccountID, delay: d.cfg.lease()})
+			case fin.Outcome != db.OutcomeHandedOff && fin.Outcome != db.OutcomeDead:
 				again = append(again, rescheduled{id: fin.ID, accountID: all[i].cand.AccountID, delay: fin.Delay})
 			}
 		}()
 	}
 	wg.Wait()
 	if len(again) > 0 {
-		if err := d.reschedule(ctx, tenantID, again); err != nil {
+		if err := d.rescheduleRetrying(ctx, tenantID, again); err != nil {
 			d.cfg.Logger.Warn("dispatch: reschedule extra rows; the sweeper will", "err", err)
 		}
 	}
@@ -327,6 +333,29 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 		}
 	}
 	return fins[:len(own)], nil
+}
+
+// rescheduleRetrying is reschedule, tried again for up to the lease (at
+// least 10 s) while the database is unreachable (a crash-restart takes
+// seconds; behind PgBouncer, its server_login_retry more): rows whose
+// outcome could not be recorded are in the batch, and the sweeper that
+// would otherwise give them a job runs only under River's leader, which a
+// crash of its process leaves vacant for its whole term.
+func (d *Dispatcher) rescheduleRetrying(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
+	deadline := time.Now().Add(max(d.cfg.lease(), 10*time.Second))
+	wait := 100 * time.Millisecond
+	for {
+		err := d.reschedule(ctx, tenantID, items)
+		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // rescheduled is an extra row that needs another attempt.

@@ -54,9 +54,14 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 			first = fin
 		}
 		if err != nil {
-			// Left leased: resumed after the lease (the sweeper gives a
-			// lane row a job again).
+			// Nothing recorded (the database went away mid-send): the
+			// row stays leased and is resumed after its lease, with the
+			// same attempt and key. The job's first row comes back with
+			// the job's retry; a handed-on row is given a job of its own,
+			// due when its lease ends (sendAll), instead of waiting for
+			// the sweeper, which runs only under River's leader.
 			if n > 0 {
+				later = append(later, rescheduled{id: r.cand.ID, accountID: r.cand.AccountID, delay: d.cfg.lease()})
 				err = nil
 			}
 			return first, later, err
