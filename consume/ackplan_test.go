@@ -76,10 +76,9 @@ func TestAckReadsRangesByID(t *testing.T) {
 		_, err := conn.Exec(ctx, s)
 		require.NoError(t, err, s)
 	}
-	var leases []int64
 	rows, err := conn.Query(ctx, `SELECT id FROM mio.consumer_leases WHERE tenant_id = $1 AND consumer_name = 'p' ORDER BY id`, b.tenant)
 	require.NoError(t, err)
-	leases, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	leases, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	require.NoError(t, err)
 	require.Len(t, leases, len(texts))
 

@@ -312,6 +312,8 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 			again = append(again, later...)
 			switch {
 			case i < len(own):
+				// The job's own rows: their errors fail the job (River
+				// retries it) and their retries loop in dispatch.
 			case err != nil:
 				// An extra row whose outcome could not be recorded: its
 				// own job resumes it when its lease ends (see sendLane).
