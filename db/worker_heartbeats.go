@@ -49,11 +49,27 @@ func WorkerReclaim(ctx context.Context, db DBTX, clientID string, ttl time.Durat
 	return out, nil
 }
 
+// HeldSend is a sending row held by a reclaimed dispatch job.
+type HeldSend struct {
+	ID, AccountID uuid.UUID
+	// Own: the row named in the job's arguments, which the job's retry
+	// resumes. Other rows (extras, the next messages of lanes the job
+	// drained) need a dispatch job of their own.
+	Own bool
+}
+
 // OutboxLeasesEnd ends the leases of the tenant's sending rows held by the
-// dispatch jobs jobIDs, reclaimed from a dead worker, and returns how many
-// it ended: their attempts resume at once, with the same attempt number
-// and idempotency key. Call it in a tenant transaction.
-func OutboxLeasesEnd(ctx context.Context, tx DBTX, tenantID uuid.UUID, jobIDs []int64) (int64, error) {
-	n, err := queries().OutboxLeasesEnd(ctx, tx, &dbsqlc.OutboxLeasesEndParams{TenantID: tenantID, JobIds: jobIDs})
-	return n, translate(err)
+// dispatch jobs jobIDs, reclaimed from a dead worker, and returns them:
+// their attempts resume at once, with the same attempt number and
+// idempotency key. Call it in a tenant transaction.
+func OutboxLeasesEnd(ctx context.Context, tx DBTX, tenantID uuid.UUID, jobIDs []int64) ([]HeldSend, error) {
+	rows, err := queries().OutboxLeasesEnd(ctx, tx, &dbsqlc.OutboxLeasesEndParams{TenantID: tenantID, JobIds: jobIDs})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]HeldSend, len(rows))
+	for i, r := range rows {
+		out[i] = HeldSend{ID: r.ID, AccountID: r.AccountID, Own: r.Own}
+	}
+	return out, nil
 }

@@ -19,11 +19,16 @@ DELETE FROM mio.worker_heartbeats WHERE client_id = @client_id::text;
 SELECT r.job_id::bigint AS job_id, r.kind::text AS kind, r.tenant_id::uuid AS tenant_id, r.dead_client::text AS dead_client
 FROM mio.worker_reclaim(@client_id::text, @ttl_seconds::float8, @max_jobs::int) AS r;
 
--- name: OutboxLeasesEnd :execrows
+-- name: OutboxLeasesEnd :many
 -- Ends the leases of the tenant's sending rows held by the given dispatch
 -- jobs (reclaimed from a dead worker), so their attempts resume at once
--- with the same attempt number and idempotency key.
+-- with the same attempt number and idempotency key, and returns them.
+-- own says whether a row is its job's own (the job's retry resumes it) or
+-- one the job took over — an extra or the next message of a lane it
+-- drained — which needs a job of its own: the retry dispatches only the
+-- row named in its arguments.
 UPDATE mio.outbox AS o
-SET lease_until = now(), updated_at = now()
+SET lease_until = least(o.lease_until, now()), updated_at = now()
 WHERE o.tenant_id = @tenant_id AND o.handoff_state = 'sending'
-  AND o.job_id = ANY (@job_ids::bigint[]) AND o.lease_until > now();
+  AND o.job_id = ANY (@job_ids::bigint[])
+RETURNING o.id, o.account_id, coalesce(o.id = mio.dispatch_job_row(o.job_id), false)::bool AS own;

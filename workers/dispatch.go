@@ -344,6 +344,14 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 // would otherwise give them a job runs only under River's leader, which a
 // crash of its process leaves vacant for its whole term.
 func (d *Dispatcher) rescheduleRetrying(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
+	if ctx.Err() != nil {
+		// The run was cancelled (a lost heartbeat, the job timeout,
+		// shutdown) and its rows still need their jobs: one bounded try;
+		// a reclaim of the job or the sweeper covers a failure.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return d.reschedule(cctx, tenantID, items)
+	}
 	deadline := time.Now().Add(max(d.cfg.lease(), 10*time.Second))
 	wait := 100 * time.Millisecond
 	for {
@@ -360,7 +368,7 @@ func (d *Dispatcher) rescheduleRetrying(ctx context.Context, tenantID uuid.UUID,
 	}
 }
 
-// rescheduled is an extra row that needs another attempt.
+// rescheduled is a row that needs a dispatch job of its own.
 type rescheduled struct {
 	id, accountID uuid.UUID
 	delay         time.Duration
@@ -371,25 +379,31 @@ type rescheduled struct {
 func (d *Dispatcher) reschedule(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	return db.InTenantTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
-		params := make([]river.InsertManyParams, len(items))
-		ids := make([]uuid.UUID, len(items))
-		for i, it := range items {
-			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID}}
-			if it.delay > 0 {
-				params[i].InsertOpts = &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}
-			}
-			ids[i] = it.id
-		}
-		res, err := client.InsertManyTx(ctx, tx, params)
-		if err != nil {
-			return err
-		}
-		jobIDs := make([]int64, len(res))
-		for i, r := range res {
-			jobIDs[i] = r.Job.ID
-		}
-		return db.OutboxSetJobs(ctx, tx, tenantID, ids, jobIDs)
+		return enqueueDispatch(ctx, client, tx, tenantID, items)
 	})
+}
+
+// enqueueDispatch inserts, in tx, a dispatch job for each row, due after
+// its delay (at once for none), and records the jobs on the rows.
+func enqueueDispatch(ctx context.Context, client *river.Client[pgx.Tx], tx pgx.Tx, tenantID uuid.UUID, items []rescheduled) error {
+	params := make([]river.InsertManyParams, len(items))
+	ids := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: it.id, AccountID: it.accountID}}
+		if it.delay > 0 {
+			params[i].InsertOpts = &river.InsertOpts{ScheduledAt: time.Now().Add(it.delay)}
+		}
+		ids[i] = it.id
+	}
+	res, err := client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return fmt.Errorf("enqueue dispatch: %w", err)
+	}
+	jobIDs := make([]int64, len(res))
+	for i, r := range res {
+		jobIDs[i] = r.Job.ID
+	}
+	return db.OutboxSetJobs(ctx, tx, tenantID, ids, jobIDs)
 }
 
 // pause waits inline when the wait is short and the run's inline budget

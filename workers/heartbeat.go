@@ -62,8 +62,9 @@ type HeartbeatConfig struct {
 // cancelling: pass it as Config.Heartbeat.
 type Heartbeat struct {
 	river.MiddlewareDefaults
-	pool *pgxpool.Pool
-	cfg  HeartbeatConfig
+	pool    *pgxpool.Pool
+	cfg     HeartbeatConfig
+	enqueue *river.Client[pgx.Tx]
 
 	mu sync.Mutex
 	// live is closed when the heartbeat is lost; nil while it is.
@@ -115,8 +116,10 @@ func (h *Heartbeat) Work(ctx context.Context, _ *rivertype.JobRow, doInner func(
 
 // Start refreshes the row of River client clientID once (an error if it
 // cannot), then every Timeout/5, reclaiming dead workers' jobs after each
-// refresh, until Stop.
-func (h *Heartbeat) Start(ctx context.Context, clientID string) error {
+// refresh, until Stop. enqueue inserts the dispatch jobs that rows held
+// by reclaimed jobs need (nil leaves them to the outbox sweeper).
+func (h *Heartbeat) Start(ctx context.Context, clientID string, enqueue *river.Client[pgx.Tx]) error {
+	h.enqueue = enqueue
 	start := time.Now()
 	if _, err := db.WorkerHeartbeat(ctx, h.pool, clientID, h.cfg.Timeout); err != nil {
 		return fmt.Errorf("heartbeat: %w", err)
@@ -210,7 +213,11 @@ func (h *Heartbeat) lose(gen int) {
 }
 
 // reclaim takes back the running jobs of dead workers and ends the
-// leases of the sends their dispatch jobs held.
+// leases of the sends their dispatch jobs held. A reclaimed job's retry
+// resumes only its own row; the other rows it held (extras, the next
+// messages of lanes it drained) get a dispatch job of their own here, in
+// the same transaction, instead of waiting for the outbox sweeper, which
+// runs only under River's leader — often the process that died.
 func (h *Heartbeat) reclaim(ctx context.Context, clientID string) error {
 	reclaimed, err := db.WorkerReclaim(ctx, h.pool, clientID, h.cfg.Timeout, 1000)
 	if err != nil || len(reclaimed) == 0 {
@@ -225,17 +232,33 @@ func (h *Heartbeat) reclaim(ctx context.Context, clientID string) error {
 		}
 	}
 	var errs []error
-	ended := int64(0)
+	ended, rejobbed := 0, 0
 	for tenantID, ids := range dispatch {
 		err := db.InTenantTx(ctx, h.pool, tenantID, func(tx pgx.Tx) error {
-			n, err := db.OutboxLeasesEnd(ctx, tx, tenantID, ids)
-			ended += n
-			return err
+			held, err := db.OutboxLeasesEnd(ctx, tx, tenantID, ids)
+			if err != nil {
+				return err
+			}
+			var orphans []rescheduled
+			for _, r := range held {
+				if !r.Own {
+					orphans = append(orphans, rescheduled{id: r.ID, accountID: r.AccountID})
+				}
+			}
+			if len(orphans) > 0 && h.enqueue != nil {
+				if err := enqueueDispatch(ctx, h.enqueue, tx, tenantID, orphans); err != nil {
+					return err
+				}
+				rejobbed += len(orphans)
+			}
+			ended += len(held)
+			return nil
 		})
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
-	h.cfg.Logger.Info("heartbeat: reclaimed the running jobs of dead workers", "jobs", len(reclaimed), "workers", dead, "send_leases_ended", ended)
+	h.cfg.Logger.Info("heartbeat: reclaimed the running jobs of dead workers", "jobs", len(reclaimed), "workers", dead,
+		"send_leases_ended", ended, "sends_given_jobs", rejobbed)
 	return errors.Join(errs...)
 }

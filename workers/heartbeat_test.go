@@ -113,7 +113,7 @@ func TestHeartbeatLostCancelsJobs(t *testing.T) {
 	var snooze *river.JobSnoozeError
 	require.ErrorAs(t, err, &snooze)
 
-	require.NoError(t, hb.Start(ctx, "worker-under-test"))
+	require.NoError(t, hb.Start(ctx, "worker-under-test", nil))
 	ran := false
 	require.NoError(t, hb.Work(ctx, nil, func(context.Context) error { ran = true; return nil }))
 	require.True(t, ran)
@@ -147,33 +147,48 @@ func TestHeartbeatLostCancelsJobs(t *testing.T) {
 }
 
 // TestHeartbeatReclaimResumesSend: a worker killed mid-send leaves its
-// dispatch job running and its row sending under its lease; once
-// its heartbeat expired a live worker reclaims the job and ends the lease,
-// so the send resumes at once as the same attempt (same key) instead of
-// after the lease and the sweeper's stuck bound.
+// dispatch job running and its rows sending under their lease — the
+// job's own row and one it took over (an extra, whose own job was
+// deleted when it was taken). Once the worker's heartbeat expired, a live
+// worker reclaims the job, ends the leases, and gives the taken-over row
+// a job of its own (the job's retry dispatches only its own row): both
+// sends resume at once as the same attempt (same key) instead of after
+// the lease and the outbox sweeper, which runs only under River's leader.
 func TestHeartbeatReclaimResumesSend(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 5 * time.Minute}}
 	b := newOutBundle(t, o)
 	id := b.send(t, "webhook", "reclaim-1", "taken back", nil)
-	var jobID int64
+	extra := b.send(t, "webhook", "reclaim-2", "taken over", nil)
+	var jobID, extraJob int64
 	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, extra).Scan(&extraJob))
 	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
+	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, extra))
+	b.ownerExec(t, `UPDATE mio.outbox SET job_id = $1 WHERE id = $2`, jobID, extra)
+	b.ownerExec(t, `DELETE FROM river.river_job WHERE id = $1`, extraJob)
 	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
 	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
 		('killed', now() - interval '1 minute', now() - interval '1 second'),
 		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
 
+	live := b.newClient(t, o, true) // a live process that works the jobs again
+	b.clients = append(b.clients, live)
 	hb := workers.NewHeartbeat(b.env.Pool, workers.HeartbeatConfig{Timeout: 2 * time.Second})
-	require.NoError(t, hb.Start(ctx, "survivor"))
+	require.NoError(t, hb.Start(ctx, "survivor", live))
 	t.Cleanup(hb.Stop)
-	b.clients = append(b.clients, b.newClient(t, o, true)) // a live process that works the job again
-	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
-	got, ev := b.get(t, id)
-	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
-	require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	b.waitTerminal(t, []uuid.UUID{id, extra}, 20*time.Second)
+	for _, row := range []uuid.UUID{id, extra} {
+		got, ev := b.get(t, row)
+		require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+		require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	}
+	var rejobbed int64
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, extra).Scan(&rejobbed))
+	require.NotEqual(t, jobID, rejobbed, "the taken-over row got a job of its own")
 	calls := b.fake.Calls()
-	require.Len(t, calls, 1)
-	require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "the same series key")
+	require.Len(t, calls, 2)
+	keys := []string{calls[0].Key, calls[1].Key}
+	require.ElementsMatch(t, []string{fmt.Sprintf("mio-%s", id), fmt.Sprintf("mio-%s", extra)}, keys, "the same series keys")
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/jobs"
 )
 
 // OutboxSweepArgs runs the outbox sweeper: it enqueues a dispatch job for
@@ -103,22 +102,12 @@ func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		params := make([]river.InsertManyParams, len(rows))
-		ids := make([]uuid.UUID, len(rows))
+		items := make([]rescheduled, len(rows))
 		for i, r := range rows {
-			params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: r.ID, AccountID: r.AccountID}}
-			ids[i] = r.ID
-		}
-		res, err := client.InsertManyTx(ctx, tx, params)
-		if err != nil {
-			return fmt.Errorf("enqueue dispatch: %w", err)
-		}
-		jobIDs := make([]int64, len(res))
-		for i, r := range res {
-			jobIDs[i] = r.Job.ID
+			items[i] = rescheduled{id: r.ID, accountID: r.AccountID}
 		}
 		n = len(rows)
-		return db.OutboxSetJobs(ctx, tx, tenantID, ids, jobIDs)
+		return enqueueDispatch(ctx, client, tx, tenantID, items)
 	})
 	return n, err
 }

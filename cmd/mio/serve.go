@@ -229,7 +229,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 
 	working := workers.Works(set, wcfg)
 	if working {
-		if err := wcfg.Heartbeat.Start(ctx, riverClient.ID()); err != nil {
+		if err := wcfg.Heartbeat.Start(ctx, riverClient.ID(), riverClient); err != nil {
 			return err
 		}
 		defer wcfg.Heartbeat.Stop() // after River stopped: its row goes once no job runs

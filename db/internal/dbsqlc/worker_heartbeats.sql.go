@@ -12,11 +12,12 @@ import (
 	"github.com/google/uuid"
 )
 
-const OutboxLeasesEnd = `-- name: OutboxLeasesEnd :execrows
+const OutboxLeasesEnd = `-- name: OutboxLeasesEnd :many
 UPDATE mio.outbox AS o
-SET lease_until = now(), updated_at = now()
+SET lease_until = least(o.lease_until, now()), updated_at = now()
 WHERE o.tenant_id = $1 AND o.handoff_state = 'sending'
-  AND o.job_id = ANY ($2::bigint[]) AND o.lease_until > now()
+  AND o.job_id = ANY ($2::bigint[])
+RETURNING o.id, o.account_id, coalesce(o.id = mio.dispatch_job_row(o.job_id), false)::bool AS own
 `
 
 type OutboxLeasesEndParams struct {
@@ -24,15 +25,37 @@ type OutboxLeasesEndParams struct {
 	JobIds   []int64
 }
 
+type OutboxLeasesEndRow struct {
+	ID        uuid.UUID
+	AccountID uuid.UUID
+	Own       bool
+}
+
 // Ends the leases of the tenant's sending rows held by the given dispatch
 // jobs (reclaimed from a dead worker), so their attempts resume at once
-// with the same attempt number and idempotency key.
-func (q *Queries) OutboxLeasesEnd(ctx context.Context, db DBTX, arg *OutboxLeasesEndParams) (int64, error) {
-	result, err := db.Exec(ctx, OutboxLeasesEnd, arg.TenantID, arg.JobIds)
+// with the same attempt number and idempotency key, and returns them.
+// own says whether a row is its job's own (the job's retry resumes it) or
+// one the job took over — an extra or the next message of a lane it
+// drained — which needs a job of its own: the retry dispatches only the
+// row named in its arguments.
+func (q *Queries) OutboxLeasesEnd(ctx context.Context, db DBTX, arg *OutboxLeasesEndParams) ([]OutboxLeasesEndRow, error) {
+	rows, err := db.Query(ctx, OutboxLeasesEnd, arg.TenantID, arg.JobIds)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []OutboxLeasesEndRow
+	for rows.Next() {
+		var i OutboxLeasesEndRow
+		if err := rows.Scan(&i.ID, &i.AccountID, &i.Own); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const WorkerHeartbeat = `-- name: WorkerHeartbeat :one
