@@ -11,9 +11,10 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// TestClaimExtrasWalkIsBounded: mio.dispatch_claim_extras (migration
-// 00029) looks for rows first of their lane among the newest due rows only
-// to a bounded depth (4 per row asked for, at least 256), so a backlog of
+// TestClaimExtrasWalkIsBounded: mio.dispatch_claim_extras (migrations
+// 00029, 00032) looks for rows first of their lane among the newest due
+// rows only to a bounded depth (4 per row asked for, at least 256, counted
+// in rows even when they share their due time), so a backlog of
 // lane-blocked rows is not walked to its end in every shared
 // finish-and-claim transaction. Three lanes of 100 queued rows each, the
 // lanes' first rows the oldest: asked for one extra, the walk meets only
@@ -73,4 +74,48 @@ func TestClaimExtrasWalkIsBounded(t *testing.T) {
 		  AND p.active AND p.seq < o.seq)
 		FROM mio.outbox AS o WHERE o.tenant_id = $1 AND o.id = $2`, b.tenant, got[0].Candidate.ID).Scan(&conv, &seqFirst))
 	require.True(t, seqFirst, "the row taken is first of its lane %s", conv)
+
+}
+
+// TestClaimExtrasWalkCountsRows: the walk's depth is counted in rows
+// (migration 00032) even when the rows share their due time, as the rows
+// of one transaction do. 00029 bounded it by the due time found at that
+// depth, which bounded nothing then: every call walked the whole backlog.
+// 3,000 due rows sharing one due time, none takeable (their jobs are
+// running): the walk reads at most its depth of the due index, counted by
+// the transaction's own index statistics (00029's function reads all
+// 3,000 and fails this).
+func TestClaimExtrasWalkCountsRows(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutboxBundle(t)
+	owner := b.env.OwnerPool(t)
+	_, err := owner.Exec(ctx, `
+		WITH jobs AS (
+			INSERT INTO river.river_job (args, kind, max_attempts, queue, state, attempted_at, metadata)
+			SELECT '{}', 'mio.test', 25, 'test', 'running', now(), jsonb_build_object('n', n)
+			FROM generate_series(1, 3000) AS n
+			RETURNING id, (metadata->>'n')::int AS n
+		)
+		INSERT INTO mio.outbox (tenant_id, id, account_id, channel_type, conversation_id, idempotency_key,
+		                        request_sha256, next_attempt_at, job_id)
+		SELECT $1, gen_random_uuid(), $2, 'webhook', 'same-' || jobs.n, 'same-' || jobs.n, '\x00'::bytea,
+		       now() - interval '1 hour', jobs.id
+		FROM jobs`, b.tenant, b.account)
+	require.NoError(t, err)
+	tx, err := owner.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, b.tenant.String())
+	require.NoError(t, err)
+	var taken int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM mio.dispatch_claim_extras($1, '{1}', '{1}', '{webhook}', 60)`, b.tenant).Scan(&taken))
+	require.Zero(t, taken)
+	var read int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('mio.outbox_due'::regclass)`).Scan(&read))
+	require.Positive(t, read, "the walk reads the due index")
+	require.LessOrEqual(t, read, int64(300), "the walk read %d index entries of 3,000 due rows: its depth is 256", read)
+	var seqRead int64
+	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('mio.outbox'::regclass)`).Scan(&seqRead))
+	require.Zero(t, seqRead, "the walk's rows are joined back by row version, not by a scan of the outbox")
 }

@@ -21,7 +21,10 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim_next(p_tenant uuid, p_job_ids bigi
                    edit_of uuid, attempt_no integer, series_first_attempt integer, attempts integer,
                    created_at timestamptz, provider_state text, edit_provider_message_id text)
     LANGUAGE plpgsql
-    SET jit = off
+    -- Generic plans: every statement finds rows by lane index, TID or
+    -- job id, so the plan does not depend on the values; custom plans
+    -- were re-planned on every call (about 2 of 3.1 ms per call).
+    SET jit = off SET plan_cache_mode = force_generic_plan
     AS $$
 #variable_conflict use_column
 DECLARE

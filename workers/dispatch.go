@@ -163,12 +163,17 @@ type Dispatcher struct {
 	unlimited []string
 	// sends bounds the provider calls in flight.
 	sends chan struct{}
+	// extrasQuiet: per tenant, until when claims ask for no extras — set
+	// when a request found none (see opsTenant).
+	extrasMu    sync.Mutex
+	extrasQuiet map[uuid.UUID]time.Time
 }
 
 // NewDispatcher returns a dispatcher on pool.
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
-	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends)}
+	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
+		extrasQuiet: map[uuid.UUID]time.Time{}}
 	for _, ct := range envelope.ChannelTypes() {
 		if len(defaultBuckets(ct)) == 0 {
 			d.unlimited = append(d.unlimited, ct)
