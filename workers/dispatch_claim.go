@@ -113,7 +113,8 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	// Extra rows for the jobs of fast claims, at most 4×MaxBatch in all.
 	var extras *db.ExtrasRequest
 	budget := 4 * d.cfg.MaxBatch
-	if !d.extrasWanted(tenantID, time.Now()) {
+	now := time.Now()
+	if !d.extrasWanted(tenantID, now) {
 		budget = 0
 	}
 	for _, i := range idx {
@@ -140,7 +141,6 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 			laneIdx = append(laneIdx, i)
 		}
 	}
-	now := time.Now()
 	finished, fast, extra, err := db.OutboxFinishAndClaimCommit(ctx, d.pool, tenantID, finishes, fastIDs, d.cfg.lease(), extras, lanes)
 	if err != nil {
 		return err

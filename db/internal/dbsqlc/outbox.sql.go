@@ -599,7 +599,7 @@ const OutboxGetByKeys = `-- name: OutboxGetByKeys :many
 SELECT o.tenant_id, o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.idempotency_key, o.request_sha256, o.text, o.rich_content, o.attachments, o.edit_of, o.handoff_state, o.active, o.provider_state, o.attempt_no, o.series, o.series_first_attempt, o.attempts, o.next_attempt_at, o.lease_until, o.job_id, o.provider_message_id, o.receipts, o.last_error, o.receipt_due_at, o.created_at, o.updated_at, o.handed_off_at, o.dead_at, o.discarded_at FROM (SELECT DISTINCT unnest($1::text[]) AS key) AS k
 CROSS JOIN LATERAL (
     SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox AS x WHERE x.tenant_id = $2 AND x.idempotency_key = k.key
-    ORDER BY x.idempotency_key LIMIT 1
+    LIMIT 1
 ) AS o
 `
 
@@ -613,14 +613,13 @@ type OutboxGetByKeysParams struct {
 // key's unique index per key: as "idempotency_key = ANY (keys)" the
 // statement's cached generic plan, costed on the statistics of a tenant's
 // nearly empty outbox, read the tenant's whole outbox and filtered it — 2 s
-// per batch of 500 at 180,000 rows (docs/benchmarks.md, fifth stop). On
-// such statistics every index led by tenant_id looks as cheap as the
-// right one; the ORDER BY, which only the right one delivers without a
-// sort, breaks the tie, and the LIMIT keeps the subquery from being
-// flattened (TestOutboxLookupsDescendPerKey). (The same tie between
-// the primary key and this index makes a per-id lateral lookup of ids
-// filter on id, whatever its ORDER BY: lookups by id keep "= ANY", one
-// scan, and rely on fresh statistics, mio.outbox_keep_stats.)
+// per batch of 500 at 180,000 rows (docs/benchmarks.md, fifth stop). The
+// LIMIT keeps the subquery from being flattened back into that form.
+// On such statistics every index led by tenant_id costs the same for one
+// key; PostgreSQL 15 takes the unique index on the tie, which
+// TestOutboxLookupsDescendPerKey checks. (For lookups by id the same tie
+// goes to this index too and filters on id, so OutboxGetMany keeps one
+// "= ANY" scan and relies on fresh statistics, mio.outbox_keep_stats.)
 func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetByKeysParams) ([]MioOutbox, error) {
 	rows, err := db.Query(ctx, OutboxGetByKeys, arg.IdempotencyKeys, arg.TenantID)
 	if err != nil {
