@@ -26,8 +26,8 @@ type ScaleOptions struct {
 	// Drain: messages pulled and acked per phase (default 400,000) by
 	// Pullers (default 8) in batches of Batch (default 100). At about
 	// 35,000 msg/s a drain of 100,000 lasts under 3 s, and the ratio of two
-	// such drains ranged 0.86–1.45 over three quiet runs; 400,000 (about
-	// 11 s) ranged 0.87–0.92 (docs/benchmarks.md).
+	// such drains ranged 0.86–1.45 over three quiet runs; over seven runs
+	// of 400,000 (about 11 s) it ranged 0.87–0.95 (docs/benchmarks.md).
 	Drain   int
 	Pullers int
 	Batch   int
