@@ -2,10 +2,12 @@ package db_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
@@ -118,4 +120,75 @@ func TestClaimExtrasWalkCountsRows(t *testing.T) {
 	var seqRead int64
 	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_stat_get_xact_tuples_returned('mio.outbox'::regclass)`).Scan(&seqRead))
 	require.Zero(t, seqRead, "the walk's rows are joined back by row version, not by a scan of the outbox")
+}
+
+// TestTakeOversKeepGroupJobs: a dispatch job that names more rows than
+// the one taken over (a group of sends shares one job, migration 00033)
+// is not deleted by the extras walk nor by a lane's hand-on, which still
+// delete the jobs of single rows. With 00032's and 00031's functions the
+// group's job was deleted, and its other rows waited for the sweeper.
+func TestTakeOversKeepGroupJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutboxBundle(t)
+	owner := b.env.OwnerPool(t)
+	// job inserts an available dispatch job for rows (the first in
+	// outbox_id, the others in more) and records it on them.
+	job := func(rows ...uuid.UUID) int64 {
+		t.Helper()
+		more := make([]string, 0, len(rows)-1)
+		for _, r := range rows[1:] {
+			more = append(more, r.String())
+		}
+		args := map[string]any{"tenant_id": b.tenant, "outbox_id": rows[0]}
+		if len(more) > 0 {
+			args["more"] = more
+		}
+		raw, err := json.Marshal(args)
+		require.NoError(t, err)
+		var id int64
+		require.NoError(t, owner.QueryRow(ctx, `INSERT INTO river.river_job (args, kind, max_attempts, queue, state, scheduled_at)
+			VALUES ($1, 'mio.dispatch', 25, 'test', 'available', now() + interval '1 hour') RETURNING id`, raw).Scan(&id))
+		_, err = owner.Exec(ctx, `UPDATE mio.outbox SET job_id = $1 WHERE id = ANY ($2)`, id, rows)
+		require.NoError(t, err)
+		return id
+	}
+	exists := func(job int64) bool {
+		var ok bool
+		require.NoError(t, owner.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river.river_job WHERE id = $1)`, job).Scan(&ok))
+		return ok
+	}
+
+	// Extras: three rows first of their lanes; two share a group job, one
+	// has its own. All three are taken for job 1.
+	g1, g2, single := b.insert(t, "g1", "ex-a"), b.insert(t, "g2", "ex-b"), b.insert(t, "s", "ex-c")
+	group, own := job(g1, g2), job(single)
+	_, _, got, err := db.OutboxFinishAndClaimCommit(ctx, b.env.Pool, b.tenant, nil, nil, time.Minute,
+		&db.ExtrasRequest{JobIDs: []int64{1}, Counts: []int32{3}, Unlimited: []string{"webhook"}}, nil)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.True(t, exists(group), "the group's job stays")
+	require.False(t, exists(own), "a single row's job goes")
+
+	// A lane's hand-on: the finished row's lane holds a row of a group
+	// (whose other row is in another lane) and, behind it, a row with a
+	// job of its own. Job 7 claims the first and adopts the second.
+	_, err = owner.Exec(ctx, `UPDATE mio.outbox SET handoff_state = 'handed_off' WHERE tenant_id = $1`, b.tenant)
+	require.NoError(t, err)
+	head, elsewhere, behind := b.insert(t, "head", "lane"), b.insert(t, "elsewhere", "other"), b.insert(t, "behind", "lane")
+	group, own = job(head, elsewhere), job(behind)
+	lanes := &db.LaneNextRequest{Unlimited: []string{"webhook"},
+		Lanes: []db.LaneNext{{JobID: 7, AccountID: b.account, ConversationID: "lane", Claim: true, Adopt: true}}}
+	_, _, _, err = db.OutboxFinishAndClaimCommit(ctx, b.env.Pool, b.tenant, nil, nil, time.Minute, nil, lanes)
+	require.NoError(t, err)
+	require.Len(t, lanes.Results, 1)
+	require.True(t, lanes.Results[0].Claimed)
+	require.Equal(t, head, lanes.Results[0].Candidate.ID)
+	require.True(t, exists(group), "the group's job stays for its row in another lane")
+	require.False(t, exists(own), "the adopted row's own job goes")
+	var headJob, behindJob, elsewhereJob int64
+	require.NoError(t, owner.QueryRow(ctx, `SELECT
+		(SELECT job_id FROM mio.outbox WHERE id = $1), (SELECT job_id FROM mio.outbox WHERE id = $2),
+		(SELECT job_id FROM mio.outbox WHERE id = $3)`, head, behind, elsewhere).Scan(&headJob, &behindJob, &elsewhereJob))
+	require.Equal(t, [3]int64{7, 7, group}, [3]int64{headJob, behindJob, elsewhereJob})
 }

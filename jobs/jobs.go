@@ -25,9 +25,10 @@ const (
 	QueueEnrich = "enrich"
 )
 
-// DispatchArgs asks for one outbox row to be handed to its platform. It
-// is inserted in the same transaction as the row (POST /v1/outbound, a
-// resend) or by the outbox sweeper for a row whose job was lost. The row
+// DispatchArgs asks for an outbox row (and the rows in More) to be handed
+// to its platform. It is inserted in the same transaction as the row
+// (POST /v1/outbound, a resend) or by the outbox sweeper for a row whose
+// job was lost. The row
 // is the truth: a job whose row is already handed off or dead completes
 // without doing anything, so a duplicate job is harmless.
 type DispatchArgs struct {
@@ -36,6 +37,13 @@ type DispatchArgs struct {
 	// AccountID, when set, lets the worker take the one-statement claim
 	// for accounts without rate limits.
 	AccountID uuid.UUID `json:"account_id,omitzero"`
+	// More names the other rows of the account written in the same
+	// transaction: a group of sends shares one job (outbox.EnqueueTx).
+	// The worker claims them with OutboxID; on an account with rate
+	// limits it gives each a job of its own instead. A job that names
+	// more rows is never deleted by another job that takes one of them
+	// over (migration 00033): it still stands for the others.
+	More []uuid.UUID `json:"more,omitempty"`
 }
 
 // Kind is the River job kind.

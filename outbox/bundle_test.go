@@ -74,6 +74,24 @@ func (b *testBundle) counts(t *testing.T) [3]int {
 	return c
 }
 
+// jobsMisnamed counts the rows whose dispatch job is missing, of another
+// tenant or does not name them (in outbox_id or more), and the rows
+// dispatch jobs name that do not record them: zero and zero when every
+// row is dispatched by a job that stands for it (a group shares one).
+func (b *testBundle) jobsMisnamed(t *testing.T) (rows, names int) {
+	t.Helper()
+	require.NoError(t, b.owner.QueryRow(t.Context(), `SELECT
+		(SELECT count(*) FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
+		 WHERE j.id IS NULL OR (j.args->>'tenant_id')::uuid <> o.tenant_id
+		    OR NOT ((j.args->>'outbox_id')::uuid = o.id OR coalesce(j.args->'more', '[]') ? o.id::text)),
+		(SELECT count(*) FROM river.river_job j
+		 CROSS JOIN LATERAL (SELECT (j.args->>'outbox_id')::uuid AS id
+		                     UNION ALL SELECT m::uuid FROM jsonb_array_elements_text(coalesce(j.args->'more', '[]')) AS m) AS n
+		 LEFT JOIN mio.outbox o ON o.id = n.id AND o.job_id = j.id
+		 WHERE j.kind = 'mio.dispatch' AND o.id IS NULL)`).Scan(&rows, &names))
+	return rows, names
+}
+
 // jobOf returns the dispatch job recorded on a row and its arguments'
 // outbox id.
 func (b *testBundle) jobOf(t *testing.T, id uuid.UUID) (jobID int64, argsOutboxID uuid.UUID) {

@@ -235,12 +235,22 @@ func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, 
 		return outs, nil
 	}
 	// A concurrent send of the same key committed first (the insert waited
-	// for it), or the key came twice in this group: drop those jobs and
-	// answer with the row that holds the key.
+	// for it), or the key came twice in this group: drop the jobs no
+	// inserted row shares (a shared job finds the row missing and goes on
+	// with the others) and answer with the row that holds the key.
+	shared := make(map[int64]bool, len(rows))
+	for _, row := range rows {
+		if inserted[row.ID] {
+			shared[row.JobID] = true
+		}
+	}
 	keys = keys[:0]
 	for _, k := range lost {
-		if _, err := s.river.JobDeleteTx(ctx, tx, rows[k].JobID); err != nil {
-			return nil, fmt.Errorf("outbox: drop the job of a duplicate send: %w", err)
+		if job := rows[k].JobID; !shared[job] {
+			shared[job] = true // once
+			if _, err := s.river.JobDeleteTx(ctx, tx, job); err != nil {
+				return nil, fmt.Errorf("outbox: drop the job of a duplicate send: %w", err)
+			}
 		}
 		keys = append(keys, rows[k].IdempotencyKey)
 	}

@@ -20,7 +20,8 @@ import (
 // transactions; each is answered as if it had been alone — accepted,
 // replayed, conflicting or refused — and a refused send writes nothing
 // and fails none of its batch-mates. Every accepted row has its event and
-// its own job, under its own tenant.
+// a job that names it, under its own tenant (rows of one account written
+// together share a job).
 func TestGroupCommitSends(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -92,15 +93,21 @@ func TestGroupCommitSends(t *testing.T) {
 	for i, c := range calls {
 		t.Run(c.cmd.IdempotencyKey, func(t *testing.T) { c.check(t, results[i].s, results[i].err) })
 	}
-	// prior + 40 + the good edit: rows, events and jobs alike.
-	require.Equal(t, [3]int{42, 42, 42}, b.counts(t))
-	var wrongTenant, wrongJob int
+	// prior + 40 + the good edit: rows and events alike; the rows of one
+	// account in one transaction share a job (at least one per tenant,
+	// at most one per row).
+	counts := b.counts(t)
+	require.Equal(t, [2]int{42, 42}, [2]int{counts[0], counts[1]})
+	require.GreaterOrEqual(t, counts[2], 3, "the prior's job and one per tenant at least")
+	require.LessOrEqual(t, counts[2], 42, "at most one per row (TestSendBatch counts the groups)")
+	var wrongTenant int
 	require.NoError(t, b.owner.QueryRow(t.Context(), `SELECT
-		count(*) FILTER (WHERE (o.tenant_id = $1) <> (o.idempotency_key NOT LIKE 'b-%')),
-		count(*) FILTER (WHERE (j.args->>'outbox_id')::uuid IS DISTINCT FROM o.id)
-		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id`, b.a.id).Scan(&wrongTenant, &wrongJob))
+		count(*) FILTER (WHERE (o.tenant_id = $1) <> (o.idempotency_key NOT LIKE 'b-%'))
+		FROM mio.outbox o`, b.a.id).Scan(&wrongTenant))
 	require.Zero(t, wrongTenant, "every row under its own tenant")
-	require.Zero(t, wrongJob, "every row with its own job")
+	rows, names := b.jobsMisnamed(t)
+	require.Zero(t, rows, "every row's job names it, under its tenant")
+	require.Zero(t, names, "every row a job names records that job")
 	mu.Lock()
 	defer mu.Unlock()
 	require.Greater(t, len(calls)+1, len(batches), "concurrent sends shared transactions: %v", batches)
@@ -161,7 +168,10 @@ func TestSendBatch(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("commands[%d].idempotency_key", outbox.MaxBatch-2), ve.Field)
 	require.ErrorIs(t, items[outbox.MaxBatch-1].Err, outbox.ErrAccountNotFound)
 	n := outbox.MaxBatch - 2
-	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+	jobs := (n + outbox.JobGroupRows - 1) / outbox.JobGroupRows // one per group of an account's rows
+	require.Equal(t, [3]int{n, n, jobs}, b.counts(t))
+	rows, names := b.jobsMisnamed(t)
+	require.Zero(t, rows+names, "every row's job names it")
 
 	// Replayed as a whole: the same ids, nothing new.
 	again, err := b.svc.SendBatch(t.Context(), b.a.id, cmds[:n])
@@ -171,12 +181,12 @@ func TestSendBatch(t *testing.T) {
 		require.True(t, it.Sent.Replayed)
 		require.Equal(t, items[i].Sent.ID, it.Sent.ID)
 	}
-	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+	require.Equal(t, [3]int{n, n, jobs}, b.counts(t))
 
 	for _, bad := range [][]*envelope.SendCommand{nil, make([]*envelope.SendCommand, outbox.MaxBatch+1)} {
 		_, err := b.svc.SendBatch(t.Context(), b.a.id, bad)
 		require.True(t, errors.As(err, &ve), "batch of %d: %v", len(bad), err)
 		require.Equal(t, "commands", ve.Field)
 	}
-	require.Equal(t, [3]int{n, n, n}, b.counts(t))
+	require.Equal(t, [3]int{n, n, jobs}, b.counts(t))
 }

@@ -128,30 +128,62 @@ func (s *Service) newCommand(cmd *envelope.SendCommand) (*command, error) {
 
 // EnqueueTx writes rows as they are — no checks: Send makes them — in
 // transaction tx (scoped to tenantID): the dispatch jobs in one insert,
-// then the queued rows with their first events in another. It fills in
-// each row's JobID (and ID when unset) and returns the rows inserted.
-// A row whose idempotency key the tenant already used is not inserted,
-// but its job is: a caller that got fewer rows than it gave rolls tx back
-// or deletes those jobs (Send does). Benchmarks and tests use it to
-// enqueue in bulk.
+// then the queued rows with their first events in another. Rows of one
+// account share a job, up to JobGroupRows of them (jobs.DispatchArgs.More):
+// River's job row was a third of the database time of a send. It fills
+// in each row's JobID (and ID when unset) and returns the rows inserted.
+// A row whose idempotency key the tenant already used is not inserted;
+// its job is, and names it: a caller that got fewer rows than it gave
+// rolls tx back or deletes the jobs no inserted row shares (Send does).
+// Benchmarks and tests use it to enqueue in bulk.
 func (s *Service) EnqueueTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, rows []db.OutboxNew) ([]db.OutboxInserted, error) {
-	params := make([]river.InsertManyParams, len(rows))
-	for i := range rows {
-		if rows[i].ID == uuid.Nil {
-			rows[i].ID = db.NewOutboxID()
+	groups := jobGroups(rows)
+	params := make([]river.InsertManyParams, len(groups))
+	for g, members := range groups {
+		args := jobs.DispatchArgs{TenantID: tenantID, OutboxID: rows[members[0]].ID, AccountID: rows[members[0]].AccountID}
+		for _, i := range members[1:] {
+			args.More = append(args.More, rows[i].ID)
 		}
-		params[i] = river.InsertManyParams{Args: jobs.DispatchArgs{TenantID: tenantID, OutboxID: rows[i].ID, AccountID: rows[i].AccountID}}
+		params[g] = river.InsertManyParams{Args: args}
 	}
 	res, err := s.river.InsertManyTx(ctx, tx, params)
 	if err != nil {
 		return nil, fmt.Errorf("enqueue dispatch: %w", err)
 	}
-	for i := range rows {
-		rows[i].JobID = res[i].Job.ID
+	for g, members := range groups {
+		for _, i := range members {
+			rows[i].JobID = res[g].Job.ID
+		}
 	}
 	ins, err := db.OutboxInsertBatch(ctx, tx, tenantID, rows)
 	if err != nil {
 		return nil, fmt.Errorf("insert outbox: %w", err)
 	}
 	return ins, nil
+}
+
+// JobGroupRows is the most rows one dispatch job is inserted for. A job
+// claims its rows together (with up to DispatchConfig.Extras more), so
+// this is about the rows one job run sends at once.
+const JobGroupRows = 16
+
+// jobGroups assigns rows IDs where unset and splits them into the groups
+// that share a dispatch job: rows of one account, in their order, at most
+// JobGroupRows each. It returns the groups as indexes into rows.
+func jobGroups(rows []db.OutboxNew) [][]int {
+	var groups [][]int
+	open := map[uuid.UUID]int{} // account -> its group still taking rows
+	for i := range rows {
+		if rows[i].ID == uuid.Nil {
+			rows[i].ID = db.NewOutboxID()
+		}
+		g, ok := open[rows[i].AccountID]
+		if !ok || len(groups[g]) == JobGroupRows {
+			g = len(groups)
+			groups = append(groups, nil)
+			open[rows[i].AccountID] = g
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
 }

@@ -215,11 +215,17 @@ func (d *Dispatcher) JobTimeout() time.Duration {
 // deleted), so that River's cost per job is shared by several sends, and
 // drains the lanes of the rows it hands off: each hand-off claims the
 // lane's next message for the job (see sendLane).
+//
+// A job that names more rows (a group of sends, jobs.DispatchArgs.More)
+// claims them together with its own in its first claim and sends them as
+// it sends extras; those it cannot claim are queued behind an earlier
+// message of their lane, whose job hands on to them, or were taken by
+// another job. On an account with rate limits each gets a job of its own.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
-	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID)
+	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID, job.Args.More)
 }
 
-func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID) error {
+func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID, more []uuid.UUID) error {
 	start := time.Now()
 	polls := 0
 	// Rows of accounts without rate limits take the one-statement claim.
@@ -231,10 +237,25 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		}
 		fast = err == nil && !acct.RateLimited && len(defaultBuckets(acct.ChannelType)) == 0
 	}
+	if len(more) > 0 && !fast {
+		// Token-bucket claims go one row per job: the group's other rows
+		// get jobs of their own (a retry of this job may give them a
+		// second: the row, not the job, decides).
+		items := make([]rescheduled, len(more))
+		for i, m := range more {
+			items[i] = rescheduled{id: m, accountID: accountID}
+		}
+		if err := d.reschedule(ctx, tenantID, items); err != nil {
+			return fmt.Errorf("dispatch %s: jobs for its group: %w", id, err)
+		}
+		more = nil
+	}
 	for {
 		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID}
 		if fast {
-			req.extras = d.cfg.Extras
+			req.also = more
+			req.extras = max(0, d.cfg.Extras-len(more))
+			more = nil // claimed once; what is left is handed on or taken
 		}
 		op, err := d.ops.do(ctx, req)
 		if err == nil {

@@ -28,6 +28,7 @@ type opReq struct {
 	claim    uuid.UUID        // uuid.Nil for a finish
 	fast     bool             // the claimed row needs no rate-limit token
 	jobID    int64            // the claiming dispatch job
+	also     []uuid.UUID      // the job's other rows (fast claims; a group's)
 	extras   int              // more rows the job may take over (fast claims)
 	finish   *db.OutboxFinish // nil for a claim
 	// next, with a finish: in the same transaction, move the row's lane on
@@ -110,6 +111,25 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 			}
 		}
 	}
+	// The other rows of group jobs are claimed with the fast claims and
+	// returned as the jobs' extras. A row that is also a claim of this
+	// batch is that claim's.
+	alsoOf := map[uuid.UUID]int64{}
+	for _, i := range idx {
+		r := reqs[i]
+		if r.finish != nil || !r.fast || r.jobID == 0 {
+			continue
+		}
+		for _, id := range r.also {
+			if _, own := first[id]; own {
+				continue
+			}
+			if _, dup := alsoOf[id]; !dup {
+				alsoOf[id] = r.jobID
+				fastIDs = append(fastIDs, id)
+			}
+		}
+	}
 	// Extra rows for the jobs of fast claims, at most 4×MaxBatch in all.
 	var extras *db.ExtrasRequest
 	budget := 4 * d.cfg.MaxBatch
@@ -149,6 +169,15 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 		d.extrasFound(tenantID, len(extra) > 0, now)
 	}
 	byJob := map[int64][]*db.ClaimCandidate{}
+	var claimedOwn []db.ClaimCandidate
+	for k := range fast {
+		if job, ok := alsoOf[fast[k].ID]; ok {
+			byJob[job] = append(byJob[job], &fast[k])
+		} else {
+			claimedOwn = append(claimedOwn, fast[k])
+		}
+	}
+	fast = claimedOwn
 	for k := range extra {
 		byJob[extra[k].JobID] = append(byJob[extra[k].JobID], &extra[k].Candidate)
 	}
@@ -194,8 +223,9 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 		if first[r.claim] == i {
 			out[i] = opRes{claim: res[i], extras: byJob[r.jobID]}
 		} else {
-			// A duplicate of a row in this batch waits for its claimant.
-			out[i] = opRes{claim: claimRes{kind: claimWait, poll: true}}
+			// A duplicate of a row in this batch waits for its claimant
+			// (and sends its group's rows, if it names any).
+			out[i] = opRes{claim: claimRes{kind: claimWait, poll: true}, extras: byJob[r.jobID]}
 		}
 	}
 	return nil
