@@ -172,11 +172,15 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 
 	// A lane's hand-on: the finished row's lane holds a row of a group
 	// (whose other row is in another lane) and, behind it, a row with a
-	// job of its own. Job 7 claims the first and adopts the second.
+	// job of its own and a row of another group. Job 7 claims the first
+	// and adopts the two behind: the single row's job goes, the groups'
+	// jobs stay.
 	_, err = owner.Exec(ctx, `UPDATE mio.outbox SET handoff_state = 'handed_off' WHERE tenant_id = $1`, b.tenant)
 	require.NoError(t, err)
 	head, elsewhere, behind := b.insert(t, "head", "lane"), b.insert(t, "elsewhere", "other"), b.insert(t, "behind", "lane")
+	behindGrouped, elsewhere2 := b.insert(t, "behind-grouped", "lane"), b.insert(t, "elsewhere-2", "other-2")
 	group, own = job(head, elsewhere), job(behind)
+	group2 := job(behindGrouped, elsewhere2)
 	lanes := &db.LaneNextRequest{Unlimited: []string{"webhook"},
 		Lanes: []db.LaneNext{{JobID: 7, AccountID: b.account, ConversationID: "lane", Claim: true, Adopt: true}}}
 	_, _, _, err = db.OutboxFinishAndClaimCommit(ctx, b.env.Pool, b.tenant, nil, nil, time.Minute, nil, lanes)
@@ -185,10 +189,13 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 	require.True(t, lanes.Results[0].Claimed)
 	require.Equal(t, head, lanes.Results[0].Candidate.ID)
 	require.True(t, exists(group), "the group's job stays for its row in another lane")
+	require.True(t, exists(group2), "so does the other group's")
 	require.False(t, exists(own), "the adopted row's own job goes")
-	var headJob, behindJob, elsewhereJob int64
+	var headJob, behindJob, behindGroupedJob, elsewhereJob int64
 	require.NoError(t, owner.QueryRow(ctx, `SELECT
 		(SELECT job_id FROM mio.outbox WHERE id = $1), (SELECT job_id FROM mio.outbox WHERE id = $2),
-		(SELECT job_id FROM mio.outbox WHERE id = $3)`, head, behind, elsewhere).Scan(&headJob, &behindJob, &elsewhereJob))
-	require.Equal(t, [3]int64{7, 7, group}, [3]int64{headJob, behindJob, elsewhereJob})
+		(SELECT job_id FROM mio.outbox WHERE id = $3), (SELECT job_id FROM mio.outbox WHERE id = $4)`,
+		head, behind, behindGrouped, elsewhere).Scan(&headJob, &behindJob, &behindGroupedJob, &elsewhereJob))
+	require.Equal(t, [4]int64{7, 7, 7, group}, [4]int64{headJob, behindJob, behindGroupedJob, elsewhereJob},
+		"the drain is recorded as the job of the rows behind, grouped or not")
 }

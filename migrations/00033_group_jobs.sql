@@ -5,7 +5,8 @@
 -- (jobs.DispatchArgs). The functions that take rows over from other jobs
 -- delete those jobs; they now keep a job that names more rows, since it
 -- still stands for the rows not taken (it runs and finds the taken ones
--- no longer queued). Only the DELETEs change.
+-- no longer queued). A lane's first hand-on adopts the rows behind from
+-- such a job as from a finished one. Nothing else changes.
 SET lock_timeout = '10s';
 
 -- +goose StatementBegin
@@ -200,7 +201,10 @@ BEGIN
     -- A job that starts draining a lane adopts the queued rows behind:
     -- their jobs, not started, are deleted (River would only run them to
     -- find the lane busy), and the job is recorded as theirs, as it is for
-    -- rows whose job is gone or finished (an earlier job's hand-on).
+    -- rows whose job is gone or finished (an earlier job's hand-on) and
+    -- for rows of a group's job, which stays for the group's other rows
+    -- (the drain is what sends these: a group's job that finished first
+    -- would leave them to the sweeper).
     WITH behind AS (
         SELECT b.id, b.job_id, p_job_ids[c.k] AS owner
         FROM unnest(ks, seqs) AS c(k, seq)
@@ -226,7 +230,7 @@ BEGIN
     LEFT JOIN river.river_job AS j ON j.id = behind.job_id
     WHERE o.tenant_id = p_tenant AND o.id = behind.id
       AND (behind.job_id IS NULL OR behind.job_id IN (SELECT gone.id FROM gone) OR j.id IS NULL
-           OR j.state IN ('completed', 'cancelled', 'discarded'));
+           OR j.state IN ('completed', 'cancelled', 'discarded') OR j.args ? 'more');
 
     RETURN QUERY
     WITH input AS (
