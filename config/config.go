@@ -105,12 +105,6 @@ type Config struct {
 	// FetchTimeout (MIO_FETCH_TIMEOUT) bounds one attachment download.
 	// Default 60s.
 	FetchTimeout time.Duration
-	// GCPercent (MIO_GC_PERCENT) is the Go collector's target of serve
-	// and dev: the heap grows by this percent of the live heap between
-	// collections (-1 off). GOGC, when set, wins. Default 400: at 100 the
-	// collector took a sixth of the server's CPU on the send path
-	// (docs/benchmarks.md). MemoryLimit bounds what it costs in memory.
-	GCPercent int
 	// HTTPAddr (MIO_HTTP_ADDR) is the public listener. Default :8080.
 	HTTPAddr string
 	// InboxRetention (MIO_INBOX_RETENTION) is how long inbox messages are
@@ -128,11 +122,6 @@ type Config struct {
 	// encoded, that encrypts account credentials at rest. Required by
 	// commands that read or write credentials.
 	MasterKey []byte
-	// MemoryLimit (MIO_MEMORY_LIMIT) is the Go runtime's soft memory limit
-	// of serve and dev, in bytes (0 none): near it the collector runs
-	// more often whatever GCPercent says. GOMEMLIMIT, when set, wins. Set
-	// it to about 80% of a container's memory limit. Default 96MiB.
-	MemoryLimit int64
 	// NatsCreds (MIO_NATS_CREDS) is a NATS credentials file (JWT + nkey)
 	// for the bridge. Default none.
 	NatsCreds string
@@ -308,8 +297,6 @@ func options() []option {
 			set: func(c *Config, v string) error { return hostList(&c.FetchInternalHosts, v) }},
 		{flag: "fetch-timeout", envs: []string{"MIO_FETCH_TIMEOUT"}, def: "60s", usage: "bound of one attachment download",
 			set: func(c *Config, v string) error { return duration(&c.FetchTimeout, v, time.Second, time.Hour) }},
-		{flag: "gc-percent", envs: []string{"MIO_GC_PERCENT"}, def: "400", usage: "Go GC target percent of serve and dev (-1 off; GOGC wins when set)",
-			set: func(c *Config, v string) error { return intRange(&c.GCPercent, v, -1, 100000) }},
 		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
 			set: func(c *Config, v string) error { return addr(&c.HTTPAddr, v) }},
 		{flag: "inbox-retention", envs: []string{"MIO_INBOX_RETENTION"}, def: "168h", usage: "how long inbox messages are kept (deleted only once archived)",
@@ -337,15 +324,6 @@ func options() []option {
 					return errors.New("want 32 random bytes, base64 encoded (openssl rand -base64 32)")
 				}
 				c.MasterKey = k
-				return nil
-			}},
-		{flag: "memory-limit", envs: []string{"MIO_MEMORY_LIMIT"}, def: "96MiB", usage: "Go soft memory limit of serve and dev (0 none; GOMEMLIMIT wins when set)",
-			set: func(c *Config, v string) error {
-				n, err := ParseBytes(v)
-				if err != nil || (n != 0 && n < 16<<20) {
-					return errors.New("want 0 or a size of at least 16MiB, e.g. 96MiB or 1GiB")
-				}
-				c.MemoryLimit = n
 				return nil
 			}},
 		{flag: "nats-creds", envs: []string{"MIO_NATS_CREDS"}, usage: "NATS credentials file of the bridge (JWT + nkey)",

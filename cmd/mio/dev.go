@@ -112,7 +112,6 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("seed demo install: %w", err)
 	}
 
-	tuneGC(cfg, log)
 	return serve(ctx, cfg, log, func(publicAddr, adminAddr string) {
 		info.AdminURL = "http://" + loopbackURLHost(adminAddr)
 		info.ConsoleURL = info.AdminURL + "/"

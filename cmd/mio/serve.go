@@ -55,9 +55,7 @@ func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if cfg.Role == "bridge" && cfg.NatsURL == "" {
 		return &usageError{"MIO_NATS_URL is required for mio serve --role bridge"}
 	}
-	log := newLogger(stderr, cfg.LogLevel)
-	tuneGC(cfg, log)
-	return serve(ctx, cfg, log, nil)
+	return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel), nil)
 }
 
 // listening is called once both listeners are bound.
