@@ -242,31 +242,58 @@ func (e *Env) Close() {
 // Pgbench runs a custom pgbench script against the database and returns
 // its transactions per second (excluding connection time).
 func (e *Env) Pgbench(ctx context.Context, script string, clients int, duration time.Duration) (float64, error) {
+	r, err := e.pgbenchRun(ctx, script, clients, duration)
+	return r.tps, err
+}
+
+// pgbenchResult is a reference run's rate, its transaction count, and the
+// CPU it took (loader: pgbench's own client time).
+type pgbenchResult struct {
+	tps float64
+	tx  int64
+	cpu cpuUse
+}
+
+func (e *Env) pgbenchRun(ctx context.Context, script string, clients int, duration time.Duration) (pgbenchResult, error) {
+	var r pgbenchResult
 	bin, err := localpg.FindBinDir()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	f, err := os.CreateTemp("", "mio-pgbench-*.sql")
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	defer os.Remove(f.Name())
 	if _, err := f.WriteString(script); err != nil {
-		return 0, err
+		return r, err
 	}
 	f.Close()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "pgbench"), "-n", "-M", "prepared", "-c", strconv.Itoa(clients),
 		"-j", "2", "-T", strconv.Itoa(int(duration.Seconds())), "-f", f.Name(), e.DatabaseURL)
+	cpu0 := e.cpuNow()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
+		return r, fmt.Errorf("pgbench: %w: %s", err, out)
 	}
+	r.cpu = cpu0.to(e.cpuNow())
+	// The loader of this phase is pgbench, not this process.
+	r.cpu.loader = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	m := regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`).FindSubmatch(out)
 	if m == nil {
-		return 0, fmt.Errorf("pgbench output not understood: %s", out)
+		return r, fmt.Errorf("pgbench output not understood: %s", out)
 	}
-	return strconv.ParseFloat(string(m[1]), 64)
+	if r.tps, err = strconv.ParseFloat(string(m[1]), 64); err != nil {
+		return r, err
+	}
+	if m := regexp.MustCompile(`number of transactions actually processed: ([0-9]+)`).FindSubmatch(out); m != nil {
+		r.tx, _ = strconv.ParseInt(string(m[1]), 10, 64)
+	}
+	return r, nil
 }
+
+// cpuNow reads the machine's, the server's and this process's CPU time.
+func (e *Env) cpuNow() cpuSnap { return cpuSnapshot(e.server.Process.Pid) }
 
 // Exec runs SQL as the owner.
 func (e *Env) Exec(ctx context.Context, sql string) error {

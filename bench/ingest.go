@@ -45,6 +45,10 @@ type IngestResult struct {
 	RSS, PeakRSS   int64
 	ReferenceTPS   float64
 	ReferenceShape string
+	// cpu and refCPU are where the machine's CPU went in the measured
+	// phase and in the reference's; refTx is the reference's transactions.
+	cpu, refCPU cpuUse
+	refTx       int64
 }
 
 // Ingest drives signed Slack event_callback webhooks with unique event ids
@@ -97,8 +101,8 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 		return req
 	}
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	f := runLoad(ctx, opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
-	res := &IngestResult{Clients: opts.Clients, Accepted: f.ok, Failed: f.failed, PerSec: f.perSec, P50: f.p50, P99: f.p99, Max: f.max}
+	f := runLoad(ctx, env, opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
+	res := &IngestResult{Clients: opts.Clients, Accepted: f.ok, Failed: f.failed, PerSec: f.perSec, P50: f.p50, P99: f.p99, Max: f.max, cpu: f.cpu}
 	res.RSS, res.PeakRSS = env.ServerRSS()
 	if err := profiled(); err != nil {
 		return res, err
@@ -123,11 +127,11 @@ INSERT INTO bench_ref.dedup (account_id, source_message_id) VALUES ('%s', :clien
 INSERT INTO bench_ref.inbox (id, envelope) VALUES (gen_random_uuid(), '%s');
 COMMIT;
 `, acct.ID, row)
-		tps, err := env.Pgbench(ctx, script, opts.Clients, opts.Duration)
+		ref, err := env.pgbenchRun(ctx, script, opts.Clients, opts.Duration)
 		if err != nil {
 			return res, err
 		}
-		res.ReferenceTPS = tps
+		res.ReferenceTPS, res.refCPU, res.refTx = ref.tps, ref.cpu, ref.tx
 		_ = env.Exec(ctx, "DROP SCHEMA bench_ref CASCADE")
 	}
 	return res, nil
@@ -151,9 +155,11 @@ func (r *IngestResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "  latency p99       %10s\n", r.P99.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency max       %10s\n", r.Max.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  server RSS        %10.1f MB (peak %.1f MB)\n", float64(r.RSS)/1e6, float64(r.PeakRSS)/1e6)
+	printCPU(w, "webhook", r.cpu, r.Accepted+r.Failed)
 	if r.ReferenceTPS > 0 {
 		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per request: %s\n", r.Clients, r.ReferenceShape)
 		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)
+		printReferenceCPU(w, r.refCPU, r.refTx)
 		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= %.2f; p99 <= 50ms; RSS <= 150 MB)\n", r.PerSec/r.ReferenceTPS, ingestTarget(r.Clients))
 	}
 }

@@ -49,6 +49,11 @@ type ProduceResult struct {
 	BatchP99       time.Duration
 	ReferenceTPS   float64
 	ReferenceShape string
+	// cpu, batchCPU and refCPU are where the machine's CPU went in the
+	// single-send, batch and reference phases; refTx is the reference's
+	// transactions.
+	cpu, batchCPU, refCPU cpuUse
+	refTx                 int64
 }
 
 // Produce measures the agents' send path on a server that only accepts
@@ -109,9 +114,9 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 	}
 	single := func() []byte { return command(nil, "s") }
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	p := runLoad(ctx, opts.Clients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound", token, single),
+	p := runLoad(ctx, env, opts.Clients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound", token, single),
 		func(status int) bool { return status == http.StatusAccepted })
-	res.Accepted, res.Failed, res.PerSec, res.P50, res.P99, res.Max = p.ok, p.failed, p.perSec, p.p50, p.p99, p.max
+	res.Accepted, res.Failed, res.PerSec, res.P50, res.P99, res.Max, res.cpu = p.ok, p.failed, p.perSec, p.p50, p.p99, p.max, p.cpu
 	if err := profiled(); err != nil {
 		return res, err
 	}
@@ -126,11 +131,11 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 		}
 		return append(b, "]}"...)
 	}
-	p = runLoad(ctx, opts.BatchClients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound/batch", token, batch),
+	p = runLoad(ctx, env, opts.BatchClients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound/batch", token, batch),
 		func(status int) bool { return status == http.StatusOK })
 	res.BatchAccepted, res.BatchFailed = p.ok*int64(opts.BatchSize), p.failed
 	res.BatchPerSec = p.perSec * float64(opts.BatchSize)
-	res.BatchP50, res.BatchP99 = p.p50, p.p99
+	res.BatchP50, res.BatchP99, res.batchCPU = p.p50, p.p99, p.cpu
 
 	if !opts.SkipPgbench {
 		res.ReferenceShape = "BEGIN; INSERT outbox row (unique tenant+idempotency key); INSERT its event row; COMMIT;"
@@ -150,11 +155,11 @@ INSERT INTO bench_ref.outbox (id, tenant_id, account_id, conversation_id, idempo
 INSERT INTO bench_ref.outbox_events (outbox_id, event) VALUES (gen_random_uuid(), 'queued');
 COMMIT;
 `, tenant.ID, acct.ID, strings.ReplaceAll(text, "'", "''"))
-		tps, err := env.Pgbench(ctx, script, opts.Clients, opts.Duration)
+		ref, err := env.pgbenchRun(ctx, script, opts.Clients, opts.Duration)
 		if err != nil {
 			return res, err
 		}
-		res.ReferenceTPS = tps
+		res.ReferenceTPS, res.refCPU, res.refTx = ref.tps, ref.cpu, ref.tx
 		_ = env.Exec(ctx, "DROP SCHEMA bench_ref CASCADE")
 	}
 	return res, nil
@@ -165,12 +170,13 @@ type loadFigures struct {
 	ok, failed    int64
 	perSec        float64
 	p50, p99, max time.Duration
+	cpu           cpuUse
 }
 
 // runLoad sends the requests newRequest makes from clients clients for
 // warmup, then measures for duration: requests answered ok(status) per
 // second and their latencies.
-func runLoad(ctx context.Context, clients int, warmup, duration time.Duration,
+func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.Duration,
 	newRequest func(ctx context.Context) *http.Request, ok func(status int) bool) loadFigures {
 	transport := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
 	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
@@ -211,15 +217,17 @@ func runLoad(ctx context.Context, clients int, warmup, duration time.Duration,
 		}()
 	}
 	time.Sleep(warmup)
+	cpu0 := env.cpuNow()
 	measuring.Store(true)
 	began := time.Now()
 	time.Sleep(duration)
 	measuring.Store(false)
 	elapsed := time.Since(began)
+	cpu := cpu0.to(env.cpuNow())
 	stop.Store(true)
 	wg.Wait()
 	transport.CloseIdleConnections()
-	f := loadFigures{ok: accepted.Load(), failed: failures.Load()}
+	f := loadFigures{ok: accepted.Load(), failed: failures.Load(), cpu: cpu}
 	f.perSec = float64(f.ok) / elapsed.Seconds()
 	SortDurations(latencies)
 	f.p50, f.p99 = Percentile(latencies, 50), Percentile(latencies, 99)
@@ -246,13 +254,16 @@ func (r *ProduceResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency p99       %10s   (target <= 50ms)\n", r.P99.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency max       %10s\n", r.Max.Round(10*time.Microsecond))
+	printCPU(w, "send", r.cpu, r.Accepted+r.Failed)
 	if r.ReferenceTPS > 0 {
 		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per send: %s\n", r.Clients, r.ReferenceShape)
 		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)
+		printReferenceCPU(w, r.refCPU, r.refTx)
 		fmt.Fprintf(w, "  ratio mio/pgbench %10.2f   (target >= 1.00)\n", r.PerSec/r.ReferenceTPS)
 	}
 	fmt.Fprintf(w, "POST /v1/outbound/batch — %d clients, %d commands per request\n", r.BatchClients, r.BatchSize)
 	fmt.Fprintf(w, "  sends accepted/s  %10.0f   (%d sends, %d failed requests; target >= 20,000)\n", r.BatchPerSec, r.BatchAccepted, r.BatchFailed)
 	fmt.Fprintf(w, "  request p50       %10s\n", r.BatchP50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  request p99       %10s\n", r.BatchP99.Round(10*time.Microsecond))
+	printCPU(w, "send", r.batchCPU, r.BatchAccepted)
 }

@@ -7,6 +7,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/uuid"
 
 	"github.com/miohq/mio/envelope"
@@ -111,7 +112,8 @@ func decodePull(data []byte, out any) error {
 	return jsonv2.Unmarshal(data, out,
 		jsontext.AllowDuplicateNames(true),
 		jsontext.AllowInvalidUTF8(true),
-		jsonv2.MatchCaseInsensitiveNames(true))
+		jsonv2.MatchCaseInsensitiveNames(true),
+		jsonv1.MatchCaseSensitiveDelimiter(true)) // as strings.EqualFold: '_' and '-' count
 }
 
 // SettleResult reports one delivery id: OK false means the delivery was

@@ -55,3 +55,41 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeLikeEncodingJSON: the one-pass decoder of Parse reads every
+// body as encoding/json did, into each of the types Parse decodes.
+func FuzzDecodeLikeEncodingJSON(f *testing.F) {
+	channelstest.SeedBodies(f, func(b []byte) { f.Add(b) })
+	for _, fx := range channelstest.ReadFixtures(f, "testdata") {
+		f.Add(fx.Body)
+	}
+	for _, s := range decodeSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(outerPayload) })
+		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(messageEvent) })
+	})
+}
+
+// decodeSeeds are the corners where encoding/json/v2's defaults differ
+// from encoding/json's.
+var decodeSeeds = []string{
+	`{"type":"a","TYPE":"b","Type":"c"}`,
+	`{"event_id":"E1","event_id":"E2"}`,
+	`{"type":null,"event":null,"files":null,"message":null}`,
+	`{"text":"\ud800","user":"\u00e9\ud83d\ude00"}`,
+	"{\"text\":\"\xff\xfe\"}",
+	`{"files":[{"size":1.5}]}`,
+	`{"files":[{"size":1e3}]}`,
+	`{"files":[{"size":-0}]}`,
+	`{"files":[{"size":"1"}]}`,
+	`{"user":{"id":"U"}}`,
+	`{"message":{"message":{"text":"deep"}}}`,
+	`{"type":"message"} trailing`,
+	`{"type":"message",}`,
+	` {"type" : "message" } `,
+	`[]`,
+	`null`,
+	``,
+}

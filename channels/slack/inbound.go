@@ -158,7 +158,7 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 		return nil, channels.BadRequestf("slack: body is not valid UTF-8")
 	}
 	var p outerPayload
-	if err := json.Unmarshal(req.Body, &p); err != nil {
+	if err := channels.UnmarshalJSON(req.Body, &p); err != nil {
 		return nil, channels.BadRequestf("slack: malformed JSON body: %v", err)
 	}
 	switch p.Type {
@@ -179,14 +179,14 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	var kind struct {
 		Type string `json:"type"`
 	}
-	if err := json.Unmarshal(p.Event, &kind); err != nil {
+	if err := channels.UnmarshalJSON(p.Event, &kind); err != nil {
 		return nil, channels.BadRequestf("slack: malformed event: %v", err)
 	}
 	if kind.Type != "message" {
 		return &channels.Parsed{}, nil // app_mention, reaction_added, ...
 	}
 	var ev messageEvent
-	if err := json.Unmarshal(p.Event, &ev); err != nil {
+	if err := channels.UnmarshalJSON(p.Event, &ev); err != nil {
 		return nil, channels.BadRequestf("slack: malformed message event: %v", err)
 	}
 	if !storedSubtypes[ev.Subtype] {

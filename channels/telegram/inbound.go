@@ -63,7 +63,7 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 // getUpdates answer) to at most one message.
 func parseUpdate(body []byte) (*channels.Parsed, error) {
 	var u update
-	if err := json.Unmarshal(body, &u); err != nil {
+	if err := channels.UnmarshalJSON(body, &u); err != nil {
 		return nil, channels.BadRequestf("telegram: malformed update: %v", err)
 	}
 	if u.UpdateID == nil {

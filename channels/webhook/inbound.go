@@ -150,7 +150,7 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 		return nil, channels.BadRequestf("webhook: body or %s is not valid UTF-8", HeaderID)
 	}
 	var p payload
-	if err := json.Unmarshal(req.Body, &p); err != nil {
+	if err := channels.UnmarshalJSON(req.Body, &p); err != nil {
 		return nil, channels.BadRequestf("webhook: malformed JSON body: %v", err)
 	}
 	msg := envelope.Message{ChannelType: envelope.ChannelWebhook, SourceMessageID: id, Raw: json.RawMessage(req.Body)}
