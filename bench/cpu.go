@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -144,4 +146,71 @@ func printReferenceCPU(w io.Writer, u cpuUse, tx int64) {
 	}
 	fmt.Fprintf(w, "  CPU µs per tx      pgbench client %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
 		per(u.loader), per(u.rest()), per(u.busy), idle)
+}
+
+// groupSnap is a reading of a group committer's histograms on the
+// server's /metrics: batches, requests in them, and seconds in their
+// transactions.
+type groupSnap struct {
+	ok                bool
+	batches, requests float64
+	seconds           float64
+}
+
+// groupNow reads the histograms mio_<name>_batch_requests and
+// mio_<name>_commit_seconds (name: ingest or outbound).
+func (e *Env) groupNow(ctx context.Context, name string) groupSnap {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.AdminURL+"/metrics", nil)
+	if err != nil {
+		return groupSnap{}
+	}
+	req.Header.Set("Authorization", "Bearer "+e.ProfileToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return groupSnap{}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return groupSnap{}
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return groupSnap{}
+	}
+	var s groupSnap
+	found := 0
+	for line := range strings.Lines(string(body)) {
+		metric, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		switch metric {
+		case "mio_" + name + "_batch_requests_count":
+			s.batches = v
+			found++
+		case "mio_" + name + "_batch_requests_sum":
+			s.requests = v
+			found++
+		case "mio_" + name + "_commit_seconds_sum":
+			s.seconds = v
+			found++
+		}
+	}
+	s.ok = found == 3
+	return s
+}
+
+// printGroup writes a phase's group commits: their average size and
+// transaction time.
+func printGroup(w io.Writer, a, b groupSnap) {
+	n := b.batches - a.batches
+	if !a.ok || !b.ok || n <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "  group commit       %.0f transactions, %.1f requests each, %.2f ms each\n",
+		n, (b.requests-a.requests)/n, 1000*(b.seconds-a.seconds)/n)
 }

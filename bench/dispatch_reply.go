@@ -66,7 +66,7 @@ func replyLatency(ctx context.Context, env *Env, tgt *dispatchTarget, rate int, 
 	post := func(conv string) replyPost {
 		body := fmt.Sprintf(`{"idempotency_key":%q,"account_id":"%s","conversation_id":%q,"text":"bench reply"}`, conv, tgt.account, conv)
 		p := replyPost{sent: time.Now()}
-		resp, err := client.Do(bearerPost(env.BaseURL+"/v1/outbound", token, func() []byte { return []byte(body) })(ctx))
+		resp, err := client.Do(bearerPost(env.BaseURL+"/v1/outbound", token, func() []byte { return []byte(body) })().httpRequest(ctx))
 		p.answered = time.Now()
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -27,6 +26,8 @@ type IngestOptions struct {
 	TextBytes int
 	// SkipPgbench skips the reference run.
 	SkipPgbench bool
+	// Loader is the load generator, LoaderRaw (default) or LoaderGo.
+	Loader string
 	// CPUProfile, when set, is where the server's CPU profile of the
 	// measured phase is written.
 	CPUProfile string
@@ -38,6 +39,7 @@ type IngestOptions struct {
 // IngestResult holds the figures of one run.
 type IngestResult struct {
 	Clients        int
+	Loader         string
 	Accepted       int64
 	Failed         int64
 	PerSec         float64
@@ -47,8 +49,9 @@ type IngestResult struct {
 	ReferenceShape string
 	// cpu and refCPU are where the machine's CPU went in the measured
 	// phase and in the reference's; refTx is the reference's transactions.
-	cpu, refCPU cpuUse
-	refTx       int64
+	cpu, refCPU    cpuUse
+	refTx          int64
+	group0, group1 groupSnap
 }
 
 // Ingest drives signed Slack event_callback webhooks with unique event ids
@@ -66,6 +69,10 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	}
 	if opts.TextBytes == 0 {
 		opts.TextBytes = 700
+	}
+	var err error
+	if opts.Loader, err = checkLoader(opts.Loader); err != nil {
+		return nil, err
 	}
 	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: "mio_runtime"})
 	if err != nil {
@@ -88,21 +95,21 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	text := strings.Repeat("lorem ipsum ", opts.TextBytes/12+1)[:opts.TextBytes]
 
 	var seq atomic.Int64
-	newRequest := func(ctx context.Context) *http.Request {
+	newRequest := func() *loadRequest {
 		n := seq.Add(1)
 		ts := time.Now()
 		body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
 			n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
 		sts := strconv.FormatInt(ts.Unix(), 10)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Slack-Request-Timestamp", sts)
-		req.Header.Set("X-Slack-Signature", slack.Signature(signingSecret, sts, body))
-		return req
+		return &loadRequest{method: http.MethodPost, url: url, body: body, header: [][2]string{
+			{"Content-Type", "application/json"},
+			{"X-Slack-Request-Timestamp", sts},
+			{"X-Slack-Signature", slack.Signature(signingSecret, sts, body)},
+		}}
 	}
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	f := runLoad(ctx, env, opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
-	res := &IngestResult{Clients: opts.Clients, Accepted: f.ok, Failed: f.failed, PerSec: f.perSec, P50: f.p50, P99: f.p99, Max: f.max, cpu: f.cpu}
+	f := runLoad(ctx, env, opts.Loader, "ingest", opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
+	res := &IngestResult{Clients: opts.Clients, Loader: opts.Loader, Accepted: f.ok, Failed: f.failed, PerSec: f.perSec, P50: f.p50, P99: f.p99, Max: f.max, cpu: f.cpu, group0: f.group0, group1: f.group1}
 	res.RSS, res.PeakRSS = env.ServerRSS()
 	if err := profiled(); err != nil {
 		return res, err
@@ -149,13 +156,14 @@ func ingestTarget(clients int) float64 {
 
 // Print writes the result as a small report.
 func (r *IngestResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench ingest — %d clients, signed Slack event_callback, unique event_id\n", r.Clients)
+	fmt.Fprintf(w, "mio bench ingest — %d clients (%s load generator), signed Slack event_callback, unique event_id\n", r.Clients, r.Loader)
 	fmt.Fprintf(w, "  accepted/s        %10.0f   (%d accepted, %d failed)\n", r.PerSec, r.Accepted, r.Failed)
 	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency p99       %10s\n", r.P99.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency max       %10s\n", r.Max.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  server RSS        %10.1f MB (peak %.1f MB)\n", float64(r.RSS)/1e6, float64(r.PeakRSS)/1e6)
 	printCPU(w, "webhook", r.cpu, r.Accepted+r.Failed)
+	printGroup(w, r.group0, r.group1)
 	if r.ReferenceTPS > 0 {
 		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per request: %s\n", r.Clients, r.ReferenceShape)
 		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,6 +27,8 @@ type ProduceOptions struct {
 	BatchSize    int
 	// SkipPgbench skips the reference run.
 	SkipPgbench bool
+	// Loader is the load generator, LoaderRaw (default) or LoaderGo.
+	Loader string
 	// CPUProfile, when set, is where the server's CPU profile of the
 	// single-send phase is written.
 	CPUProfile string
@@ -36,6 +37,7 @@ type ProduceOptions struct {
 // ProduceResult holds the figures of one run.
 type ProduceResult struct {
 	Clients        int
+	Loader         string
 	Accepted       int64
 	Failed         int64
 	PerSec         float64
@@ -54,6 +56,7 @@ type ProduceResult struct {
 	// transactions.
 	cpu, batchCPU, refCPU cpuUse
 	refTx                 int64
+	group0, group1        groupSnap
 }
 
 // Produce measures the agents' send path on a server that only accepts
@@ -81,6 +84,10 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 	if opts.BatchSize == 0 {
 		opts.BatchSize = 500
 	}
+	var err error
+	if opts.Loader, err = checkLoader(opts.Loader); err != nil {
+		return nil, err
+	}
 	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: "mio_runtime"})
 	if err != nil {
 		return nil, err
@@ -105,7 +112,7 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 		return nil, err
 	}
 	const text = "Thanks for reaching out! Here is what I found about your question, with the steps to follow."
-	res := &ProduceResult{Clients: opts.Clients, BatchClients: opts.BatchClients, BatchSize: opts.BatchSize}
+	res := &ProduceResult{Clients: opts.Clients, BatchClients: opts.BatchClients, BatchSize: opts.BatchSize, Loader: opts.Loader}
 
 	var seq atomic.Int64
 	command := func(buf []byte, run string) []byte {
@@ -114,9 +121,10 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 	}
 	single := func() []byte { return command(nil, "s") }
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
-	p := runLoad(ctx, env, opts.Clients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound", token, single),
+	p := runLoad(ctx, env, opts.Loader, "outbound", opts.Clients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound", token, single),
 		func(status int) bool { return status == http.StatusAccepted })
 	res.Accepted, res.Failed, res.PerSec, res.P50, res.P99, res.Max, res.cpu = p.ok, p.failed, p.perSec, p.p50, p.p99, p.max, p.cpu
+	res.group0, res.group1 = p.group0, p.group1
 	if err := profiled(); err != nil {
 		return res, err
 	}
@@ -131,7 +139,7 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 		}
 		return append(b, "]}"...)
 	}
-	p = runLoad(ctx, env, opts.BatchClients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound/batch", token, batch),
+	p = runLoad(ctx, env, opts.Loader, "", opts.BatchClients, opts.Warmup, opts.Duration, bearerPost(env.BaseURL+"/v1/outbound/batch", token, batch),
 		func(status int) bool { return status == http.StatusOK })
 	res.BatchAccepted, res.BatchFailed = p.ok*int64(opts.BatchSize), p.failed
 	res.BatchPerSec = p.perSec * float64(opts.BatchSize)
@@ -171,15 +179,20 @@ type loadFigures struct {
 	perSec        float64
 	p50, p99, max time.Duration
 	cpu           cpuUse
+	// group0 and group1 read the server's group commits before and after.
+	group0, group1 groupSnap
 }
 
-// runLoad sends the requests newRequest makes from clients clients for
-// warmup, then measures for duration: requests answered ok(status) per
-// second and their latencies.
-func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.Duration,
-	newRequest func(ctx context.Context) *http.Request, ok func(status int) bool) loadFigures {
+// runLoad sends the requests newRequest makes from clients clients, with
+// the load generator loader (LoaderRaw or LoaderGo), for warmup, then
+// measures for duration: requests answered ok(status) per second, their
+// latencies, where the machine's CPU went, and the server's group commits
+// of group ("ingest", "outbound"; "" for none).
+func runLoad(ctx context.Context, env *Env, loader, group string, clients int, warmup, duration time.Duration,
+	newRequest func() *loadRequest, ok func(status int) bool) loadFigures {
+	const timeout = 30 * time.Second
 	transport := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
-	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
+	client := &http.Client{Transport: transport, Timeout: timeout}
 	var (
 		measuring, stop    atomic.Bool
 		accepted, failures atomic.Int64
@@ -192,16 +205,27 @@ func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.D
 		go func() {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 4096)
+			var raw rawConn
+			defer raw.close()
 			for !stop.Load() && ctx.Err() == nil {
-				req := newRequest(ctx)
+				lr := newRequest()
+				var (
+					status int
+					err    error
+				)
 				start := time.Now()
-				resp, err := client.Do(req)
-				lat := time.Since(start)
-				good := err == nil && ok(resp.StatusCode)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
+				if loader == LoaderGo {
+					var resp *http.Response
+					if resp, err = client.Do(lr.httpRequest(ctx)); err == nil {
+						status = resp.StatusCode
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+				} else {
+					status, err = raw.do(lr, timeout)
 				}
+				lat := time.Since(start)
+				good := err == nil && ok(status)
 				if measuring.Load() {
 					if good {
 						accepted.Add(1)
@@ -217,6 +241,10 @@ func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.D
 		}()
 	}
 	time.Sleep(warmup)
+	var g0, g1 groupSnap
+	if group != "" {
+		g0 = env.groupNow(ctx, group)
+	}
 	cpu0 := env.cpuNow()
 	measuring.Store(true)
 	began := time.Now()
@@ -224,10 +252,13 @@ func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.D
 	measuring.Store(false)
 	elapsed := time.Since(began)
 	cpu := cpu0.to(env.cpuNow())
+	if group != "" {
+		g1 = env.groupNow(ctx, group)
+	}
 	stop.Store(true)
 	wg.Wait()
 	transport.CloseIdleConnections()
-	f := loadFigures{ok: accepted.Load(), failed: failures.Load(), cpu: cpu}
+	f := loadFigures{ok: accepted.Load(), failed: failures.Load(), cpu: cpu, group0: g0, group1: g1}
 	f.perSec = float64(f.ok) / elapsed.Seconds()
 	SortDurations(latencies)
 	f.p50, f.p99 = Percentile(latencies, 50), Percentile(latencies, 99)
@@ -238,23 +269,22 @@ func runLoad(ctx context.Context, env *Env, clients int, warmup, duration time.D
 }
 
 // bearerPost makes POST requests of body() to url with a bearer token.
-func bearerPost(url, token string, body func() []byte) func(ctx context.Context) *http.Request {
-	return func(ctx context.Context) *http.Request {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body()))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+token)
-		return req
+func bearerPost(url, token string, body func() []byte) func() *loadRequest {
+	return func() *loadRequest {
+		return &loadRequest{method: http.MethodPost, url: url, body: body(),
+			header: [][2]string{{"Content-Type", "application/json"}, {"Authorization", "Bearer " + token}}}
 	}
 }
 
 // Print writes the result as a small report.
 func (r *ProduceResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench produce — POST /v1/outbound, %d clients, unique idempotency keys (server role api: accept only)\n", r.Clients)
+	fmt.Fprintf(w, "mio bench produce — POST /v1/outbound, %d clients (%s load generator), unique idempotency keys (server role api: accept only)\n", r.Clients, r.Loader)
 	fmt.Fprintf(w, "  accepted/s        %10.0f   (%d accepted, %d failed)\n", r.PerSec, r.Accepted, r.Failed)
 	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency p99       %10s   (target <= 50ms)\n", r.P99.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency max       %10s\n", r.Max.Round(10*time.Microsecond))
 	printCPU(w, "send", r.cpu, r.Accepted+r.Failed)
+	printGroup(w, r.group0, r.group1)
 	if r.ReferenceTPS > 0 {
 		fmt.Fprintf(w, "reference: pgbench, same database, %d clients, one commit per send: %s\n", r.Clients, r.ReferenceShape)
 		fmt.Fprintf(w, "  pgbench tx/s      %10.0f\n", r.ReferenceTPS)

@@ -54,8 +54,9 @@ type Config struct {
 	// Unavailable reports errors that fail every request alike (the
 	// database is down or timed out): no request-by-request retry then.
 	Unavailable func(error) bool
-	// OnBatch observes each committed batch's size.
-	OnBatch func(requests int)
+	// OnBatch observes each committed batch: its size, and how long its
+	// transaction took (statements and commit).
+	OnBatch func(requests int, took time.Duration)
 	Logger  *slog.Logger
 	// Name labels log lines ("ingest", "outbound").
 	Name string
@@ -202,13 +203,15 @@ func (c *Committer[Req, Res]) flush(batch []*pending[Req, Res]) {
 	if len(live) == 0 {
 		return
 	}
+	began := time.Now()
 	outs, err := c.run(live)
 	if err == nil {
+		took := time.Since(began)
 		for i, p := range live {
 			p.res <- outs[i]
 		}
 		if c.cfg.OnBatch != nil {
-			c.cfg.OnBatch(len(live))
+			c.cfg.OnBatch(len(live), took)
 		}
 		return
 	}

@@ -34,6 +34,8 @@ func TestWebhookStandardWebhooks(t *testing.T) {
 
 	resp, out := post(t, b.url("webhook"), body, hdr)
 	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	require.JSONEq(t, `{"ok":true}`, out)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 	envs := b.envelopes(t)
 	require.Len(t, envs, 1)
 	require.Equal(t, "hello", envs[0]["text"])

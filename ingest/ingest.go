@@ -67,8 +67,9 @@ type Config struct {
 	// OnCommit is called after each commit with the tenants that got new
 	// messages (wake-ups).
 	OnCommit func(tenantID uuid.UUID)
-	// OnBatch observes each committed batch's size.
-	OnBatch func(requests int)
+	// OnBatch observes each committed batch's size and how long its
+	// transaction took.
+	OnBatch func(requests int, took time.Duration)
 	Logger  *slog.Logger
 }
 

@@ -23,6 +23,10 @@ type Metrics struct {
 	InboundMessages     *prometheus.CounterVec   // channel_type
 	IngestBatchSize     prometheus.Histogram
 	OutboundBatchSize   prometheus.Histogram
+	// IngestCommitSeconds and OutboundCommitSeconds time one group
+	// commit's transaction.
+	IngestCommitSeconds   prometheus.Histogram
+	OutboundCommitSeconds prometheus.Histogram
 
 	ConsumerLag        *prometheus.GaugeVec   // consumer
 	ConsumerAckPending *prometheus.GaugeVec   // consumer
@@ -33,6 +37,8 @@ type Metrics struct {
 // New registers every family on a fresh registry, with the Go runtime and
 // process collectors.
 func New() *Metrics {
+	// Group-commit durations, 0.5 ms to 1 s.
+	commitBuckets := []float64{.0005, .001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1}
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
@@ -65,6 +71,16 @@ func New() *Metrics {
 			Help:    "POST /v1/outbound requests committed together in one group-commit transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		IngestCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_ingest_commit_seconds",
+			Help:    "Duration of one group-commit transaction of webhooks: its statements and its commit.",
+			Buckets: commitBuckets,
+		}),
+		OutboundCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_outbound_commit_seconds",
+			Help:    "Duration of one group-commit transaction of POST /v1/outbound requests: its statements and its commit.",
+			Buckets: commitBuckets,
+		}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mio_consumer_lag",
 			Help: "Messages a consumer has not yet acknowledged (pending, leased and not yet taken from the stream), summed over tenants.",
@@ -84,6 +100,7 @@ func New() *Metrics {
 		}),
 	}
 	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize, m.OutboundBatchSize,
+		m.IngestCommitSeconds, m.OutboundCommitSeconds,
 		m.ConsumerLag, m.ConsumerAckPending, m.ConsumerDeliveries, m.PullLatency)
 	return m
 }

@@ -26,9 +26,14 @@ func TestGroupCommitSends(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var batches []int
+	var tookAll time.Duration
 	var mu sync.Mutex
 	stop := b.svc.StartGroupCommit(groupcommit.Config{Window: 20 * time.Millisecond, MaxBatch: 100, Flushers: 1,
-		OnBatch: func(n int) { mu.Lock(); batches = append(batches, n); mu.Unlock() }})
+		OnBatch: func(n int, took time.Duration) {
+			mu.Lock()
+			batches, tookAll = append(batches, n), tookAll+took
+			mu.Unlock()
+		}})
 	defer stop()
 
 	prior, err := b.svc.Send(t.Context(), b.a.id, b.a.cmd("prior"))
@@ -111,6 +116,7 @@ func TestGroupCommitSends(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Greater(t, len(calls)+1, len(batches), "concurrent sends shared transactions: %v", batches)
+	require.Positive(t, tookAll, "each batch reports its transaction's time")
 }
 
 // TestGroupCommitSameKeyTwice: the same key sent twice in one group

@@ -153,7 +153,7 @@ func TestGroupCommitRepliesConcurrent(t *testing.T) {
 	var sizes []int
 	var mu sync.Mutex
 	stop := b.replies.StartGroupCommit(groupcommit.Config{Window: 50 * time.Millisecond, Flushers: 1,
-		OnBatch: func(n int) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
+		OnBatch: func(n int, _ time.Duration) { mu.Lock(); sizes = append(sizes, n); mu.Unlock() }})
 	defer stop()
 	_, err := b.client.PutConsumer(ctx, "agent", client.ConsumerConfig{})
 	require.NoError(t, err)

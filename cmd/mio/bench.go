@@ -37,6 +37,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		lanes    int
 		perLane  int
 		pullers  int
+		loader   string
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -50,6 +51,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
+		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
 		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume: write the server's CPU profile of the measured phase (consume: the drain's first 5 s) to this file")
 		fs.StringVar(&memProf, "allocsprofile", "", "ingest: write the server's allocation profile after the measured phase to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
@@ -65,6 +67,9 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if len(rest) > 0 {
 		return &usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
 	}
+	if loader != bench.LoaderRaw && loader != bench.LoaderGo {
+		return &usageError{fmt.Sprintf("--loader %q: want raw or go", loader)}
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -76,7 +81,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf, AllocsProfile: memProf})
+		res, err := bench.Ingest(ctx, env, bench.IngestOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, Loader: loader, CPUProfile: cpuProf, AllocsProfile: memProf})
 		if res != nil {
 			res.Print(stdout)
 		}
@@ -89,7 +94,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Produce(ctx, env, bench.ProduceOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, CPUProfile: cpuProf})
+		res, err := bench.Produce(ctx, env, bench.ProduceOptions{Clients: clients, Duration: duration, Warmup: warmup, SkipPgbench: noRef, Loader: loader, CPUProfile: cpuProf})
 		if res != nil {
 			res.Print(stdout)
 		}

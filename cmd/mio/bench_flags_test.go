@@ -18,6 +18,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"bench", "consume", "--pullers", "-3"}, "--pullers -3: want 1 to 256"},
 		{[]string{"bench", "horizon", "--hold-kind", "sideways"}, `--hold-kind "sideways": want writer or readers`},
 		{[]string{"bench", "nope"}, `unknown benchmark "nope"`},
+		{[]string{"bench", "ingest", "--loader", "curl"}, `--loader "curl": want raw or go`},
 	} {
 		r := runMio(t, nil, c.args...)
 		require.Equal(t, 2, r.code, "%v: %s", c.args, r.stderr)

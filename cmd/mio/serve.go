@@ -141,14 +141,20 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 		Window:   cfg.IngestWindow,
 		River:    riverClient,
 		OnCommit: hub.Publish,
-		OnBatch:  func(n int) { m.IngestBatchSize.Observe(float64(n)) },
+		OnBatch: func(n int, took time.Duration) {
+			m.IngestBatchSize.Observe(float64(n))
+			m.IngestCommitSeconds.Observe(took.Seconds())
+		},
 		Logger:   log.With("component", "ingest"),
 	})
 	ingester.Start()
 	// Sends of concurrent requests share transactions (group commit).
 	sender := outbox.New(pool, riverClient)
 	stopSender := sender.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, Window: cfg.OutboundWindow,
-		OnBatch: func(n int) { m.OutboundBatchSize.Observe(float64(n)) }, Logger: log.With("component", "outbound")})
+		OnBatch: func(n int, took time.Duration) {
+			m.OutboundBatchSize.Observe(float64(n))
+			m.OutboundCommitSeconds.Observe(took.Seconds())
+		}, Logger: log.With("component", "outbound")})
 	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
 	reconciler.Ingester = ingester // before River starts
 
