@@ -145,7 +145,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			m.IngestBatchSize.Observe(float64(n))
 			m.IngestCommitSeconds.Observe(took.Seconds())
 		},
-		Logger:   log.With("component", "ingest"),
+		Logger: log.With("component", "ingest"),
 	})
 	ingester.Start()
 	// Sends of concurrent requests share transactions (group commit).
