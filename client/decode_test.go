@@ -45,6 +45,9 @@ func TestPullDecodeMatchesEncodingJSON(t *testing.T) {
 		[]byte(`{"deliveries":[{"delivery_id":"` + uuid.NewString() + `","seq":1,"delivery_count":1,"message":null}]}`),
 		[]byte(`{"deliveries":[{"Delivery_ID":"` + uuid.NewString() + `","seq":2,"seq":3,"message":{"text":"bad ` + "\xff" + ` utf8","raw":{"a":1,"a":2}}}]}`),
 		[]byte(`{"deliveries":[{"seq":1,"message":{"text":"x","unknown":{"deep":[1,2,3]}}}],"extra":true}`),
+		// v2's case-insensitive match would also drop '_' and '-':
+		// "deliverycount" and "delivery-count" are not delivery_count.
+		[]byte(`{"deliveries":[{"seq":1,"deliverycount":7,"delivery-count":8,"message":{"text":"x","channeltype":"slack"}}]}`),
 	}
 	for i, body := range bodies {
 		var want, got pullAnswer
