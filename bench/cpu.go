@@ -119,33 +119,32 @@ func processCPU(pid int) (time.Duration, error) {
 // process's HTTP clients), and the rest (PostgreSQL on a quiet machine),
 // with the idle time left.
 func printCPU(w io.Writer, label string, u cpuUse, n int64) {
-	if !u.ok || n <= 0 {
-		return
+	if per, idle, ok := u.perOp(n); ok {
+		fmt.Fprintf(w, "  CPU µs per %-7s server %.0f, load generator %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
+			label, per(u.server), per(u.loader), per(u.rest()), per(u.busy), idle)
 	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
-	total := u.busy + u.idle
-	idle := 0.0
-	if total > 0 {
-		idle = 100 * float64(u.idle) / float64(total)
-	}
-	fmt.Fprintf(w, "  CPU µs per %-7s server %.0f, load generator %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
-		label, per(u.server), per(u.loader), per(u.rest()), per(u.busy), idle)
 }
 
 // printReferenceCPU is printCPU for a pgbench reference phase: pgbench's
 // own client time, and the rest (PostgreSQL).
 func printReferenceCPU(w io.Writer, u cpuUse, tx int64) {
-	if !u.ok || tx <= 0 {
-		return
+	if per, idle, ok := u.perOp(tx); ok {
+		fmt.Fprintf(w, "  CPU µs per tx      pgbench client %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
+			per(u.loader), per(u.rest()), per(u.busy), idle)
 	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(tx) }
-	total := u.busy + u.idle
-	idle := 0.0
-	if total > 0 {
+}
+
+// perOp returns a converter from CPU time to µs per one of n operations,
+// and the idle share of the machine in percent; !ok when there is nothing
+// to print.
+func (u cpuUse) perOp(n int64) (per func(time.Duration) float64, idle float64, ok bool) {
+	if !u.ok || n <= 0 {
+		return nil, 0, false
+	}
+	if total := u.busy + u.idle; total > 0 {
 		idle = 100 * float64(u.idle) / float64(total)
 	}
-	fmt.Fprintf(w, "  CPU µs per tx      pgbench client %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
-		per(u.loader), per(u.rest()), per(u.busy), idle)
+	return func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }, idle, true
 }
 
 // groupSnap is a reading of a group committer's histograms on the

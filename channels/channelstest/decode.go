@@ -24,3 +24,17 @@ func CheckDecodesLikeEncodingJSON(t testing.TB, data []byte, newV func() any) {
 		t.Fatalf("decoders disagree on %q:\nencoding/json:         %+v\nchannels.UnmarshalJSON: %+v", data, v1, v2)
 	}
 }
+
+// FuzzDecodesLikeEncodingJSON runs CheckDecodesLikeEncodingJSON as a fuzz
+// target over an adapter's bodies: the hostile bodies, the adapter's
+// fixtures in dir, and seeds.
+func FuzzDecodesLikeEncodingJSON(f *testing.F, dir string, newV func() any, seeds ...string) {
+	SeedBodies(f, func(b []byte) { f.Add(b) })
+	for _, fx := range ReadFixtures(f, dir) {
+		f.Add(fx.Body)
+	}
+	for _, s := range seeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { CheckDecodesLikeEncodingJSON(t, body, newV) })
+}
