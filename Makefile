@@ -22,6 +22,7 @@ test: postgres sdk-tools browser lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 	$(MAKE) test-deploy
+	@deploy/scripts/ensure-pgbouncer.sh
 	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then $(MAKE) test-pgbouncer; \
 	  else echo "pgbouncer not installed: skipping test-pgbouncer (apt-get install pgbouncer)"; fi
 
