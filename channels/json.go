@@ -16,7 +16,8 @@ import (
 // encoding/json validates the whole input first and then decodes it: the
 // Slack adapter's parse took 56 % of the webhook handler's CPU with
 // encoding/json (docs/benchmarks.md, "Ninth stop"). The decoded values are
-// the same (TestUnmarshalJSONMatchesEncodingJSON); error texts differ.
+// the same (each adapter's FuzzDecodeLikeEncodingJSON, through
+// channelstest.CheckDecodesLikeEncodingJSON); error texts differ.
 func UnmarshalJSON(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v,
 		jsontext.AllowDuplicateNames(true),

@@ -8,11 +8,6 @@ set -euo pipefail
 
 if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then exit 0; fi
 
-if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "chromium missing: installing Debian's package" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
-  exit 0
-fi
+. "$(dirname "$0")/apt-install.sh"
+apt_install chromium chromium && exit 0
 echo "the console browser test needs chromium (Debian: apt-get install chromium); it is skipped without it (fails under CI=true)" >&2

@@ -9,13 +9,8 @@ set -euo pipefail
 
 if command -v pgbouncer >/dev/null 2>&1 || [ -x /usr/sbin/pgbouncer ]; then exit 0; fi
 
-if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "pgbouncer missing: installing Debian's package" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends pgbouncer >/dev/null
-  # The package may start its own service (port 6432); the tests do not use it.
-  exit 0
-fi
+. "$(dirname "$0")/apt-install.sh"
+# The package may start its own service (port 6432); the tests do not use it.
+apt_install pgbouncer pgbouncer && exit 0
 echo "the PgBouncer suite needs pgbouncer (Debian: apt-get install pgbouncer); it is skipped without it" >&2
 if [ "${CI:-}" = "true" ]; then exit 1; fi

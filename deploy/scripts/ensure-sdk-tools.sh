@@ -12,11 +12,6 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  echo "SDK test tools missing (${missing[*]}): installing Debian's packages" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  exit 0
-fi
+. "$(dirname "$0")/apt-install.sh"
+apt_install "SDK test tools (${missing[*]})" "${missing[@]}" && exit 0
 echo "SDK tests need: ${missing[*]} (Debian: apt-get install ${missing[*]}); they are skipped without them" >&2
