@@ -50,6 +50,9 @@ type DispatchOptions struct {
 	// gaps of mean 1/ReplyRate, as independent conversations would)
 	// instead of evenly.
 	ReplyPoisson bool
+	// CPUProfile, when set, is where the server's CPU profile of the
+	// throughput phase's first 5 s is written.
+	CPUProfile string
 }
 
 // DispatchResult holds the figures of one run.
@@ -68,6 +71,9 @@ type DispatchResult struct {
 	ReferenceElapsed time.Duration
 	// Reply is the reply phase (nil when skipped).
 	Reply *ReplyTrace
+	// cpu and refCPU are where the machine's CPU went in the throughput
+	// phase and in the reference.
+	cpu, refCPU cpuUse
 }
 
 // Dispatch measures outbound dispatch through `mio serve` to a local fake
@@ -122,6 +128,8 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	// Throughput: every send its own conversation, so ordering never
 	// holds one back.
 	fake.expect(opts.Messages)
+	profiled := env.profileAfter(ctx, 0, 5*time.Second, opts.CPUProfile)
+	cpu0 := env.cpuNow()
 	start := time.Now()
 	for done := 0; done < opts.Messages; done += opts.InsertBatch {
 		n := min(opts.InsertBatch, opts.Messages-done)
@@ -133,7 +141,11 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	if err := fake.wait(ctx, 10*time.Minute); err != nil {
 		return res, err
 	}
+	res.cpu = cpu0.to(env.cpuNow())
 	res.Elapsed = fake.doneAt().Sub(start)
+	if err := profiled(); err != nil {
+		return res, err
+	}
 	res.PerSec = float64(opts.Messages) / res.Elapsed.Seconds()
 	if res.BulkP50, res.BulkP99, _, err = handoffLatency(ctx, pool, tgt.tenantID, "bulk-%"); err != nil {
 		return res, err
@@ -294,6 +306,7 @@ func riverReference(ctx context.Context, env *Env, pool *pgxpool.Pool, opts Disp
 		defer cancel()
 		_ = client.Stop(sctx)
 	}()
+	cpu0 := env.cpuNow()
 	start := time.Now()
 	for n := 0; n < opts.Messages; n += opts.InsertBatch {
 		params := make([]river.InsertManyParams, min(opts.InsertBatch, opts.Messages-n))
@@ -316,6 +329,7 @@ func riverReference(ctx context.Context, env *Env, pool *pgxpool.Pool, opts Disp
 		time.Sleep(time.Millisecond)
 	}
 	res.ReferenceElapsed = time.Since(start)
+	res.refCPU = cpu0.to(env.cpuNow())
 	res.ReferencePerSec = float64(opts.Messages) / res.ReferenceElapsed.Seconds()
 	// The completed jobs stay (as River keeps them until its cleaner runs):
 	// deleting and vacuuming them here would leave river_job with the
@@ -330,6 +344,7 @@ func (r *DispatchResult) Print(w io.Writer) {
 		r.PerSec, r.Messages, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  queue->handoff p50 %10s   (that run: includes waiting behind the whole backlog)\n", r.BulkP50.Round(time.Millisecond))
 	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.BulkP99.Round(time.Millisecond))
+	printDispatchCPU(w, "send", "server", "bench (enqueue, fake provider)", r.cpu, int64(r.Messages))
 	fmt.Fprintf(w, "steady load, %.0f sends/s, %d sends\n", r.SteadyRate, r.SteadyCount)
 	fmt.Fprintf(w, "  queue->handoff p50 %10s\n", r.SteadyP50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->handoff p99 %10s\n", r.SteadyP99.Round(100*time.Microsecond))
@@ -337,6 +352,7 @@ func (r *DispatchResult) Print(w io.Writer) {
 	if r.ReferencePerSec > 0 {
 		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, %d workers\n", workers.DispatchMaxWorkersDefault)
 		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))
+		printDispatchCPU(w, "job", "server (idle)", "River client (bench)", r.refCPU, int64(r.Messages))
 		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.50)\n", r.PerSec/r.ReferencePerSec)
 	}
 	if r.Reply != nil {
@@ -411,3 +427,13 @@ func (f *fakeEndpoint) wait(ctx context.Context, d time.Duration) error {
 func (f *fakeEndpoint) doneAt() time.Time { return time.Unix(0, f.at.Load()) }
 
 func (f *fakeEndpoint) close() { _ = f.srv.Close() }
+
+// printDispatchCPU is printCPU for the dispatch phases, whose load
+// generator is the bench process doing other work: enqueueing and the fake
+// provider, or River's reference client.
+func printDispatchCPU(w io.Writer, label, server, loader string, u cpuUse, n int64) {
+	if per, idle, ok := u.perOp(n); ok {
+		fmt.Fprintf(w, "  CPU µs per %-7s %s %.0f, %s %.0f, postgres and the rest %.0f; machine %.0f busy, %.0f%% idle\n",
+			label, server, per(u.server), loader, per(u.loader), per(u.rest()), per(u.busy), idle)
+	}
+}

@@ -8,25 +8,26 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
 // The dispatcher's hot statements as whole transactions in ONE network
 // round trip each: BEGIN, the tenant, the statements, COMMIT, pipelined.
 // Any failure rolls the whole transaction back. Statements are planned
-// for their actual parameters, without JIT (see BeginDispatch).
+// for their actual parameters, without JIT (see BeginDispatch); the
+// claim and the finish are functions whose plans do not depend on them
+// (migration 00034).
 
 // OutboxFinishAndClaimCommit, in one transaction and one round trip,
-// records attempts' outcomes (OutboxFinishBatch), then claims, among
-// claimIDs, the rows that can be sent now (OutboxClaimFast: the caller
+// records attempts' outcomes (mio.dispatch_finish), then claims, among
+// claimIDs, the rows that can be sent now (mio.dispatch_claim: the caller
 // has checked they need no rate-limit token), then, when extras is set,
 // more rows for the requesting jobs (mio.dispatch_claim_extras), all
 // moved to sending under a lease, then, when lanes is set, moves on the
 // lanes of the finished rows (see OutboxLaneNext; results in
 // lanes.Results). Finishing first lets a message claim its lane the
-// moment the message before it is handed off. Every part may be empty. Claimed candidates carry no account fields; HandoffState is
-// the state before the claim (sending: a resumed attempt).
+// moment the message before it is handed off. Every part may be empty.
+// Claimed candidates carry no account fields; HandoffState is the state
+// before the claim (sending: a resumed attempt).
 func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, finishes []OutboxFinish,
 	claimIDs []uuid.UUID, lease time.Duration, extras *ExtrasRequest, lanes *LaneNextRequest) ([]OutboxFinishResult, []ClaimCandidate, []ExtraClaim, error) {
 	var finished []OutboxFinishResult
@@ -34,36 +35,29 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 	var extra []ExtraClaim
 	err := pipelineTx(ctx, pool, tenantID, func(b *pgx.Batch) {
 		if len(finishes) > 0 {
-			p := finishParams(tenantID, finishes)
-			b.Queue(dbsqlc.OutboxFinishBatch, p.Ids, p.AttemptNos, p.Outcomes, p.ProviderMessageIds, p.Errors,
-				p.DelaysMs, p.ReceiptTimeoutsMs, p.Details, p.Accepts, p.TenantID).Query(func(rows pgx.Rows) error {
+			p := finishParams(finishes)
+			b.Queue(sqlDispatchFinish, tenantID, p.ids, p.attemptNos, p.outcomes, p.providerMessageIDs, p.errors,
+				p.delaysMs, p.receiptTimeoutsMs, p.details, p.accepts).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
-					var r dbsqlc.OutboxFinishBatchRow
+					var r OutboxFinishResult
 					if err := rows.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome); err != nil {
 						return err
 					}
-					finished = append(finished, OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo),
-						HandoffState: HandoffState(r.HandoffState), Outcome: r.Outcome})
+					finished = append(finished, r)
 				}
 				return rows.Err()
 			})
 		}
 		if len(claimIDs) > 0 {
-			b.Queue(dbsqlc.OutboxClaimFast, tenantID, lease.Seconds(), claimIDs).Query(func(rows pgx.Rows) error {
+			b.Queue(sqlDispatchClaim, tenantID, claimIDs, lease.Seconds()).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
-					var r dbsqlc.OutboxClaimFastRow
-					if err := rows.Scan(&r.ID, &r.AccountID, &r.ChannelType, &r.ConversationID, &r.ThreadID, &r.Text,
-						&r.RichContent, &r.Attachments, &r.EditOf, &r.PriorState, &r.AttemptNo, &r.SeriesFirstAttempt,
-						&r.Attempts, &r.CreatedAt, &r.ProviderState, &r.EditProviderMessageID); err != nil {
+					var c ClaimCandidate
+					if err := rows.Scan(&c.ID, &c.AccountID, &c.ChannelType, &c.ConversationID, &c.ThreadID, &c.Text,
+						&c.RichContent, &c.Attachments, &c.EditOf, &c.HandoffState, &c.AttemptNo, &c.SeriesFirstAttempt,
+						&c.Attempts, &c.CreatedAt, &c.ProviderState, &c.EditProviderMessageID); err != nil {
 						return err
 					}
-					claimed = append(claimed, ClaimCandidate{
-						ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
-						ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
-						EditOf: r.EditOf, HandoffState: HandoffState(r.PriorState), AttemptNo: int(r.AttemptNo),
-						SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
-						ProviderState: ProviderState(r.ProviderState), EditProviderMessageID: r.EditProviderMessageID,
-					})
+					claimed = append(claimed, c)
 				}
 				return rows.Err()
 			})

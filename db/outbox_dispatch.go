@@ -163,30 +163,57 @@ type OutboxFinishResult struct {
 
 // OutboxFinishBatch records attempts' outcomes, compare-and-set on the
 // attempt (a row no longer sending that attempt is left alone and absent
-// from the result), appending the events of both state machines.
+// from the result), appending the events of both state machines
+// (mio.dispatch_finish).
 func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items []OutboxFinish) ([]OutboxFinishResult, error) {
-	rows, err := queries().OutboxFinishBatch(ctx, tx, finishParams(tenantID, items))
+	p := finishParams(items)
+	rows, err := tx.Query(ctx, sqlDispatchFinish, tenantID, p.ids, p.attemptNos, p.outcomes, p.providerMessageIDs,
+		p.errors, p.delaysMs, p.receiptTimeoutsMs, p.details, p.accepts)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]OutboxFinishResult, len(rows))
-	for i, r := range rows {
-		out[i] = OutboxFinishResult{ID: r.ID, AttemptNo: int(r.AttemptNo), HandoffState: HandoffState(r.HandoffState), Outcome: r.Outcome}
-	}
-	return out, nil
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxFinishResult, error) {
+		var r OutboxFinishResult
+		err := row.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome)
+		return r, err
+	})
+	return out, translate(err)
 }
 
-func finishParams(tenantID uuid.UUID, items []OutboxFinish) *dbsqlc.OutboxFinishBatchParams {
+// The dispatcher's claim and finish (migration 00034: rows found by
+// primary key and locked version, whatever the statistics say). sqlc
+// cannot type plpgsql table functions, so they are called here.
+const (
+	sqlDispatchFinish = `SELECT id, attempt_no, handoff_state, outcome
+		FROM mio.dispatch_finish($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
+	sqlDispatchClaim = `SELECT id, account_id, channel_type, conversation_id, thread_id, text, rich_content,
+		attachments, edit_of, prior_state, attempt_no, series_first_attempt, attempts, created_at, provider_state,
+		edit_provider_message_id
+		FROM mio.dispatch_claim($1, $2, $3)`
+)
+
+// finishArrays are OutboxFinish items as the columns mio.dispatch_finish
+// takes.
+type finishArrays struct {
+	ids                         []uuid.UUID
+	attemptNos                  []int32
+	outcomes                    []string
+	providerMessageIDs, errors  []string
+	delaysMs, receiptTimeoutsMs []int64
+	details                     []string
+	accepts                     []bool
+}
+
+func finishParams(items []OutboxFinish) finishArrays {
 	n := len(items)
-	p := &dbsqlc.OutboxFinishBatchParams{TenantID: tenantID,
-		Ids: make([]uuid.UUID, n), AttemptNos: make([]int32, n), Outcomes: make([]string, n),
-		ProviderMessageIds: make([]string, n), Errors: make([]string, n), DelaysMs: make([]int64, n),
-		ReceiptTimeoutsMs: make([]int64, n), Details: make([]string, n), Accepts: make([]bool, n)}
+	p := finishArrays{ids: make([]uuid.UUID, n), attemptNos: make([]int32, n), outcomes: make([]string, n),
+		providerMessageIDs: make([]string, n), errors: make([]string, n), delaysMs: make([]int64, n),
+		receiptTimeoutsMs: make([]int64, n), details: make([]string, n), accepts: make([]bool, n)}
 	for i, it := range items {
-		p.Ids[i], p.AttemptNos[i], p.Outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
-		p.ProviderMessageIds[i], p.Errors[i] = it.ProviderMessageID, it.Error
-		p.DelaysMs[i], p.ReceiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
-		p.Details[i], p.Accepts[i] = string(it.Detail), it.AcceptProvider
+		p.ids[i], p.attemptNos[i], p.outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
+		p.providerMessageIDs[i], p.errors[i] = it.ProviderMessageID, it.Error
+		p.delaysMs[i], p.receiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
+		p.details[i], p.accepts[i] = string(it.Detail), it.AcceptProvider
 	}
 	return p
 }
