@@ -53,6 +53,9 @@ type DispatchOptions struct {
 	// CPUProfile, when set, is where the server's CPU profile of the
 	// throughput phase's first 5 s is written.
 	CPUProfile string
+	// AllocsProfile, when set, is where the server's allocation profile
+	// (since it started) is written after the throughput phase.
+	AllocsProfile string
 }
 
 // DispatchResult holds the figures of one run.
@@ -145,6 +148,11 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	res.Elapsed = fake.doneAt().Sub(start)
 	if err := profiled(); err != nil {
 		return res, err
+	}
+	if opts.AllocsProfile != "" {
+		if err := env.AllocsProfile(ctx, opts.AllocsProfile); err != nil {
+			return res, err
+		}
 	}
 	res.PerSec = float64(opts.Messages) / res.Elapsed.Seconds()
 	if res.BulkP50, res.BulkP99, _, err = handoffLatency(ctx, pool, tgt.tenantID, "bulk-%"); err != nil {

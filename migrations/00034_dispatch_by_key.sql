@@ -14,14 +14,23 @@
 -- it kept the tenant scan (6,137–6,223 sends/s).
 --
 -- Now each function has two steps, each with one possible plan:
--- 1. the rows are locked by one primary-key descent per id, in id order
---    (a LATERAL with ORDER BY id LIMIT 1: the other indexes that lead
---    with tenant_id would need a sort, so the primary key wins even
---    where the tenant is estimated at one row), which also waits for and
---    re-checks a row another transaction holds;
+-- 1. the rows are found by primary key and locked, in id order: a
+--    LATERAL takes the first row at or after (tenant, id) in id order —
+--    only the primary key gives that order, so no estimate can send the
+--    lookup to another index that leads with tenant_id (with `id = $x`
+--    the order is implied and a generic plan made on a young outbox
+--    tied, and picked the idempotency key's index: every row of the
+--    tenant read per id) — and a second LATERAL locks that version by TID
+--    if it is the row and still qualifies (FOR NO KEY UPDATE waits for a
+--    row another transaction holds, then re-checks it);
 -- 2. they are updated by the version the lock returned (TID scans; index
 --    scans are off for this step, so no estimate of the tenant can turn
 --    it into a scan of the tenant's rows). Locked rows keep their version.
+-- Sub-plans that must use an index do so through an order only that
+-- index gives (the lane check: ORDER BY seq, outbox_lane), with sorts off
+-- (a sort of the one row a young outbox is estimated to hold costs
+-- nothing, and the lane check went to outbox_due: 4,397 rows read per
+-- row claimed in `mio bench dispatch --lanes 64`).
 -- Generic plans: the plans do not depend on the values, and planning the
 -- two statements per call cost ~0.4 ms each (pg_stat_statements).
 -- Results are those of the statements they replace.
@@ -35,7 +44,7 @@ CREATE OR REPLACE FUNCTION mio.dispatch_finish(p_tenant uuid, p_ids uuid[], p_at
     RETURNS TABLE (id uuid, attempt_no integer, handoff_state text, outcome text)
     LANGUAGE plpgsql
     SET jit = off SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
-    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_sort = off
     SET enable_indexscan = on -- restored on return: step 2 turns it off
     AS $$
 #variable_conflict use_column
@@ -43,16 +52,21 @@ DECLARE
     ks   integer[];
     tids tid[];
 BEGIN
-    -- 1. Lock each row still sending the attempt, by primary key, in id
-    --    order (concurrent lockers of the same rows queue, never deadlock).
+    -- 1. Lock each row still sending the attempt, found by primary key
+    --    (see mio.outbox_at), in id order (concurrent lockers of the same
+    --    rows queue, never deadlock).
     SELECT array_agg(i.k), array_agg(r.tid) INTO ks, tids
     FROM (SELECT u.id, u.k::integer AS k FROM unnest(p_ids) WITH ORDINALITY AS u(id, k) ORDER BY u.id OFFSET 0) AS i
     CROSS JOIN LATERAL (
-        SELECT o.ctid AS tid FROM mio.outbox AS o
-        WHERE o.tenant_id = p_tenant AND o.id = i.id
-          AND o.handoff_state = 'sending' AND o.attempt_no = p_attempt_nos[i.k]
-        ORDER BY o.id
+        SELECT x.ctid AS tid FROM mio.outbox AS x
+        WHERE x.tenant_id = p_tenant AND x.id >= i.id
+        ORDER BY x.id
         LIMIT 1
+    ) AS at
+    CROSS JOIN LATERAL (
+        SELECT o.ctid AS tid FROM mio.outbox AS o
+        WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
+          AND o.handoff_state = 'sending' AND o.attempt_no = p_attempt_nos[i.k]
         FOR NO KEY UPDATE
     ) AS r;
     IF ks IS NULL THEN
@@ -117,7 +131,7 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim(p_tenant uuid, p_ids uuid[], p_lea
                    edit_provider_message_id text)
     LANGUAGE plpgsql
     SET jit = off SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
-    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_sort = off
     SET enable_indexscan = on -- restored on return: step 2 turns it off
     AS $$
 #variable_conflict use_column
@@ -134,21 +148,28 @@ BEGIN
     --    (mio.dispatch_claim_next) takes a locked row to be another
     --    claim's. With the provider id of the message an edit refers to.
     SELECT array_agg(r.tid), array_agg(r.handoff_state),
-           array_agg(coalesce((SELECT orig.provider_message_id FROM mio.outbox AS orig
-                               WHERE orig.tenant_id = p_tenant AND orig.id = r.edit_of), ''))
+           array_agg(CASE WHEN r.edit_of IS NULL THEN ''
+                          ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
+                                         FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
+                                               WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
+                                               ORDER BY y.id LIMIT 1) AS e), '') END)
     INTO tids, states, edits
     FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) ORDER BY u.id OFFSET 0) AS i
     CROSS JOIN LATERAL (
+        SELECT x.ctid AS tid FROM mio.outbox AS x
+        WHERE x.tenant_id = p_tenant AND x.id >= i.id
+        ORDER BY x.id
+        LIMIT 1
+    ) AS at
+    CROSS JOIN LATERAL (
         SELECT o.ctid AS tid, o.handoff_state, o.edit_of FROM mio.outbox AS o
-        WHERE o.tenant_id = p_tenant AND o.id = i.id
+        WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
           AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
                OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
           AND (SELECT 1 FROM mio.outbox AS p
                WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
                  AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
-               LIMIT 1) IS NULL
-        ORDER BY o.id
-        LIMIT 1
+               ORDER BY p.seq LIMIT 1) IS NULL
         FOR NO KEY UPDATE
     ) AS r;
     IF tids IS NULL THEN
@@ -246,8 +267,11 @@ BEGIN
     SELECT array_agg(c.id), array_agg(c.jid), array_agg(c.tid), array_agg(c.edit) INTO ids, jobs, tids, edits
     FROM (
         SELECT r.id, j.jid, r.tid,
-               coalesce((SELECT orig.provider_message_id FROM mio.outbox AS orig
-                         WHERE orig.tenant_id = p_tenant AND orig.id = r.edit_of), '') AS edit
+               CASE WHEN r.edit_of IS NULL THEN ''
+                    ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
+                                   FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
+                                         WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
+                                         ORDER BY y.id LIMIT 1) AS e), '') END AS edit
         FROM unnest(walk) AS w(tid)
         CROSS JOIN LATERAL (
             SELECT o.id, o.ctid AS tid, o.job_id, o.edit_of FROM mio.outbox AS o
@@ -259,7 +283,7 @@ BEGIN
               AND (SELECT 1 FROM mio.outbox AS p
                    WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
                      AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
-                   LIMIT 1) IS NULL
+                   ORDER BY p.seq LIMIT 1) IS NULL
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS r
         CROSS JOIN LATERAL (

@@ -53,7 +53,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
 		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; dispatch: the throughput phase's first 5 s) to this file")
-		fs.StringVar(&memProf, "allocsprofile", "", "ingest: write the server's allocation profile after the measured phase to this file")
+		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch: write the server's allocation profile after the measured phase (dispatch: the throughput phase) to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
@@ -169,7 +169,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			steady = rate // the latency phase at this rate (default: half the throughput)
 		}
 		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration, SteadyRate: steady,
-			Messages: messages, ReplyPoisson: arrivals == "poisson", CPUProfile: cpuProf})
+			Messages: messages, ReplyPoisson: arrivals == "poisson", CPUProfile: cpuProf, AllocsProfile: memProf})
 		if res != nil {
 			res.Print(stdout)
 		}
