@@ -53,8 +53,10 @@ DECLARE
     tids tid[];
 BEGIN
     -- 1. Lock each row still sending the attempt, found by primary key
-    --    (see mio.outbox_at), in id order (concurrent lockers of the same
-    --    rows queue, never deadlock).
+    --    (the positional probe above), in id order (concurrent lockers of
+    --    the same rows queue, never deadlock). A row is sending under this
+    --    worker's lease: nothing else updates it meanwhile; if something
+    --    did, the finish does not move it, as when its attempt moved on.
     SELECT array_agg(i.k), array_agg(r.tid) INTO ks, tids
     FROM (SELECT u.id, u.k::integer AS k FROM unnest(p_ids) WITH ORDINALITY AS u(id, k) ORDER BY u.id OFFSET 0) AS i
     CROSS JOIN LATERAL (
