@@ -130,6 +130,13 @@ func runChaos(t *testing.T, pooled bool) {
 	if pooled {
 		env = append(env, "MIO_DATABASE_LISTEN_URL="+r.cluster.ownerURL)
 	}
+	if !pooled {
+		// Before the processes' ports are picked: NATS listens on a port
+		// of the kernel's choosing, which could be one picked (and
+		// released) for a process — a CI run's api2 never became ready,
+		// its readiness probe answered by NATS's INFO line.
+		r.nats = startChaosNATS(t)
+	}
 	for i := range 2 {
 		api := newChaosProc(t, "api"+strconv.Itoa(i+1), "api", env)
 		r.apis = append(r.apis, api)
@@ -138,7 +145,6 @@ func runChaos(t *testing.T, pooled bool) {
 	if !pooled {
 		// The bridge holds its per-tenant advisory locks on a session:
 		// not through a transaction pooler, so only in the direct run.
-		r.nats = startChaosNATS(t)
 		r.procs = append(r.procs, newChaosProc(t, "bridge", "bridge", append(env, "MIO_NATS_URL="+r.nats.url)))
 	}
 	for _, p := range r.procs {
