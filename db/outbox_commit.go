@@ -35,17 +35,10 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 	var extra []ExtraClaim
 	err := pipelineTx(ctx, pool, tenantID, func(b *pgx.Batch) {
 		if len(finishes) > 0 {
-			p := finishParams(finishes)
-			b.Queue(sqlDispatchFinish, tenantID, p.ids, p.attemptNos, p.outcomes, p.providerMessageIDs, p.errors,
-				p.delaysMs, p.receiptTimeoutsMs, p.details, p.accepts).Query(func(rows pgx.Rows) error {
-				for rows.Next() {
-					var r OutboxFinishResult
-					if err := rows.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome); err != nil {
-						return err
-					}
-					finished = append(finished, r)
-				}
-				return rows.Err()
+			b.Queue(sqlDispatchFinish, finishArgs(tenantID, finishes)...).Query(func(rows pgx.Rows) error {
+				var err error
+				finished, err = pgx.CollectRows(rows, scanFinishResult)
+				return err
 			})
 		}
 		if len(claimIDs) > 0 {

@@ -166,18 +166,19 @@ type OutboxFinishResult struct {
 // from the result), appending the events of both state machines
 // (mio.dispatch_finish).
 func OutboxFinishBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, items []OutboxFinish) ([]OutboxFinishResult, error) {
-	p := finishParams(items)
-	rows, err := tx.Query(ctx, sqlDispatchFinish, tenantID, p.ids, p.attemptNos, p.outcomes, p.providerMessageIDs,
-		p.errors, p.delaysMs, p.receiptTimeoutsMs, p.details, p.accepts)
+	rows, err := tx.Query(ctx, sqlDispatchFinish, finishArgs(tenantID, items)...)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxFinishResult, error) {
-		var r OutboxFinishResult
-		err := row.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome)
-		return r, err
-	})
+	out, err := pgx.CollectRows(rows, scanFinishResult)
 	return out, translate(err)
+}
+
+// scanFinishResult reads a row of mio.dispatch_finish.
+func scanFinishResult(row pgx.CollectableRow) (OutboxFinishResult, error) {
+	var r OutboxFinishResult
+	err := row.Scan(&r.ID, &r.AttemptNo, &r.HandoffState, &r.Outcome)
+	return r, err
 }
 
 // The dispatcher's claim and finish (migration 00034: rows found by
@@ -192,30 +193,21 @@ const (
 		FROM mio.dispatch_claim($1, $2, $3)`
 )
 
-// finishArrays are OutboxFinish items as the columns mio.dispatch_finish
-// takes.
-type finishArrays struct {
-	ids                         []uuid.UUID
-	attemptNos                  []int32
-	outcomes                    []string
-	providerMessageIDs, errors  []string
-	delaysMs, receiptTimeoutsMs []int64
-	details                     []string
-	accepts                     []bool
-}
-
-func finishParams(items []OutboxFinish) finishArrays {
+// finishArgs are the arguments of mio.dispatch_finish (sqlDispatchFinish)
+// for items: the tenant, then one array per column of the items.
+func finishArgs(tenantID uuid.UUID, items []OutboxFinish) []any {
 	n := len(items)
-	p := finishArrays{ids: make([]uuid.UUID, n), attemptNos: make([]int32, n), outcomes: make([]string, n),
-		providerMessageIDs: make([]string, n), errors: make([]string, n), delaysMs: make([]int64, n),
-		receiptTimeoutsMs: make([]int64, n), details: make([]string, n), accepts: make([]bool, n)}
+	ids, attemptNos, outcomes := make([]uuid.UUID, n), make([]int32, n), make([]string, n)
+	providerMessageIDs, errs := make([]string, n), make([]string, n)
+	delaysMs, receiptTimeoutsMs := make([]int64, n), make([]int64, n)
+	details, accepts := make([]string, n), make([]bool, n)
 	for i, it := range items {
-		p.ids[i], p.attemptNos[i], p.outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
-		p.providerMessageIDs[i], p.errors[i] = it.ProviderMessageID, it.Error
-		p.delaysMs[i], p.receiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
-		p.details[i], p.accepts[i] = string(it.Detail), it.AcceptProvider
+		ids[i], attemptNos[i], outcomes[i] = it.ID, int32(it.AttemptNo), it.Outcome
+		providerMessageIDs[i], errs[i] = it.ProviderMessageID, it.Error
+		delaysMs[i], receiptTimeoutsMs[i] = it.Delay.Milliseconds(), it.ReceiptTimeout.Milliseconds()
+		details[i], accepts[i] = string(it.Detail), it.AcceptProvider
 	}
-	return p
+	return []any{tenantID, ids, attemptNos, outcomes, providerMessageIDs, errs, delaysMs, receiptTimeoutsMs, details, accepts}
 }
 
 // SweepCandidate is an active outbox row without a live dispatch job.
