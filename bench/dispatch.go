@@ -56,10 +56,16 @@ type DispatchOptions struct {
 	// AllocsProfile, when set, is where the server's allocation profile
 	// (since it started) is written after the throughput phase.
 	AllocsProfile string
+	// RateLimited gives the account a rate limit too high to hold a send
+	// back (rateLimitedRate), so that every claim goes the way a real
+	// platform's do: candidates locked, tokens taken, then marked sending
+	// (workers.Dispatcher.claimLimited).
+	RateLimited bool
 }
 
 // DispatchResult holds the figures of one run.
 type DispatchResult struct {
+	RateLimited      bool
 	Messages         int
 	Elapsed          time.Duration
 	PerSec           float64
@@ -105,14 +111,14 @@ func Dispatch(ctx context.Context, env *Env, opts DispatchOptions) (*DispatchRes
 	}
 	defer pool.Close()
 
-	res := &DispatchResult{Messages: opts.Messages}
+	res := &DispatchResult{Messages: opts.Messages, RateLimited: opts.RateLimited}
 	if !opts.SkipReference {
 		if err := riverReference(ctx, env, pool, opts, res); err != nil {
 			return res, fmt.Errorf("river reference: %w", err)
 		}
 	}
 
-	tgt, err := newDispatchTarget(ctx, env, pool, "bench-dispatch")
+	tgt, err := newDispatchTarget(ctx, env, pool, "bench-dispatch", opts.RateLimited)
 	if err != nil {
 		return res, err
 	}
@@ -202,9 +208,14 @@ func steadyTicks(rate int, d time.Duration) (tick time.Duration, ticks int, perT
 	return tick, ticks, func(k int) int { return int(int64(k) * int64(rate) * int64(tick) / int64(time.Second)) }
 }
 
+// rateLimitedRate is the rate and burst of a rate-limited bench account:
+// the highest an account takes, so that tokens never hold a send back and
+// the figure is the claim path's cost.
+const rateLimitedRate = 1e6
+
 // dispatchTarget is what the dispatch benchmarks send to: a tenant with
-// one webhook account (no rate limit) whose endpoint is a local fake
-// provider answering 200 at once.
+// one webhook account (no rate limit, or rateLimitedRate) whose endpoint
+// is a local fake provider answering 200 at once.
 type dispatchTarget struct {
 	pool     *pgxpool.Pool
 	tenantID uuid.UUID
@@ -213,7 +224,7 @@ type dispatchTarget struct {
 	fake     *fakeEndpoint
 }
 
-func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name string) (*dispatchTarget, error) {
+func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name string, rateLimited bool) (*dispatchTarget, error) {
 	fake, err := newFakeEndpoint()
 	if err != nil {
 		return nil, err
@@ -231,6 +242,12 @@ func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name s
 	settings, _ := json.Marshal(map[string]string{"endpoint_url": fake.url})
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook",
 		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(secret), Settings: settings})
+	if err == nil && rateLimited {
+		rate, burst := float64(rateLimitedRate), int32(rateLimitedRate)
+		_, err = svc.AccountUpdate(ctx, tenant.ID, acct.ID, admin.AccountUpdate{
+			RateLimitPerSec: admin.Optional[float64]{Set: true, Value: &rate},
+			RateLimitBurst:  admin.Optional[int32]{Set: true, Value: &burst}})
+	}
 	if err != nil {
 		fake.close()
 		return nil, err
@@ -348,6 +365,10 @@ func riverReference(ctx context.Context, env *Env, pool *pgxpool.Pool, opts Disp
 // Print writes the figures.
 func (r *DispatchResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "mio bench dispatch — outbox -> River dispatch -> webhook adapter -> local fake provider (instant 200)\n")
+	if r.RateLimited {
+		fmt.Fprintf(w, "  account rate-limited at %.0f/s, burst %.0f: every claim takes tokens (the path of every platform but the generic webhook)\n",
+			float64(rateLimitedRate), float64(rateLimitedRate))
+	}
 	fmt.Fprintf(w, "  sends/s            %10.0f   (%d sends in %s, enqueued in batches while dispatching; target >= 2,000)\n",
 		r.PerSec, r.Messages, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  queue->handoff p50 %10s   (that run: includes waiting behind the whole backlog)\n", r.BulkP50.Round(time.Millisecond))

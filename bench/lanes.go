@@ -14,8 +14,11 @@ import (
 // LanesResult holds the figures of one ordered-lanes run.
 type LanesResult struct {
 	Lanes, PerLane int
-	Elapsed        time.Duration
-	PerSec         float64
+	// RateLimited: the account had a rate limit (see
+	// DispatchOptions.RateLimited).
+	RateLimited bool
+	Elapsed     time.Duration
+	PerSec      float64
 	// OutOfOrder counts messages handed off before an earlier message of
 	// their lane (always 0 unless ordering is broken).
 	OutOfOrder       int
@@ -31,7 +34,7 @@ type LanesResult struct {
 // message at a time, so one lane measures how fast a lane hands on to its
 // next message. Reference, in the same run and database: River's
 // throughput for as many no-op jobs (as `mio bench dispatch`).
-func RunLanes(ctx context.Context, env *Env, lanes, perLane int) (*LanesResult, error) {
+func RunLanes(ctx context.Context, env *Env, lanes, perLane int, rateLimited bool) (*LanesResult, error) {
 	if lanes <= 0 || perLane <= 0 {
 		return nil, fmt.Errorf("lanes: want lanes and per-lane > 0, got %d and %d", lanes, perLane)
 	}
@@ -40,7 +43,7 @@ func RunLanes(ctx context.Context, env *Env, lanes, perLane int) (*LanesResult, 
 		return nil, err
 	}
 	defer pool.Close()
-	res := &LanesResult{Lanes: lanes, PerLane: perLane}
+	res := &LanesResult{Lanes: lanes, PerLane: perLane, RateLimited: rateLimited}
 	total := lanes * perLane
 	var ref DispatchResult
 	if err := riverReference(ctx, env, pool, DispatchOptions{Messages: total, InsertBatch: 500}, &ref); err != nil {
@@ -48,7 +51,7 @@ func RunLanes(ctx context.Context, env *Env, lanes, perLane int) (*LanesResult, 
 	}
 	res.ReferencePerSec, res.ReferenceElapsed = ref.ReferencePerSec, ref.ReferenceElapsed
 
-	tgt, err := newDispatchTarget(ctx, env, pool, "bench-lanes")
+	tgt, err := newDispatchTarget(ctx, env, pool, "bench-lanes", rateLimited)
 	if err != nil {
 		return res, err
 	}
@@ -90,6 +93,9 @@ func RunLanes(ctx context.Context, env *Env, lanes, perLane int) (*LanesResult, 
 func (r *LanesResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "mio bench dispatch --lanes %d --per-lane %d — ordered lanes -> webhook adapter -> local fake provider (instant 200)\n",
 		r.Lanes, r.PerLane)
+	if r.RateLimited {
+		fmt.Fprintf(w, "  account rate-limited at %.0f/s, burst %.0f: every claim takes tokens\n", float64(rateLimitedRate), float64(rateLimitedRate))
+	}
 	fmt.Fprintf(w, "  sends/s            %10.0f   (%d sends in %s, all queued first; target >= %s)\n",
 		r.PerSec, r.Lanes*r.PerLane, r.Elapsed.Round(time.Millisecond), lanesTarget(r.Lanes))
 	fmt.Fprintf(w, "  per lane           %10.0f   sends/s\n", r.PerSec/float64(r.Lanes))

@@ -38,6 +38,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		perLane  int
 		pullers  int
 		loader   string
+		limited  bool
 	)
 	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
@@ -59,6 +60,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
 		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); produce: -1 skips the lane phases")
 		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
+		fs.BoolVar(&limited, "rate-limited", false, "dispatch: give the account a rate limit too high to hold a send back (1e6/s), so that every claim takes the rate-limited path of the platforms that have limits")
 		fs.StringVar(&arrivals, "arrivals", "steady", "dispatch: the reply phase's sends (20/s) evenly spaced (steady) or at random (poisson)")
 	})
 	if err != nil {
@@ -110,7 +112,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			if err != nil {
 				return err
 			}
-			lres, err := bench.RunLanes(ctx, lenv, l[0], l[1])
+			lres, err := bench.RunLanes(ctx, lenv, l[0], l[1], false)
 			lenv.Close()
 			if lres != nil {
 				lres.Print(stdout)
@@ -158,7 +160,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		defer env.Close()
 		if lanes > 0 {
-			res, err := bench.RunLanes(ctx, env, lanes, perLane)
+			res, err := bench.RunLanes(ctx, env, lanes, perLane, limited)
 			if res != nil {
 				res.Print(stdout)
 			}
@@ -169,7 +171,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			steady = rate // the latency phase at this rate (default: half the throughput)
 		}
 		res, err := bench.Dispatch(ctx, env, bench.DispatchOptions{SkipReference: noRef, SteadyDuration: duration, SteadyRate: steady,
-			Messages: messages, ReplyPoisson: arrivals == "poisson", CPUProfile: cpuProf, AllocsProfile: memProf})
+			Messages: messages, ReplyPoisson: arrivals == "poisson", CPUProfile: cpuProf, AllocsProfile: memProf, RateLimited: limited})
 		if res != nil {
 			res.Print(stdout)
 		}
