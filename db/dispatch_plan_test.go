@@ -15,9 +15,11 @@ import (
 )
 
 // TestDispatchClaimAndFinishReadOnlyTheirRows: the dispatcher's claim and
-// finish (mio.dispatch_claim, mio.dispatch_finish; migration 00034) read
-// the rows they are given and no others, whatever the statistics say, in
-// the two cases that broke them:
+// finish (mio.dispatch_claim, mio.dispatch_finish; migration 00034), and
+// the rate-limited claim's steps (mio.dispatch_candidates,
+// mio.dispatch_mark_sending, mio.dispatch_probe; 00035) read the rows they
+// are given and no others, whatever the statistics say, in the two cases
+// that broke them:
 //  1. generic plans made on a young, never-analyzed outbox (a new
 //     install's first sends, a benchmark's warm-up), then the tenant's
 //     burst: looked up as `tenant_id = $1 AND id = $2`, the primary key
@@ -45,24 +47,23 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 		return tn.ID, account
 	}
 	// grow inserts n queued rows of the tenant, conversations prefix1..n,
-	// and returns the ids of prefix10 and prefix2000.
+	// and returns the ids of prefix10 and prefix2000 (for the claim), then
+	// of prefix20 and prefix1500 (for the rate-limited claim).
 	grow := func(tenant, account uuid.UUID, prefix string, n int) []uuid.UUID {
 		rows, err := owner.Query(ctx, `
 			INSERT INTO mio.outbox (tenant_id, id, account_id, channel_type, conversation_id, idempotency_key, request_sha256)
 			SELECT $1, gen_random_uuid(), $2, 'webhook', $3 || n, $3 || n, '\x00'::bytea FROM generate_series(1, $4) AS n
 			RETURNING id, conversation_id`, tenant, account, prefix, n)
 		require.NoError(t, err)
-		var ids []uuid.UUID
+		byConv := map[string]uuid.UUID{}
 		for rows.Next() {
 			var id uuid.UUID
 			var conv string
 			require.NoError(t, rows.Scan(&id, &conv))
-			if conv == prefix+"10" || conv == prefix+"2000" {
-				ids = append(ids, id)
-			}
+			byConv[conv] = id
 		}
 		require.NoError(t, rows.Err())
-		return ids
+		return []uuid.UUID{byConv[prefix+"10"], byConv[prefix+"2000"], byConv[prefix+"20"], byConv[prefix+"1500"]}
 	}
 
 	// One session, as a server's connection: the functions' generic plans
@@ -99,16 +100,49 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 		require.NoError(t, tx.Commit(ctx))
 		return claimRead, finishRead
 	}
+	// claimLimited runs the rate-limited claim's three steps, as
+	// workers.Dispatcher.claimLimited does, and returns what each read.
+	claimLimited := func(tenant uuid.UUID, ids []uuid.UUID) (candRead, markRead, probeRead int64) {
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck
+		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant.String())
+		require.NoError(t, err)
+		r0 := read(tx)
+		cands, err := db.OutboxClaimCandidates(ctx, tx, tenant, ids)
+		require.NoError(t, err)
+		require.Len(t, cands, len(ids))
+		r1 := read(tx)
+		marks := make([]db.MarkSending, len(cands))
+		for i, c := range cands {
+			marks[i] = db.MarkSending{ID: c.ID}
+		}
+		moved, err := db.OutboxMarkSending(ctx, tx, tenant, 30*time.Second, marks)
+		require.NoError(t, err)
+		require.Len(t, moved, len(ids))
+		r2 := read(tx)
+		probes, err := db.OutboxProbe(ctx, tx, tenant, ids)
+		require.NoError(t, err)
+		require.Len(t, probes, len(ids))
+		candRead, markRead, probeRead = r1-r0, r2-r1, read(tx)-r2
+		require.NoError(t, tx.Commit(ctx))
+		return candRead, markRead, probeRead
+	}
 	check := func(what string, tenant uuid.UUID, ids []uuid.UUID) {
-		claimRead, finishRead := claimAndFinish(tenant, ids)
+		claimRead, finishRead := claimAndFinish(tenant, ids[:2])
 		require.Less(t, claimRead, int64(20), "%s: the claim read %d outbox rows for 2", what, claimRead)
 		require.Less(t, finishRead, int64(20), "%s: the finish read %d outbox rows for 2", what, finishRead)
+		candRead, markRead, probeRead := claimLimited(tenant, ids[2:])
+		require.Less(t, candRead, int64(20), "%s: the candidates read %d outbox rows for 2", what, candRead)
+		require.Less(t, markRead, int64(20), "%s: the mark read %d outbox rows for 2", what, markRead)
+		require.Less(t, probeRead, int64(20), "%s: the probe read %d outbox rows for 2", what, probeRead)
 	}
 
 	// 1. Plans made on a young outbox, never analyzed (a new install's
 	// first sends, a benchmark's warm-up), then the tenant's burst.
 	first := b.insert(t, "first", "c")
 	claimAndFinish(b.tenant, []uuid.UUID{first})
+	claimLimited(b.tenant, []uuid.UUID{b.insert(t, "second", "c")})
 	check("plans made on a young outbox", b.tenant, grow(b.tenant, b.account, "c", 3000))
 
 	// 2. A tenant new to the statistics: the others' rows analyzed, then
@@ -119,7 +153,6 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 	_, err = owner.Exec(ctx, `ANALYZE mio.outbox`)
 	require.NoError(t, err)
 	ids := grow(late, lateAccount, "l", 3000)
-	require.Len(t, ids, 2)
 
 	// The old claim's lookup, planned for its values: the tenant's rows
 	// read and filtered.

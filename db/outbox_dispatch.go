@@ -44,22 +44,21 @@ type ClaimCandidate struct {
 // (account, conversation) lane; rows locked by another transaction are
 // skipped. Call it in a tenant transaction, then OutboxMarkSending.
 func OutboxClaimCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]ClaimCandidate, error) {
-	rows, err := queries().OutboxClaimCandidates(ctx, tx, &dbsqlc.OutboxClaimCandidatesParams{TenantID: tenantID, Ids: ids})
+	rows, err := tx.Query(ctx, sqlDispatchCandidates, tenantID, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]ClaimCandidate, len(rows))
-	for i, r := range rows {
-		out[i] = ClaimCandidate{
-			ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
-			ThreadID: r.ThreadID, Text: r.Text, RichContent: r.RichContent, Attachments: r.Attachments,
-			EditOf: r.EditOf, HandoffState: HandoffState(r.HandoffState), AttemptNo: int(r.AttemptNo),
-			SeriesFirstAttempt: int(r.SeriesFirstAttempt), Attempts: int(r.Attempts), CreatedAt: r.CreatedAt,
-			ProviderState: ProviderState(r.ProviderState), AccountStatus: r.AccountStatus, RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst,
-			MaxAttempts: r.MaxAttempts, EditProviderMessageID: deref(r.EditProviderMessageID),
-		}
-	}
-	return out, nil
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ClaimCandidate, error) {
+		var c ClaimCandidate
+		var edit *string
+		err := row.Scan(&c.ID, &c.AccountID, &c.ChannelType, &c.ConversationID, &c.ThreadID, &c.Text,
+			&c.RichContent, &c.Attachments, &c.EditOf, &c.HandoffState, &c.AttemptNo, &c.SeriesFirstAttempt,
+			&c.Attempts, &c.CreatedAt, &c.ProviderState, &c.AccountStatus, &c.RateLimitPerSec, &c.RateLimitBurst,
+			&c.MaxAttempts, &edit)
+		c.EditProviderMessageID = deref(edit)
+		return c, err
+	})
+	return out, translate(err)
 }
 
 // OutboxProbeResult says why a row was not claimable.
@@ -80,17 +79,17 @@ type OutboxProbeResult struct {
 // OutboxProbe reports the state of rows (and of what blocks their lane).
 // Rows that do not exist are absent from the result.
 func OutboxProbe(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) ([]OutboxProbeResult, error) {
-	rows, err := queries().OutboxProbe(ctx, tx, &dbsqlc.OutboxProbeParams{TenantID: tenantID, Ids: ids})
+	rows, err := tx.Query(ctx, sqlDispatchProbe, tenantID, ids)
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]OutboxProbeResult, len(rows))
-	for i, r := range rows {
-		out[i] = OutboxProbeResult{ID: r.ID, AccountID: r.AccountID, ConversationID: r.ConversationID, HandoffState: HandoffState(r.HandoffState), NextAttemptAt: r.NextAttemptAt,
-			LeaseUntil: r.LeaseUntil, BlockerState: HandoffState(r.BlockerState), BlockerNextAttemptAt: r.BlockerNextAttemptAt,
-			BlockerLeaseUntil: r.BlockerLeaseUntil}
-	}
-	return out, nil
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxProbeResult, error) {
+		var r OutboxProbeResult
+		err := row.Scan(&r.ID, &r.AccountID, &r.ConversationID, &r.HandoffState, &r.NextAttemptAt, &r.LeaseUntil,
+			&r.BlockerState, &r.BlockerNextAttemptAt, &r.BlockerLeaseUntil)
+		return r, err
+	})
+	return out, translate(err)
 }
 
 // MarkSending is one claimed row to move to sending.
@@ -104,23 +103,19 @@ type MarkSending struct {
 // OutboxMarkSending moves claimed rows to sending under a lease of
 // lease, appending their events, and returns the ids moved.
 func OutboxMarkSending(ctx context.Context, tx DBTX, tenantID uuid.UUID, lease time.Duration, rows []MarkSending) ([]uuid.UUID, error) {
-	p := &dbsqlc.OutboxMarkSendingParams{TenantID: tenantID, LeaseSeconds: lease.Seconds(),
-		Ids: make([]uuid.UUID, len(rows)), Events: make([]string, len(rows)), Counts: make([]int32, len(rows))}
+	ids, events, counts := make([]uuid.UUID, len(rows)), make([]string, len(rows)), make([]int32, len(rows))
 	for i, r := range rows {
-		p.Ids[i], p.Events[i], p.Counts[i] = r.ID, "sending", 1
+		ids[i], events[i], counts[i] = r.ID, "sending", 1
 		if r.Resumed {
-			p.Events[i], p.Counts[i] = "resumed", 0
+			events[i], counts[i] = "resumed", 0
 		}
 	}
-	res, err := queries().OutboxMarkSending(ctx, tx, p)
+	res, err := tx.Query(ctx, sqlDispatchMarkSending, tenantID, ids, events, counts, lease.Seconds())
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make([]uuid.UUID, len(res))
-	for i, r := range res {
-		out[i] = r.ID
-	}
-	return out, nil
+	out, err := pgx.CollectRows(res, pgx.RowTo[uuid.UUID])
+	return out, translate(err)
 }
 
 // Outcomes of a sending attempt (OutboxFinish.Outcome).
@@ -181,9 +176,10 @@ func scanFinishResult(row pgx.CollectableRow) (OutboxFinishResult, error) {
 	return r, err
 }
 
-// The dispatcher's claim and finish (migration 00034: rows found by
-// primary key and locked version, whatever the statistics say). sqlc
-// cannot type plpgsql table functions, so they are called here.
+// The dispatcher's claim and finish (migration 00034), and the
+// rate-limited claim's steps (00035): rows found by primary key and locked
+// version, whatever the statistics say. sqlc cannot type plpgsql table
+// functions, so they are called here.
 const (
 	sqlDispatchFinish = `SELECT id, attempt_no, handoff_state, outcome
 		FROM mio.dispatch_finish($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
@@ -191,6 +187,14 @@ const (
 		attachments, edit_of, prior_state, attempt_no, series_first_attempt, attempts, created_at, provider_state,
 		edit_provider_message_id
 		FROM mio.dispatch_claim($1, $2, $3)`
+	sqlDispatchCandidates = `SELECT id, account_id, channel_type, conversation_id, thread_id, text, rich_content,
+		attachments, edit_of, handoff_state, attempt_no, series_first_attempt, attempts, created_at, provider_state,
+		account_status, rate_limit_per_sec, rate_limit_burst, max_attempts, edit_provider_message_id
+		FROM mio.dispatch_candidates($1, $2)`
+	sqlDispatchMarkSending = `SELECT id FROM mio.dispatch_mark_sending($1, $2, $3, $4, $5)`
+	sqlDispatchProbe       = `SELECT id, account_id, conversation_id, handoff_state, next_attempt_at, lease_until,
+		blocker_state, blocker_next_attempt_at, blocker_lease_until
+		FROM mio.dispatch_probe($1, $2)`
 )
 
 // finishArgs are the arguments of mio.dispatch_finish (sqlDispatchFinish)
