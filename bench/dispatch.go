@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -8,8 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -393,7 +392,7 @@ func (r *DispatchResult) Print(w io.Writer) {
 // 200 at once and counts deliveries.
 type fakeEndpoint struct {
 	url    string
-	srv    *http.Server
+	srv    *rawProvider
 	count  atomic.Int64
 	target atomic.Int64
 	at     atomic.Int64 // unix nanos of the target-th delivery
@@ -407,27 +406,26 @@ type fakeEndpoint struct {
 }
 
 func newFakeEndpoint() (*fakeEndpoint, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	f := &fakeEndpoint{}
+	srv, err := newRawProvider(f.delivered, f.tracking.Load)
 	if err != nil {
 		return nil, err
 	}
-	f := &fakeEndpoint{url: "http://" + ln.Addr().String() + "/hook"}
-	f.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now()
-		if f.tracking.Load() {
-			f.record(r.Body, at)
-		}
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusOK)
-		if f.count.Add(1) == f.target.Load() {
-			f.at.Store(time.Now().UnixNano())
-			f.mu.Lock()
-			close(f.done)
-			f.mu.Unlock()
-		}
-	}), ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = f.srv.Serve(ln) }()
+	f.srv, f.url = srv, "http://"+srv.addr()+"/hook"
 	return f, nil
+}
+
+// delivered counts a delivery (its body is there while tracking).
+func (f *fakeEndpoint) delivered(body []byte, at time.Time) {
+	if body != nil {
+		f.record(bytes.NewReader(body), at)
+	}
+	if f.count.Add(1) == f.target.Load() {
+		f.at.Store(time.Now().UnixNano())
+		f.mu.Lock()
+		close(f.done)
+		f.mu.Unlock()
+	}
 }
 
 // expect resets the count and waits for n more deliveries.
@@ -445,17 +443,20 @@ func (f *fakeEndpoint) wait(ctx context.Context, d time.Duration) error {
 	f.mu.Unlock()
 	select {
 	case <-done:
-		return nil
+		return f.srv.err()
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(d):
+		if err := f.srv.err(); err != nil {
+			return fmt.Errorf("the provider received %d of %d sends; a request it could not read: %w", f.count.Load(), f.target.Load(), err)
+		}
 		return fmt.Errorf("the provider received %d of %d sends", f.count.Load(), f.target.Load())
 	}
 }
 
 func (f *fakeEndpoint) doneAt() time.Time { return time.Unix(0, f.at.Load()) }
 
-func (f *fakeEndpoint) close() { _ = f.srv.Close() }
+func (f *fakeEndpoint) close() { f.srv.close() }
 
 // printDispatchCPU is printCPU for the dispatch phases, whose load
 // generator is the bench process doing other work: enqueueing and the fake
