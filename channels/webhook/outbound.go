@@ -118,10 +118,11 @@ func (o *outbound) deliver(ctx context.Context, event string, msg *channels.Outb
 // endpoint is gone; 429, 502 and 504 throttle (Retry-After, default
 // DefaultRetryAfter); other 5xx transient; anything else permanent.
 func classify(status int, header http.Header, now time.Time) error {
+	if status >= 200 && status < 300 {
+		return nil
+	}
 	err := fmt.Errorf("webhook: endpoint answered HTTP %d", status)
 	switch {
-	case status >= 200 && status < 300:
-		return nil
 	case status == http.StatusGone:
 		return &channels.PermanentError{Err: fmt.Errorf("webhook: endpoint answered HTTP 410: %w", channels.ErrEndpointGone)}
 	case status == http.StatusTooManyRequests || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
