@@ -381,7 +381,11 @@ func (r *DispatchResult) Print(w io.Writer) {
 		fmt.Fprintf(w, "reference: River no-op jobs, same count, enqueued the same way, FetchCooldown 10ms, %d workers\n", workers.DispatchMaxWorkersDefault)
 		fmt.Fprintf(w, "  jobs/s             %10.0f   (%s)\n", r.ReferencePerSec, r.ReferenceElapsed.Round(time.Millisecond))
 		printDispatchCPU(w, "job", "server (idle)", "River client (bench)", r.refCPU, int64(r.Messages))
-		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (target >= 0.50)\n", r.PerSec/r.ReferencePerSec)
+		target := "target >= 0.50"
+		if r.RateLimited {
+			target = "the target is for accounts without limits"
+		}
+		fmt.Fprintf(w, "  ratio mio/river    %10.2f   (%s)\n", r.PerSec/r.ReferencePerSec, target)
 	}
 	if r.Reply != nil {
 		r.Reply.Print(w)

@@ -25,13 +25,18 @@ import (
 // moved to sending under a lease, then, when lanes is set, moves on the
 // lanes of the finished rows (see OutboxLaneNext; results in
 // lanes.Results). Finishing first lets a message claim its lane the
-// moment the message before it is handed off. Every part may be empty.
+// moment the message before it is handed off. Every part may be empty;
+// when all are, nothing is sent (a batch of rate-limited claims only).
 // Claimed candidates carry no account fields; HandoffState is the state
 // before the claim (sending: a resumed attempt).
 func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, finishes []OutboxFinish,
 	claimIDs []uuid.UUID, lease time.Duration, extras *ExtrasRequest, lanes *LaneNextRequest) ([]OutboxFinishResult, []ClaimCandidate, []ExtraClaim, error) {
+	if len(finishes) == 0 && len(claimIDs) == 0 && (extras == nil || len(extras.JobIDs) == 0) &&
+		(lanes == nil || len(lanes.Lanes) == 0) {
+		return nil, nil, nil, nil
+	}
 	var finished []OutboxFinishResult
-	var claimed []ClaimCandidate
+	claimed := make([]ClaimCandidate, 0, len(claimIDs))
 	var extra []ExtraClaim
 	err := pipelineTx(ctx, pool, tenantID, func(b *pgx.Batch) {
 		if len(finishes) > 0 {
