@@ -78,12 +78,17 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 			FROM pg_stat_xact_user_tables WHERE schemaname = 'mio' AND relname = 'outbox'`).Scan(&n))
 		return n
 	}
-	claimAndFinish := func(tenant uuid.UUID, ids []uuid.UUID) (claimRead, finishRead int64) {
+	// begin starts a transaction of tenant on the session.
+	begin := func(tenant uuid.UUID) pgx.Tx {
 		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
-		defer tx.Rollback(ctx) //nolint:errcheck
 		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant.String())
 		require.NoError(t, err)
+		return tx
+	}
+	claimAndFinish := func(tenant uuid.UUID, ids []uuid.UUID) (claimRead, finishRead int64) {
+		tx := begin(tenant)
+		defer tx.Rollback(ctx) //nolint:errcheck
 		r0 := read(tx)
 		claimed, err := claimOnly(ctx, tx, tenant, ids)
 		require.NoError(t, err)
@@ -103,11 +108,8 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 	// claimLimited runs the rate-limited claim's three steps, as
 	// workers.Dispatcher.claimLimited does, and returns what each read.
 	claimLimited := func(tenant uuid.UUID, ids []uuid.UUID) (candRead, markRead, probeRead int64) {
-		tx, err := conn.Begin(ctx)
-		require.NoError(t, err)
+		tx := begin(tenant)
 		defer tx.Rollback(ctx) //nolint:errcheck
-		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant.String())
-		require.NoError(t, err)
 		r0 := read(tx)
 		cands, err := db.OutboxClaimCandidates(ctx, tx, tenant, ids)
 		require.NoError(t, err)
