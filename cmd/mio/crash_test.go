@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -119,12 +122,54 @@ func TestCrashConsistency(t *testing.T) {
 	t.Logf("answered 200: %d, interrupted: %d", len(ok), len(notOK))
 }
 
+// freePort returns a port of 127.0.0.1 for a process the test starts
+// (and may restart on the same port). It is drawn from below the kernel's
+// ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), so that no
+// listener on port 0 and no outgoing connection — of this test or of the
+// tests and servers running beside it — can take it between the check and
+// the process binding it (a port picked on :0 and released had gone to a
+// test's NATS server: "api2 did not become ready"). A port handed out is
+// not handed out again in this test binary.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	low := ephemeralLow()
+	freePorts.Lock()
+	defer freePorts.Unlock()
+	for range 1000 {
+		p := low - 1 - rand.IntN(min(12_000, low-1025))
+		if freePorts.given[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		freePorts.given[p] = true
+		return p
+	}
+	t.Fatalf("no free port below %d", low)
+	return 0
+}
+
+// freePorts are the ports freePort handed out.
+var freePorts = struct {
+	sync.Mutex
+	given map[int]bool
+}{given: map[int]bool{}}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768
+// when it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 2048 {
+				return n
+			}
+		}
+	}
+	return 32768
 }
 
 func waitReady(t *testing.T, base string, out *lockedBuffer) {
