@@ -150,6 +150,13 @@ func (c *DispatchConfig) lease() time.Duration { return c.Lease }
 // inlineBudget bounds the time one job run spends waiting inline.
 func (c *DispatchConfig) inlineBudget() time.Duration { return 5 * c.InlineWait }
 
+// slotWait bounds a claimed row's wait for a provider call slot, so that
+// the wait, the call (SendTimeout) and the finish fit in the row's lease
+// (5 s to spare): 10 s with the defaults.
+func (c *DispatchConfig) slotWait() time.Duration {
+	return max(c.Lease-c.SendTimeout-5*time.Second, time.Second)
+}
+
 // Dispatcher hands outbox rows to their platforms. Concurrent jobs share
 // transactions (group commit): one transaction records the outcomes of a
 // batch of attempts and claims the next batch of rows, so the database
@@ -550,3 +557,6 @@ func (l *laneSignals) notify(key string) {
 
 // errShutdown: the job's context ended during a provider call.
 var errShutdown = errors.New("stopped during a provider call")
+
+// errNoSendSlot: no provider call slot came free in time (waitSendSlot).
+var errNoSendSlot = errors.New("no send slot free")

@@ -61,8 +61,10 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 
 	select {
 	case d.sends <- struct{}{}:
-	case <-ctx.Done():
-		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+	default:
+		if err := d.waitSendSlot(ctx); err != nil {
+			return fin, err
+		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
 	t0 := time.Now()
@@ -185,4 +187,25 @@ func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
 		}
 	}
 	return msg, nil
+}
+
+// waitSendSlot waits for one of the process's MaxSends provider calls, at
+// most DispatchConfig.slotWait. The row is claimed and leased: one that
+// waited longer could outlive its lease unsent, be resumed by another job
+// and then be sent by both. Every slot busy that long means a slow
+// provider under a deep backlog (a job sends up to outbox.JobGroupRows
+// rows at once); the row is then left as it is — nothing recorded, resumed
+// after its lease with the same key, as after a crash.
+func (d *Dispatcher) waitSendSlot(ctx context.Context) error {
+	wait := d.cfg.slotWait()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case d.sends <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w within %s", errNoSendSlot, wait)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+	}
 }

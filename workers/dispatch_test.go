@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -441,4 +442,48 @@ func TestDispatchEditAfterOriginal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDispatchGivesUpWaitingForASendSlot: a claimed row that finds every
+// provider call slot busy for longer than the slot wait is not sent by
+// its job: nothing is recorded, and it is resumed after its lease with
+// the same attempt and key, and sent once. It never stays claimed and
+// unsent past its lease, where a resume would send it beside the job
+// still waiting to.
+func TestDispatchGivesUpWaitingForASendSlot(t *testing.T) {
+	t.Parallel()
+	// One slot. The first call the fake gets hangs until the send times
+	// out (2 s), holding the slot past the other row's slot wait (lease
+	// 8 s − send timeout 2 s − 5 s = 1 s).
+	var calls atomic.Int32
+	b := newOutBundle(t, outOpts{
+		script: func(string, string, int) action {
+			if calls.Add(1) == 1 {
+				return actTimeout
+			}
+			return actOK
+		},
+		dispatch: workers.DispatchConfig{MaxSends: 1, SendTimeout: 2 * time.Second, Lease: 8 * time.Second},
+	})
+	// One job for both (a group): its claim takes both, and both wait for
+	// the one slot.
+	ids := b.sendMany(t, "webhook", []string{"slot-a", "slot-b"}, []string{"a", "b"}, nil)
+	b.waitTerminal(t, ids, 60*time.Second)
+
+	var gaveUp, timedOut []string
+	for _, id := range ids {
+		o, ev := b.get(t, id)
+		require.Equal(t, db.HandoffHandedOff, o.HandoffState, "%v", timeline(ev))
+		if slices.ContainsFunc(ev, func(e db.OutboxEvent) bool { return e.Event == "resumed" }) {
+			gaveUp = append(gaveUp, o.ConversationID)
+			require.Equal(t, 1, o.AttemptNo, "a row that gave up its slot keeps its attempt: %v", timeline(ev))
+		} else {
+			timedOut = append(timedOut, o.ConversationID)
+			require.Equal(t, 2, o.AttemptNo, "the row whose call hung is retried: %v", timeline(ev))
+		}
+	}
+	require.Len(t, gaveUp, 1, "one row should have given up waiting for the slot (timed out: %v)", timedOut)
+	b.fake.mu.Lock()
+	defer b.fake.mu.Unlock()
+	require.Equal(t, 1, b.fake.count["webhook/"+gaveUp[0]], "the row that gave up was sent once, when resumed")
 }
