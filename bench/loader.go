@@ -124,57 +124,16 @@ func (c *rawConn) readResponse() (status int, keepAlive bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("malformed status line %q", line)
 	}
-	length, chunked, keepAlive := int64(-1), false, true
-	for {
-		h, err := c.br.ReadSlice('\n')
-		if err != nil {
-			return 0, false, err
-		}
-		h = bytes.TrimRight(h, "\r\n")
-		if len(h) == 0 {
-			break
-		}
-		name, value, ok := bytes.Cut(h, []byte(":"))
-		if !ok {
-			return 0, false, fmt.Errorf("malformed header %q", h)
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.ParseInt(string(value), 10, 64); err != nil {
-				return 0, false, fmt.Errorf("malformed Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			chunked = bytes.EqualFold(value, []byte("chunked"))
-		case bytes.EqualFold(name, []byte("Connection")):
-			keepAlive = !bytes.EqualFold(value, []byte("close"))
-		}
+	h, err := readRawHeaders(c.br)
+	if err != nil {
+		return 0, false, err
 	}
-	switch {
-	case chunked:
-		for {
-			line, err := c.br.ReadSlice('\n')
-			if err != nil {
-				return 0, false, err
-			}
-			size, err := strconv.ParseInt(string(bytes.TrimSpace(bytes.SplitN(line, []byte(";"), 2)[0])), 16, 64)
-			if err != nil {
-				return 0, false, fmt.Errorf("malformed chunk size %q", line)
-			}
-			if _, err := c.br.Discard(int(size) + 2); err != nil { // the chunk and its CRLF
-				return 0, false, err
-			}
-			if size == 0 {
-				return status, keepAlive, nil // no trailers from MIO
-			}
-		}
-	case length >= 0:
-		_, err = c.br.Discard(int(length))
-		return status, keepAlive, err
-	default:
-		_, err = io.Copy(io.Discard, c.br) // read to close
+	if !h.chunked && h.length < 0 {
+		_, err = io.Copy(io.Discard, c.br) // a body to the end of the connection
 		return status, false, err
 	}
+	_, err = readRawBody(c.br, h, false, nil)
+	return status, !h.close, err
 }
 
 // indexPath returns where the path of an absolute URL starts.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -130,83 +129,16 @@ func readRawRequest(br *bufio.Reader, wantBody func() bool, buf []byte) (rawRequ
 	if !bytes.HasSuffix(line, []byte(" HTTP/1.1\r\n")) {
 		return r, fmt.Errorf("request line %q: want HTTP/1.1", line)
 	}
-	length, chunked := -1, false
-	for {
-		h, err := br.ReadSlice('\n')
-		if err != nil {
-			return r, fmt.Errorf("header: %w", err)
-		}
-		if len(h) <= 2 {
-			break
-		}
-		name, value, ok := bytes.Cut(h, []byte(":"))
-		if !ok {
-			return r, fmt.Errorf("header %q", h)
-		}
-		value = bytes.TrimSpace(value)
-		switch {
-		case bytes.EqualFold(name, []byte("Content-Length")):
-			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 {
-				return r, fmt.Errorf("Content-Length %q", value)
-			}
-		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
-			if !bytes.EqualFold(value, []byte("chunked")) {
-				return r, fmt.Errorf("Transfer-Encoding %q", value)
-			}
-			chunked = true
-		case bytes.EqualFold(name, []byte("Connection")):
-			r.close = bytes.EqualFold(value, []byte("close"))
-		}
+	h, err := readRawHeaders(br)
+	if err != nil {
+		return r, err
 	}
+	r.close = h.close
+	// A request without Content-Length or chunked encoding has no body.
 	keep := wantBody()
 	if keep {
 		r.body = buf
 	}
-	take := func(n int) error {
-		if !keep {
-			_, err := br.Discard(n)
-			return err
-		}
-		start := len(r.body)
-		r.body = append(r.body, make([]byte, n)...)
-		_, err := io.ReadFull(br, r.body[start:])
-		return err
-	}
-	switch {
-	case chunked:
-		for {
-			sz, err := br.ReadSlice('\n')
-			if err != nil {
-				return r, fmt.Errorf("chunk size: %w", err)
-			}
-			sz, _, _ = bytes.Cut(bytes.TrimSpace(sz), []byte(";"))
-			n, err := strconv.ParseInt(string(sz), 16, 32)
-			if err != nil || n < 0 {
-				return r, fmt.Errorf("chunk size %q", sz)
-			}
-			if n == 0 {
-				// Trailers (none expected) end with an empty line.
-				for {
-					t, err := br.ReadSlice('\n')
-					if err != nil {
-						return r, fmt.Errorf("trailer: %w", err)
-					}
-					if len(t) <= 2 {
-						return r, nil
-					}
-				}
-			}
-			if err := take(int(n)); err != nil {
-				return r, fmt.Errorf("chunk: %w", err)
-			}
-			if _, err := br.Discard(2); err != nil {
-				return r, fmt.Errorf("chunk end: %w", err)
-			}
-		}
-	case length > 0:
-		if err := take(length); err != nil {
-			return r, fmt.Errorf("body: %w", err)
-		}
-	}
-	return r, nil
+	r.body, err = readRawBody(br, h, keep, r.body)
+	return r, err
 }
