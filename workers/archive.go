@@ -1,7 +1,6 @@
 package workers
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,11 +69,18 @@ type ArchiveWorker struct {
 	// MaxAge flushes a partial batch once its oldest message has been
 	// ready this long. Default 10 minutes.
 	MaxAge time.Duration
+	// SpoolDir is where a batch's objects wait, beyond their first MiB,
+	// before they are written (a temporary file each). Default
+	// os.TempDir().
+	SpoolDir string
 	// MaxBatchesPerRun bounds one run per tenant. Default 100.
 	MaxBatchesPerRun int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 
+	// spoolMemory is how much of an object stays in memory before it is
+	// spooled to a file (archiveSpoolMemory; tests set less).
+	spoolMemory int
 	// afterWrite runs after a batch's objects are written and before the
 	// cursor commits (tests simulate a crash there).
 	afterWrite func(tenantID uuid.UUID) error
@@ -92,6 +98,9 @@ func (w *ArchiveWorker) defaults() {
 	}
 	if w.MaxBatchesPerRun <= 0 {
 		w.MaxBatchesPerRun = 100
+	}
+	if w.spoolMemory <= 0 {
+		w.spoolMemory = archiveSpoolMemory
 	}
 	if w.Now == nil {
 		w.Now = time.Now
@@ -144,7 +153,7 @@ func (w *ArchiveWorker) ArchiveTenant(ctx context.Context, tenantID uuid.UUID) (
 type archiveGroup struct {
 	channelType string
 	day         time.Time
-	buf         bytes.Buffer
+	out         *spool
 	rows        int
 }
 
@@ -162,6 +171,11 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 		groups      = map[string]*archiveGroup{}
 		lineErr     error
 	)
+	defer func() {
+		for _, g := range groups {
+			g.out.Close() //nolint:errcheck // a temporary file
+		}
+	}()
 	err = db.InTenantTx(ctx, w.Pool, tenantID, func(tx pgx.Tx) error {
 		var err error
 		if pos, err = db.ArchiveCursorGet(ctx, tx, tenantID); err != nil {
@@ -188,11 +202,13 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 			gk := r.ChannelType + "/" + day.Format(time.DateOnly)
 			g := groups[gk]
 			if g == nil {
-				g = &archiveGroup{channelType: r.ChannelType, day: day}
+				g = &archiveGroup{channelType: r.ChannelType, day: day, out: newSpool(w.SpoolDir, w.spoolMemory)}
 				groups[gk] = g
 			}
-			g.buf.Write(line)
-			g.buf.WriteByte('\n')
+			if err := g.out.writeLine(line); err != nil {
+				lineErr = err
+				return false
+			}
 			g.rows++
 			size += int64(len(line) + 1)
 			stopped = size >= w.BatchBytes
@@ -245,8 +261,12 @@ func (w *ArchiveWorker) batch(ctx context.Context, tenantID uuid.UUID) (n int, m
 	for _, k := range keys {
 		g := groups[k]
 		key := ArchiveObjectKey(g.channelType, g.day, tenantID, first)
-		nbytes := int64(g.buf.Len())
-		if _, _, err := w.Blob.Put(ctx, key, &g.buf, blob.PutOptions{ContentType: "application/x-ndjson", Overwrite: true}); err != nil {
+		nbytes := g.out.Len()
+		body, err := g.out.reader()
+		if err != nil {
+			return 0, false, fmt.Errorf("write %s: %w", key, err)
+		}
+		if _, _, err := w.Blob.Put(ctx, key, body, blob.PutOptions{ContentType: "application/x-ndjson", Overwrite: true}); err != nil {
 			return 0, false, fmt.Errorf("write %s: %w", key, err)
 		}
 		if w.Metrics != nil {

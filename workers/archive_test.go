@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -105,7 +106,11 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 	require.Len(t, ids, 10_000)
 
 	m := metrics.NewMedia(nil)
-	w := &workers.ArchiveWorker{Pool: b.env.Pool, Blob: store, Metrics: m, BatchRows: 3000, MaxAge: time.Nanosecond}
+	// Objects are spooled to files past their first 4 KiB: what is
+	// written is what was read, and no file is left, crash or not.
+	spoolDir := t.TempDir()
+	w := &workers.ArchiveWorker{Pool: b.env.Pool, Blob: store, Metrics: m, BatchRows: 3000, MaxAge: time.Nanosecond, SpoolDir: spoolDir}
+	w.SetSpoolMemory(4096)
 	var batches atomic.Int32
 	crash := errors.New("simulated crash")
 	w.SetAfterWrite(func(uuid.UUID) error {
@@ -141,6 +146,9 @@ func TestArchiveCrashRetryExactlyOncePerBatch(t *testing.T) {
 	n, err = w.ArchiveTenant(ctx, b.tenant)
 	require.NoError(t, err)
 	require.Zero(t, n)
+	left, err := os.ReadDir(spoolDir)
+	require.NoError(t, err)
+	require.Empty(t, left, "spool files are removed")
 }
 
 func (b *mediaBundle) countArchived(t testing.TB) int {

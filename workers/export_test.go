@@ -13,6 +13,10 @@ import (
 // before its cursor commits (crash simulation).
 func (w *ArchiveWorker) SetAfterWrite(f func(tenantID uuid.UUID) error) { w.afterWrite = f }
 
+// SetSpoolMemory sets how much of an object a batch keeps in memory
+// before it spools the object to a temporary file.
+func (w *ArchiveWorker) SetSpoolMemory(n int) { w.spoolMemory = n }
+
 // SweepTenant runs one sweep of a tenant as the periodic sweeper does
 // (cfg with its defaults) and returns how many rows it enqueued.
 func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, cfg OutboxSweepConfig) (int, error) {

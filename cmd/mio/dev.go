@@ -56,6 +56,7 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("data dir: %w", err)
 	}
 	log := newLogger(stderr, cfg.LogLevel)
+	tuneRuntime(getenv, log)
 	if cfg.MasterKey == nil {
 		if cfg.MasterKey, err = devSecretFile(filepath.Join(cfg.DataDir, "master.key"), 32); err != nil {
 			return err

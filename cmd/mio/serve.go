@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -55,7 +56,16 @@ func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if cfg.Role == "bridge" && cfg.NatsURL == "" {
 		return &usageError{"MIO_NATS_URL is required for mio serve --role bridge"}
 	}
-	return serve(ctx, cfg, newLogger(stderr, cfg.LogLevel), nil)
+	log := newLogger(stderr, cfg.LogLevel)
+	tuneRuntime(getenv, log)
+	return serve(ctx, cfg, log, nil)
+}
+
+// tuneRuntime sets the Go collector of a server process (config.TuneRuntime)
+// and logs how.
+func tuneRuntime(getenv env, log *slog.Logger) {
+	rt := config.TuneRuntime(getenv, os.ReadFile)
+	log.Info("go runtime: " + rt.String())
 }
 
 // listening is called once both listeners are bound.
