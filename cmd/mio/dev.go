@@ -56,7 +56,7 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("data dir: %w", err)
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	tuneRuntime(getenv, log)
+	rt := config.TuneRuntime(getenv, os.ReadFile)
 	if cfg.MasterKey == nil {
 		if cfg.MasterKey, err = devSecretFile(filepath.Join(cfg.DataDir, "master.key"), 32); err != nil {
 			return err
@@ -113,7 +113,7 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("seed demo install: %w", err)
 	}
 
-	return serve(ctx, cfg, log, func(publicAddr, adminAddr string) {
+	return serve(ctx, cfg, log, &rt, func(publicAddr, adminAddr string) {
 		info.AdminURL = "http://" + loopbackURLHost(adminAddr)
 		info.ConsoleURL = info.AdminURL + "/"
 		info.DatabaseURL = cfg.DatabaseURL

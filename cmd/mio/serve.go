@@ -57,15 +57,8 @@ func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return &usageError{"MIO_NATS_URL is required for mio serve --role bridge"}
 	}
 	log := newLogger(stderr, cfg.LogLevel)
-	tuneRuntime(getenv, log)
-	return serve(ctx, cfg, log, nil)
-}
-
-// tuneRuntime sets the Go collector of a server process (config.TuneRuntime)
-// and logs how.
-func tuneRuntime(getenv env, log *slog.Logger) {
 	rt := config.TuneRuntime(getenv, os.ReadFile)
-	log.Info("go runtime: " + rt.String())
+	return serve(ctx, cfg, log, &rt, nil)
 }
 
 // listening is called once both listeners are bound.
@@ -73,8 +66,10 @@ type listening func(publicAddr, adminAddr string)
 
 // serve runs the process until ctx is done, then shuts down gracefully
 // within cfg.ShutdownTimeout: stop accepting, drain in-flight requests,
-// stop River.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen listening) error {
+// stop River. rt, when not nil, is how the command tuned the Go runtime
+// (config.TuneRuntime): logged once the schema check has passed, so that a
+// refusal stays the one line it is.
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config.Runtime, onListen listening) error {
 	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -86,6 +81,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, onListen l
 			return err
 		}
 		return fmt.Errorf("check schema: %w", err)
+	}
+	if rt != nil {
+		log.Info("go runtime: " + rt.String())
 	}
 
 	pool, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: cfg.DBMaxConns, RuntimeRole: cfg.DBRuntimeRole})
