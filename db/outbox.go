@@ -179,6 +179,21 @@ type OutboxInserted struct {
 // tenant already used is skipped. The transaction's tenant must be
 // tenantID.
 func OutboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []OutboxNew) ([]OutboxInserted, error) {
+	p := outboxInsertParams(tenantID, rows)
+	res, err := queries().OutboxInsertBatch(ctx, tx, p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]OutboxInserted, len(res))
+	for i, r := range res {
+		out[i] = OutboxInserted{ID: r.ID, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
+
+// outboxInsertParams are OutboxInsertBatch's (and the strict variant's)
+// arrays for rows.
+func outboxInsertParams(tenantID uuid.UUID, rows []OutboxNew) *dbsqlc.OutboxInsertBatchParams {
 	p := &dbsqlc.OutboxInsertBatchParams{
 		TenantID:        tenantID,
 		Ids:             make([]uuid.UUID, len(rows)),
@@ -204,15 +219,7 @@ func OutboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []
 		}
 		p.JobIds[i] = r.JobID
 	}
-	res, err := queries().OutboxInsertBatch(ctx, tx, p)
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]OutboxInserted, len(res))
-	for i, r := range res {
-		out[i] = OutboxInserted{ID: r.ID, CreatedAt: r.CreatedAt}
-	}
-	return out, nil
+	return p
 }
 
 // OutboxGet returns one outbound message of the tenant.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 		}
 		args := map[string]any{"tenant_id": b.tenant, "outbox_id": rows[0]}
 		if len(more) > 0 {
-			args["more"] = more
+			args["more"] = strings.Join(more, ",") // jobs.IDList's form
 		}
 		raw, err := json.Marshal(args)
 		require.NoError(t, err)

@@ -83,10 +83,10 @@ func (b *testBundle) jobsMisnamed(t *testing.T) (rows, names int) {
 	require.NoError(t, b.owner.QueryRow(t.Context(), `SELECT
 		(SELECT count(*) FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
 		 WHERE j.id IS NULL OR (j.args->>'tenant_id')::uuid <> o.tenant_id
-		    OR NOT ((j.args->>'outbox_id')::uuid = o.id OR coalesce(j.args->'more', '[]') ? o.id::text)),
+		    OR NOT ((j.args->>'outbox_id')::uuid = o.id OR o.id::text = ANY (string_to_array(j.args->>'more', ',')))),
 		(SELECT count(*) FROM river.river_job j
 		 CROSS JOIN LATERAL (SELECT (j.args->>'outbox_id')::uuid AS id
-		                     UNION ALL SELECT m::uuid FROM jsonb_array_elements_text(coalesce(j.args->'more', '[]')) AS m) AS n
+		                     UNION ALL SELECT m::uuid FROM unnest(string_to_array(j.args->>'more', ',')) AS m) AS n
 		 LEFT JOIN mio.outbox o ON o.id = n.id AND o.job_id = j.id
 		 WHERE j.kind = 'mio.dispatch' AND o.id IS NULL)`).Scan(&rows, &names))
 	return rows, names

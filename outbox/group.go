@@ -20,7 +20,10 @@ import (
 // of statements whatever their count: one read of the idempotency keys
 // already used, one of the accounts, one of the edited messages (when
 // any), one insert of the dispatch jobs and one of the rows with their
-// first events.
+// first events. Group commit sends them in three round trips (a
+// db.SendTx: the reads with the BEGIN, the jobs, the rows with the
+// COMMIT); a batch and SendTx send them one by one in the caller's
+// transaction.
 
 // MaxBatch is the most commands SendBatch takes.
 const MaxBatch = 500
@@ -46,7 +49,11 @@ func (s *Service) StartGroupCommit(cfg groupcommit.Config) (stop func()) {
 }
 
 // commitRequests is the group-commit Func: one transaction, each tenant's
-// sends under its own tenant setting.
+// sends under its own tenant setting, in three round trips
+// (commitPipelined). When an idempotency key turns out taken meanwhile, or
+// comes twice in the group, that transaction fails whole and the group is
+// done again by commitCareful, which answers those sends with the row
+// holding the key.
 func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]groupcommit.Outcome[*Sent], error) {
 	var order []uuid.UUID
 	byTenant := map[uuid.UUID][]int{}
@@ -56,7 +63,91 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 		}
 		byTenant[r.tenantID] = append(byTenant[r.tenantID], i)
 	}
+	cmdsOf := make([][]*command, len(order))
+	for n, tenant := range order {
+		for _, i := range byTenant[tenant] {
+			cmdsOf[n] = append(cmdsOf[n], reqs[i].cmd)
+		}
+	}
 	outs := make([]groupcommit.Outcome[*Sent], len(reqs))
+	got, err := s.commitPipelined(ctx, order, cmdsOf)
+	if errors.Is(err, db.ErrConflict) {
+		got, err = s.commitCareful(ctx, order, cmdsOf)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for n, tenant := range order {
+		for k, i := range byTenant[tenant] {
+			outs[i] = got[n][k]
+		}
+	}
+	return outs, nil
+}
+
+// commitPipelined sends the groups (cmdsOf[n]: tenant order[n]'s) in a
+// db.SendTx: every lookup with the BEGIN, the jobs in one River insert,
+// the rows with the COMMIT. Its answers are per tenant, per command.
+func (s *Service) commitPipelined(ctx context.Context, order []uuid.UUID, cmdsOf [][]*command) ([][]groupcommit.Outcome[*Sent], error) {
+	lookups := make([]db.SendLookup, len(order))
+	for n, tenant := range order {
+		l := db.SendLookup{TenantID: tenant}
+		seen := map[uuid.UUID]bool{}
+		for _, c := range cmdsOf[n] {
+			l.Keys = append(l.Keys, c.IdempotencyKey)
+			if !seen[c.AccountID] {
+				seen[c.AccountID] = true
+				l.AccountIDs = append(l.AccountIDs, c.AccountID)
+			}
+			if c.EditOf != nil {
+				l.EditIDs = append(l.EditIDs, *c.EditOf)
+			}
+		}
+		lookups[n] = l
+	}
+	st, found, err := db.BeginSendTx(ctx, s.pool, lookups)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Rollback()
+	outs := make([][]groupcommit.Outcome[*Sent], len(order))
+	inserts := make([]db.SendInsert, len(order))
+	ats := make([][]int, len(order))
+	for n, tenant := range order {
+		accts := make(map[uuid.UUID]*db.Account, len(found[n].Accounts))
+		for _, a := range found[n].Accounts {
+			accts[a.ID] = a
+		}
+		var rows []db.OutboxNew
+		outs[n], rows, ats[n] = plan(cmdsOf[n], byKey(found[n].Priors), accts, byID(found[n].Edited))
+		inserts[n] = db.SendInsert{TenantID: tenant, Rows: rows}
+	}
+	if err := s.insertJobs(ctx, st.Tx(), inserts); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	ins, err := st.Commit(ctx, inserts)
+	if err != nil {
+		if errors.Is(err, db.ErrConflict) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	for n := range order {
+		rows := inserts[n].Rows
+		if len(ins[n]) != len(rows) {
+			return nil, fmt.Errorf("outbox: %d of %d rows inserted", len(ins[n]), len(rows))
+		}
+		for k, i := range ats[n] {
+			outs[n][i].Res = &Sent{ID: rows[k].ID, HandoffState: db.HandoffQueued}
+		}
+	}
+	return outs, nil
+}
+
+// commitCareful sends the groups in one ordinary tenant transaction,
+// statement by statement (sendGroup).
+func (s *Service) commitCareful(ctx context.Context, order []uuid.UUID, cmdsOf [][]*command) ([][]groupcommit.Outcome[*Sent], error) {
+	outs := make([][]groupcommit.Outcome[*Sent], len(order))
 	err := db.InTenantTx(ctx, s.pool, order[0], func(tx pgx.Tx) error {
 		for n, tenant := range order {
 			if n > 0 {
@@ -64,16 +155,9 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 					return err
 				}
 			}
-			cmds := make([]*command, len(byTenant[tenant]))
-			for k, i := range byTenant[tenant] {
-				cmds[k] = reqs[i].cmd
-			}
-			got, err := s.sendGroup(ctx, tx, tenant, cmds)
-			if err != nil {
+			var err error
+			if outs[n], err = s.sendGroup(ctx, tx, tenant, cmdsOf[n]); err != nil {
 				return err
-			}
-			for k, i := range byTenant[tenant] {
-				outs[i] = got[k]
 			}
 		}
 		return nil
@@ -170,7 +254,6 @@ func (s *Service) sendOne(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, c 
 // *ValidationError; neither writes anything. The error return is for
 // the transaction: after it the caller rolls tx back.
 func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cmds []*command) ([]groupcommit.Outcome[*Sent], error) {
-	outs := make([]groupcommit.Outcome[*Sent], len(cmds))
 	keys := make([]string, 0, len(cmds))
 	for _, c := range cmds {
 		keys = append(keys, c.IdempotencyKey)
@@ -179,13 +262,10 @@ func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, 
 	if err != nil {
 		return nil, fmt.Errorf("outbox: idempotency keys: %w", err)
 	}
-	byKey := make(map[string]*db.Outbound, len(priors))
-	for _, p := range priors {
-		byKey[p.IdempotencyKey] = p
-	}
+	used := byKey(priors)
 	var acctIDs, editIDs []uuid.UUID
 	for _, c := range cmds {
-		if byKey[c.IdempotencyKey] == nil {
+		if used[c.IdempotencyKey] == nil {
 			acctIDs = append(acctIDs, c.AccountID)
 			if c.EditOf != nil {
 				editIDs = append(editIDs, *c.EditOf)
@@ -196,22 +276,7 @@ func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, 
 	if err != nil {
 		return nil, err
 	}
-
-	var rows []db.OutboxNew
-	var at []int
-	for i, c := range cmds {
-		if p := byKey[c.IdempotencyKey]; p != nil {
-			outs[i].Res, outs[i].Err = replay(p, c.hash)
-			continue
-		}
-		row, err := newRow(c, accts[c.AccountID], edited)
-		if err != nil {
-			outs[i].Err = err
-			continue
-		}
-		rows = append(rows, *row)
-		at = append(at, i)
-	}
+	outs, rows, at := plan(cmds, used, accts, edited)
 	if len(rows) == 0 {
 		return outs, nil
 	}
@@ -258,17 +323,56 @@ func (s *Service) sendGroup(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, 
 		return nil, fmt.Errorf("outbox: idempotency keys: %w", err)
 	}
 	for _, p := range priors {
-		byKey[p.IdempotencyKey] = p
+		used[p.IdempotencyKey] = p
 	}
 	for _, k := range lost {
 		i := at[k]
-		p := byKey[cmds[i].IdempotencyKey]
+		p := used[cmds[i].IdempotencyKey]
 		if p == nil {
 			return nil, fmt.Errorf("outbox: idempotency key %q neither inserted nor found", cmds[i].IdempotencyKey)
 		}
 		outs[i].Res, outs[i].Err = replay(p, cmds[i].hash)
 	}
 	return outs, nil
+}
+
+// plan answers the commands of a group that what was read settles — a
+// replay of a used key (used: the tenant's messages by key), a refusal —
+// and builds the rows of the others; at[k] is rows[k]'s command.
+func plan(cmds []*command, used map[string]*db.Outbound, accts map[uuid.UUID]*db.Account, edited map[uuid.UUID]*db.Outbound) ([]groupcommit.Outcome[*Sent], []db.OutboxNew, []int) {
+	outs := make([]groupcommit.Outcome[*Sent], len(cmds))
+	var rows []db.OutboxNew
+	var at []int
+	for i, c := range cmds {
+		if p := used[c.IdempotencyKey]; p != nil {
+			outs[i].Res, outs[i].Err = replay(p, c.hash)
+			continue
+		}
+		row, err := newRow(c, accts[c.AccountID], edited)
+		if err != nil {
+			outs[i].Err = err
+			continue
+		}
+		rows = append(rows, *row)
+		at = append(at, i)
+	}
+	return outs, rows, at
+}
+
+func byKey(os []*db.Outbound) map[string]*db.Outbound {
+	m := make(map[string]*db.Outbound, len(os))
+	for _, o := range os {
+		m[o.IdempotencyKey] = o
+	}
+	return m
+}
+
+func byID(os []*db.Outbound) map[uuid.UUID]*db.Outbound {
+	m := make(map[uuid.UUID]*db.Outbound, len(os))
+	for _, o := range os {
+		m[o.ID] = o
+	}
+	return m
 }
 
 // lookups reads the accounts and the edited messages a group's commands

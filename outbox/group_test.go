@@ -119,31 +119,54 @@ func TestGroupCommitSends(t *testing.T) {
 	require.Positive(t, tookAll, "each batch reports its transaction's time")
 }
 
-// TestGroupCommitSameKeyTwice: the same key sent twice in one group
-// stores one message and one job; the other send answers with it, or
-// with a conflict when its command differs.
+// TestGroupCommitSameKeyTwice: the same key sent twice in one group — a
+// batch, or two Sends gathered by group commit, whose three-round-trip
+// transaction then fails on the key and is done again statement by
+// statement — stores one message and one job; the other send answers
+// with it, or with a conflict when its command differs.
 func TestGroupCommitSameKeyTwice(t *testing.T) {
 	t.Parallel()
-	for _, differ := range []bool{false, true} {
-		t.Run(fmt.Sprint("differ=", differ), func(t *testing.T) {
-			t.Parallel()
-			b := setup(t)
-			cmds := []*envelope.SendCommand{b.a.cmd("twice"), b.a.cmd("twice")}
-			if differ {
-				cmds[1].Text = "other"
-			}
-			items, err := b.svc.SendBatch(t.Context(), b.a.id, cmds)
-			require.NoError(t, err)
-			require.NoError(t, items[0].Err)
-			require.False(t, items[0].Sent.Replayed)
-			if differ {
-				require.ErrorIs(t, items[1].Err, outbox.ErrKeyConflict)
-			} else {
-				require.NoError(t, items[1].Err)
-				require.Equal(t, &outbox.Sent{ID: items[0].Sent.ID, HandoffState: db.HandoffQueued, Replayed: true}, items[1].Sent)
-			}
-			require.Equal(t, [3]int{1, 1, 1}, b.counts(t), "one message, one job")
-		})
+	for _, how := range []string{"batch", "group commit"} {
+		for _, differ := range []bool{false, true} {
+			t.Run(fmt.Sprint(how, " differ=", differ), func(t *testing.T) {
+				t.Parallel()
+				b := setup(t)
+				cmds := []*envelope.SendCommand{b.a.cmd("twice"), b.a.cmd("twice")}
+				if differ {
+					cmds[1].Text = "other"
+				}
+				items := make([]outbox.BatchItem, 2)
+				if how == "batch" {
+					var err error
+					items, err = b.svc.SendBatch(t.Context(), b.a.id, cmds)
+					require.NoError(t, err)
+				} else {
+					var batches []int
+					var mu sync.Mutex
+					stop := b.svc.StartGroupCommit(groupcommit.Config{Window: time.Second, MaxBatch: 2, Flushers: 1,
+						OnBatch: func(n int, _ time.Duration) { mu.Lock(); batches = append(batches, n); mu.Unlock() }})
+					var wg sync.WaitGroup
+					for i := range cmds {
+						wg.Go(func() { items[i].Sent, items[i].Err = b.svc.Send(t.Context(), b.a.id, cmds[i]) })
+					}
+					wg.Wait()
+					stop()
+					require.Equal(t, []int{2}, batches, "both sends in one group")
+					if items[0].Err != nil || items[0].Sent.Replayed {
+						items[0], items[1] = items[1], items[0] // the first to arrive wins: put it first
+					}
+				}
+				require.NoError(t, items[0].Err)
+				require.False(t, items[0].Sent.Replayed)
+				if differ {
+					require.ErrorIs(t, items[1].Err, outbox.ErrKeyConflict)
+				} else {
+					require.NoError(t, items[1].Err)
+					require.Equal(t, &outbox.Sent{ID: items[0].Sent.ID, HandoffState: db.HandoffQueued, Replayed: true}, items[1].Sent)
+				}
+				require.Equal(t, [3]int{1, 1, 1}, b.counts(t), "one message, one job")
+			})
+		}
 	}
 }
 

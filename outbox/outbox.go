@@ -137,29 +137,46 @@ func (s *Service) newCommand(cmd *envelope.SendCommand) (*command, error) {
 // rolls tx back or deletes the jobs no inserted row shares (Send does).
 // Benchmarks and tests use it to enqueue in bulk.
 func (s *Service) EnqueueTx(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, rows []db.OutboxNew) ([]db.OutboxInserted, error) {
-	groups := jobGroups(rows)
-	params := make([]river.InsertManyParams, len(groups))
-	for g, members := range groups {
-		args := jobs.DispatchArgs{TenantID: tenantID, OutboxID: rows[members[0]].ID, AccountID: rows[members[0]].AccountID}
-		for _, i := range members[1:] {
-			args.More = append(args.More, rows[i].ID)
-		}
-		params[g] = river.InsertManyParams{Args: args}
-	}
-	res, err := s.river.InsertManyTx(ctx, tx, params)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue dispatch: %w", err)
-	}
-	for g, members := range groups {
-		for _, i := range members {
-			rows[i].JobID = res[g].Job.ID
-		}
+	if err := s.insertJobs(ctx, tx, []db.SendInsert{{TenantID: tenantID, Rows: rows}}); err != nil {
+		return nil, err
 	}
 	ins, err := db.OutboxInsertBatch(ctx, tx, tenantID, rows)
 	if err != nil {
 		return nil, fmt.Errorf("insert outbox: %w", err)
 	}
 	return ins, nil
+}
+
+// insertJobs inserts the dispatch jobs of every tenant's rows in one
+// River insert and fills in each row's JobID (and ID when unset).
+func (s *Service) insertJobs(ctx context.Context, tx pgx.Tx, sets []db.SendInsert) error {
+	var params []river.InsertManyParams
+	var owners [][]*db.OutboxNew // each job's rows
+	for _, set := range sets {
+		for _, members := range jobGroups(set.Rows) {
+			args := jobs.DispatchArgs{TenantID: set.TenantID, OutboxID: set.Rows[members[0]].ID, AccountID: set.Rows[members[0]].AccountID}
+			rows := []*db.OutboxNew{&set.Rows[members[0]]}
+			for _, i := range members[1:] {
+				args.More = append(args.More, set.Rows[i].ID)
+				rows = append(rows, &set.Rows[i])
+			}
+			params = append(params, river.InsertManyParams{Args: args})
+			owners = append(owners, rows)
+		}
+	}
+	if len(params) == 0 {
+		return nil
+	}
+	res, err := s.river.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return fmt.Errorf("enqueue dispatch: %w", err)
+	}
+	for g, rows := range owners {
+		for _, r := range rows {
+			r.JobID = res[g].Job.ID
+		}
+	}
+	return nil
 }
 
 // JobGroupRows is the most rows one dispatch job is inserted for. A job

@@ -13,6 +13,7 @@ import (
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/outbox"
 )
 
@@ -160,13 +161,21 @@ func TestSendTx(t *testing.T) {
 
 // TestSendConcurrentSameKey: two sends of one key in flight at once store
 // one message and one job; the second answers with the first's message
-// (or a conflict when its command differs).
+// (or a conflict when its command differs) — alone, or through group
+// commit, whose three-round-trip transaction fails on the key once the
+// first commits and is done again statement by statement.
 func TestSendConcurrentSameKey(t *testing.T) {
 	t.Parallel()
-	for _, differ := range []bool{false, true} {
-		t.Run(map[bool]string{false: "same command", true: "different command"}[differ], func(t *testing.T) {
+	for _, c := range []struct{ differ, grouped bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		differ := c.differ
+		name := map[bool]string{false: "same command", true: "different command"}[differ] + map[bool]string{true: ", group commit"}[c.grouped]
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
+			if c.grouped {
+				stop := b.svc.StartGroupCommit(groupcommit.Config{Flushers: 1})
+				defer stop()
+			}
 			first, err := db.BeginTenant(t.Context(), b.env.Pool, b.a.id)
 			require.NoError(t, err)
 			defer first.Rollback(t.Context()) //nolint:errcheck

@@ -36,6 +36,46 @@ ev AS (
 )
 SELECT ins.id, ins.created_at FROM ins;
 
+-- name: OutboxInsertBatchStrict :many
+-- OutboxInsertBatch for a group of sends whose idempotency keys were all
+-- free when read (the group-commit path, outbox.commitRequests): a key
+-- taken since — a concurrent send of it committed first — or given twice
+-- fails the statement (unique_violation) instead of skipping the row, so
+-- the transaction can be sent with its COMMIT in one round trip; on that
+-- error the group is done again on the path that reads back and answers
+-- with the row holding the key.
+WITH input AS (
+    SELECT unnest(@ids::uuid[]) AS id,
+           unnest(@account_ids::uuid[]) AS account_id,
+           unnest(@channel_types::text[]) AS channel_type,
+           unnest(@conversation_ids::text[]) AS conversation_id,
+           unnest(@thread_ids::text[]) AS thread_id,
+           unnest(@idempotency_keys::text[]) AS idempotency_key,
+           unnest(@request_sha256s::bytea[]) AS request_sha256,
+           unnest(@texts::text[]) AS text,
+           unnest(@rich_contents::text[]) AS rich_content,
+           unnest(@attachments::text[]) AS attachments,
+           unnest(@edit_ofs::uuid[]) AS edit_of,
+           unnest(@job_ids::bigint[]) AS job_id
+),
+ins AS (
+    INSERT INTO mio.outbox (
+        tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
+        request_sha256, text, rich_content, attachments, edit_of, job_id
+    )
+    SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
+           input.thread_id, input.idempotency_key, input.request_sha256, input.text,
+           nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+    FROM input
+    RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT @tenant_id::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
+)
+SELECT ins.id, ins.created_at FROM ins;
+
 -- name: OutboxGet :one
 SELECT * FROM mio.outbox WHERE tenant_id = @tenant_id AND id = @id;
 

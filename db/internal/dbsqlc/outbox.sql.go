@@ -510,6 +510,102 @@ func (q *Queries) OutboxInsertBatch(ctx context.Context, db DBTX, arg *OutboxIns
 	return items, nil
 }
 
+const OutboxInsertBatchStrict = `-- name: OutboxInsertBatchStrict :many
+WITH input AS (
+    SELECT unnest($1::uuid[]) AS id,
+           unnest($2::uuid[]) AS account_id,
+           unnest($3::text[]) AS channel_type,
+           unnest($4::text[]) AS conversation_id,
+           unnest($5::text[]) AS thread_id,
+           unnest($6::text[]) AS idempotency_key,
+           unnest($7::bytea[]) AS request_sha256,
+           unnest($8::text[]) AS text,
+           unnest($9::text[]) AS rich_content,
+           unnest($10::text[]) AS attachments,
+           unnest($11::uuid[]) AS edit_of,
+           unnest($12::bigint[]) AS job_id
+),
+ins AS (
+    INSERT INTO mio.outbox (
+        tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
+        request_sha256, text, rich_content, attachments, edit_of, job_id
+    )
+    SELECT $13::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
+           input.thread_id, input.idempotency_key, input.request_sha256, input.text,
+           nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+    FROM input
+    RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
+),
+ev AS (
+    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+    SELECT $13::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
+)
+SELECT ins.id, ins.created_at FROM ins
+`
+
+type OutboxInsertBatchStrictParams struct {
+	Ids             []uuid.UUID
+	AccountIds      []uuid.UUID
+	ChannelTypes    []string
+	ConversationIds []string
+	ThreadIds       []string
+	IdempotencyKeys []string
+	RequestSha256s  [][]byte
+	Texts           []string
+	RichContents    []string
+	Attachments     []string
+	EditOfs         []uuid.UUID
+	JobIds          []int64
+	TenantID        uuid.UUID
+}
+
+type OutboxInsertBatchStrictRow struct {
+	ID        uuid.UUID
+	CreatedAt time.Time
+}
+
+// OutboxInsertBatch for a group of sends whose idempotency keys were all
+// free when read (the group-commit path, outbox.commitRequests): a key
+// taken since — a concurrent send of it committed first — or given twice
+// fails the statement (unique_violation) instead of skipping the row, so
+// the transaction can be sent with its COMMIT in one round trip; on that
+// error the group is done again on the path that reads back and answers
+// with the row holding the key.
+func (q *Queries) OutboxInsertBatchStrict(ctx context.Context, db DBTX, arg *OutboxInsertBatchStrictParams) ([]OutboxInsertBatchStrictRow, error) {
+	rows, err := db.Query(ctx, OutboxInsertBatchStrict,
+		arg.Ids,
+		arg.AccountIds,
+		arg.ChannelTypes,
+		arg.ConversationIds,
+		arg.ThreadIds,
+		arg.IdempotencyKeys,
+		arg.RequestSha256s,
+		arg.Texts,
+		arg.RichContents,
+		arg.Attachments,
+		arg.EditOfs,
+		arg.JobIds,
+		arg.TenantID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboxInsertBatchStrictRow
+	for rows.Next() {
+		var i OutboxInsertBatchStrictRow
+		if err := rows.Scan(&i.ID, &i.CreatedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const OutboxKeepStats = `-- name: OutboxKeepStats :one
 SELECT mio.outbox_keep_stats()::bool AS analyzed
 `
