@@ -55,6 +55,11 @@ type EnvOptions struct {
 	Binary string
 	// ServerEnv adds environment to the server.
 	ServerEnv []string
+	// ServerFlags are settings given to the bench command as flags
+	// (config.Config.FromFlags): the server gets them over ServerEnv and
+	// the environment, under the wiring the bench owns (database URL,
+	// master key, listener addresses).
+	ServerFlags []string
 	Out       io.Writer
 }
 
@@ -113,9 +118,12 @@ func Start(ctx context.Context, opts EnvOptions) (*Env, error) {
 	adminAddr := "127.0.0.1:" + strconv.Itoa(adminPort)
 	e.AdminURL = "http://" + adminAddr
 	cmd := exec.Command(opts.Binary, "serve")
-	cmd.Env = append(os.Environ(), "MIO_DATABASE_URL="+e.DatabaseURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(e.MasterKey),
-		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR="+adminAddr, "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40", "MIO_PPROF=true")
+	// Later entries win (os/exec keeps the last of a name).
+	cmd.Env = append(os.Environ(), "MIO_LOG_LEVEL=error", "MIO_DB_MAX_CONNS=40", "MIO_PPROF=true")
 	cmd.Env = append(cmd.Env, opts.ServerEnv...)
+	cmd.Env = append(cmd.Env, opts.ServerFlags...)
+	cmd.Env = append(cmd.Env, "MIO_DATABASE_URL="+e.DatabaseURL, "MIO_MASTER_KEY="+base64.StdEncoding.EncodeToString(e.MasterKey),
+		"MIO_HTTP_ADDR="+addr, "MIO_ADMIN_ADDR="+adminAddr)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

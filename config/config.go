@@ -147,6 +147,11 @@ type Config struct {
 	// HTTPAddr (http://localhost:PORT); PublicURLDerived is then true.
 	PublicURL        string
 	PublicURLDerived bool
+	// FromFlags are the settings given as flags on the command line, as
+	// environment entries ("MIO_INGEST_FLUSHERS=3"), in the options'
+	// order: a command that starts another mio process (mio bench's
+	// server) passes them on, so a flag means the same there.
+	FromFlags []string
 	// Pprof (MIO_PPROF) serves /debug/pprof on the admin listener, to
 	// operator admin tokens only. Default false.
 	Pprof bool
@@ -466,6 +471,7 @@ func load(name string, args []string, getenv func(string) string, usageOut io.Wr
 		}
 		if set[o.flag] {
 			v, source = *vals[o.flag], "--"+o.flag
+			c.FromFlags = append(c.FromFlags, primaryEnv(o)+"="+v)
 		}
 		if err := o.set(c, v); err != nil {
 			shown := v

@@ -46,6 +46,21 @@ func TestLoadPrecedence(t *testing.T) {
 	require.Equal(t, "postgres://x@y/z", c.DatabaseURL, "MIO_DATABASE_URL wins over DATABASE_URL")
 }
 
+// TestFromFlags: the settings given as flags, and only those, come back
+// as environment entries under their primary names, so that a command
+// starting another mio process (mio bench's server) can pass them on.
+func TestFromFlags(t *testing.T) {
+	t.Parallel()
+	env := envMap(map[string]string{"MIO_ROLE": "api", "DATABASE_URL": "postgres://a@b/c"})
+	c, _, err := Load("test", []string{"--ingest-flushers", "3", "--outbound-window", "1ms"}, env, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 3, c.IngestFlushers)
+	require.ElementsMatch(t, []string{"MIO_INGEST_FLUSHERS=3", "MIO_OUTBOUND_WINDOW=1ms"}, c.FromFlags)
+	c, _, err = Load("test", nil, env, io.Discard)
+	require.NoError(t, err)
+	require.Empty(t, c.FromFlags, "the environment's settings are not flags")
+}
+
 func TestLoadOnly(t *testing.T) {
 	t.Parallel()
 	env := envMap(map[string]string{"MIO_ARCHIVE_INTERVAL": "5m"})
