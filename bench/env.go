@@ -60,7 +60,7 @@ type EnvOptions struct {
 	// the environment, under the wiring the bench owns (database URL,
 	// master key, listener addresses).
 	ServerFlags []string
-	Out       io.Writer
+	Out         io.Writer
 }
 
 // Start prepares the database (migrated) and starts the server.
