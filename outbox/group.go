@@ -114,12 +114,8 @@ func (s *Service) commitPipelined(ctx context.Context, order []uuid.UUID, cmdsOf
 	inserts := make([]db.SendInsert, len(order))
 	ats := make([][]int, len(order))
 	for n, tenant := range order {
-		accts := make(map[uuid.UUID]*db.Account, len(found[n].Accounts))
-		for _, a := range found[n].Accounts {
-			accts[a.ID] = a
-		}
 		var rows []db.OutboxNew
-		outs[n], rows, ats[n] = plan(cmdsOf[n], byKey(found[n].Priors), accts, byID(found[n].Edited))
+		outs[n], rows, ats[n] = plan(cmdsOf[n], byKey(found[n].Priors), accountsByID(found[n].Accounts), byID(found[n].Edited))
 		inserts[n] = db.SendInsert{TenantID: tenant, Rows: rows}
 	}
 	if err := s.insertJobs(ctx, st.Tx(), inserts); err != nil {
@@ -367,6 +363,14 @@ func byKey(os []*db.Outbound) map[string]*db.Outbound {
 	return m
 }
 
+func accountsByID(as []*db.Account) map[uuid.UUID]*db.Account {
+	m := make(map[uuid.UUID]*db.Account, len(as))
+	for _, a := range as {
+		m[a.ID] = a
+	}
+	return m
+}
+
 func byID(os []*db.Outbound) map[uuid.UUID]*db.Outbound {
 	m := make(map[uuid.UUID]*db.Outbound, len(os))
 	for _, o := range os {
@@ -384,9 +388,7 @@ func lookups(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, acctIDs, editID
 		if err != nil {
 			return nil, nil, fmt.Errorf("outbox: accounts: %w", err)
 		}
-		for _, a := range as {
-			accts[a.ID] = a
-		}
+		accts = accountsByID(as)
 	}
 	edited := map[uuid.UUID]*db.Outbound{}
 	if len(editIDs) > 0 {
@@ -394,9 +396,7 @@ func lookups(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, acctIDs, editID
 		if err != nil {
 			return nil, nil, fmt.Errorf("outbox: edited messages: %w", err)
 		}
-		for _, o := range found {
-			edited[o.ID] = o
-		}
+		edited = byID(found)
 	}
 	return accts, edited, nil
 }
