@@ -49,6 +49,31 @@ func WorkerReclaim(ctx context.Context, db DBTX, clientID string, ttl time.Durat
 	return out, nil
 }
 
+// ScheduledJob is a due River job a worker made available while River
+// had no live leader.
+type ScheduledJob struct {
+	ID    int64
+	Kind  string
+	Queue string
+}
+
+// WorkerSchedule, run by the live worker clientID, makes up to max due
+// scheduled or retryable River jobs available when River has no live
+// leader to do it (see mio.worker_schedule) and returns them. Nothing
+// while a leader with a live heartbeat holds office, or while clientID
+// itself has not been alive for ttl.
+func WorkerSchedule(ctx context.Context, db DBTX, clientID string, ttl time.Duration, max int) ([]ScheduledJob, error) {
+	rows, err := queries().WorkerSchedule(ctx, db, &dbsqlc.WorkerScheduleParams{ClientID: clientID, TtlSeconds: ttl.Seconds(), MaxJobs: int32(max)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]ScheduledJob, len(rows))
+	for i, r := range rows {
+		out[i] = ScheduledJob{ID: r.JobID, Kind: r.Kind, Queue: r.Queue}
+	}
+	return out, nil
+}
+
 // HeldSend is a sending row held by a reclaimed dispatch job.
 type HeldSend struct {
 	ID, AccountID uuid.UUID

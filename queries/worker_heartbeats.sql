@@ -32,3 +32,9 @@ SET lease_until = least(o.lease_until, now()), updated_at = now()
 WHERE o.tenant_id = @tenant_id AND o.handoff_state = 'sending'
   AND o.job_id = ANY (@job_ids::bigint[])
 RETURNING o.id, o.account_id, coalesce(o.id = mio.dispatch_job_row(o.job_id), false)::bool AS own;
+
+-- name: WorkerSchedule :many
+-- Makes due River jobs available while River has no live leader (see
+-- mio.worker_schedule).
+SELECT s.job_id::bigint AS job_id, s.kind::text AS kind, s.queue::text AS queue
+FROM mio.worker_schedule(@client_id::text, @ttl_seconds::float8, @max_jobs::int) AS s;

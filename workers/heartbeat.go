@@ -58,6 +58,13 @@ type HeartbeatConfig struct {
 // back from a database outage) reclaims nothing, so after an outage every
 // worker has a timeout to come back before any is judged.
 //
+// While River has no live leader (its leader was killed and still holds
+// office until its row expires, or PostgreSQL was crash-restarted and the
+// leader table is empty), every live worker also stands in for River's
+// scheduler, which runs only on the leader: it makes due scheduled and
+// retryable jobs available (mio.worker_schedule), so a send's retry or a
+// snoozed job does not wait for the next election.
+//
 // Heartbeat is also the River worker middleware that does the
 // cancelling: pass it as Config.Heartbeat.
 type Heartbeat struct {
@@ -115,8 +122,9 @@ func (h *Heartbeat) Work(ctx context.Context, _ *rivertype.JobRow, doInner func(
 }
 
 // Start refreshes the row of River client clientID once (an error if it
-// cannot), then every Timeout/5, reclaiming dead workers' jobs after each
-// refresh, until Stop. enqueue inserts the dispatch jobs that rows held
+// cannot), then every Timeout/5, reclaiming dead workers' jobs and, while
+// River has no live leader, scheduling due jobs after each refresh, until
+// Stop. enqueue inserts the dispatch jobs that rows held
 // by reclaimed jobs need (nil leaves them to the outbox sweeper).
 func (h *Heartbeat) Start(ctx context.Context, clientID string, enqueue *river.Client[pgx.Tx]) error {
 	h.enqueue = enqueue
@@ -178,6 +186,30 @@ func (h *Heartbeat) beat(ctx context.Context, clientID string) {
 	if err := h.reclaim(ctx, clientID); err != nil && ctx.Err() == nil {
 		h.cfg.Logger.Warn("heartbeat: reclaim dead workers' jobs", "err", err)
 	}
+	if err := h.schedule(ctx, clientID); err != nil && ctx.Err() == nil {
+		h.cfg.Logger.Warn("heartbeat: schedule due jobs without a leader", "err", err)
+	}
+}
+
+// schedule stands in for River's scheduler, which runs only on River's
+// leader, while there is no live leader: a leader killed with SIGKILL
+// holds office until its row expires, and a leader elected just before it
+// died holds it again as long. Without this the jobs waiting for their
+// time — a send's retry after its backoff, a job snoozed by a worker
+// whose heartbeat was lost — would wait for the next election however
+// long their send's lease ended ago. One look at two small tables while a
+// leader lives (mio.worker_schedule).
+func (h *Heartbeat) schedule(ctx context.Context, clientID string) error {
+	moved, err := db.WorkerSchedule(ctx, h.pool, clientID, h.cfg.Timeout, 1000)
+	if err != nil || len(moved) == 0 {
+		return err
+	}
+	kinds := map[string]int{}
+	for _, j := range moved {
+		kinds[j.Kind]++
+	}
+	h.cfg.Logger.Info("heartbeat: made due jobs available while River has no live leader", "jobs", len(moved), "kinds", kinds)
+	return nil
 }
 
 // refreshed records a refresh that began at start: the heartbeat is lost

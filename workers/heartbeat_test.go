@@ -192,3 +192,112 @@ func TestHeartbeatReclaimResumesSend(t *testing.T) {
 	keys := []string{calls[0].Key, calls[1].Key}
 	require.ElementsMatch(t, []string{fmt.Sprintf("mio-%s", id), fmt.Sprintf("mio-%s", extra)}, keys, "the same series keys")
 }
+
+// TestWorkerSchedule: while River has no live leader — no leadership
+// row, or one whose leader's heartbeat expired — a worker alive for a
+// whole timeout makes the due scheduled and retryable jobs available, as
+// River's scheduler would; it leaves alone jobs not yet due, jobs with a
+// unique key (River's scheduler settles their conflicts) and jobs in
+// other states; it does nothing while a leader with a live heartbeat
+// holds office, nor while it is young itself. Runs as the runtime role.
+func TestWorkerSchedule(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	owner := env.OwnerPool(t)
+	_, err := owner.Exec(ctx, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('judge', now() - interval '1 minute', now() + interval '10 seconds'),
+		('young', now(), now() + interval '10 seconds'),
+		('leader', now() - interval '1 minute', now() + interval '10 seconds'),
+		('killed-leader', now() - interval '1 minute', now() - interval '1 second')`)
+	require.NoError(t, err)
+	job := func(state, at string, unique bool) int64 {
+		var id int64
+		require.NoError(t, owner.QueryRow(ctx, `INSERT INTO river.river_job (kind, args, state, max_attempts, scheduled_at, queue, unique_key, unique_states)
+			VALUES ('mio.dispatch', '{}', $1::river.river_job_state, 25, now() + $2::interval, 'default',
+			        CASE WHEN $3 THEN '\x01'::bytea END, CASE WHEN $3 THEN B'11110101' END) RETURNING id`,
+			state, at, unique).Scan(&id))
+		return id
+	}
+	snoozed := job("scheduled", "-1 second", false)
+	backingOff := job("retryable", "-1 second", false)
+	later := job("scheduled", "1 hour", false)
+	unique := job("scheduled", "-1 second", true)
+	available := job("available", "-1 second", false)
+	state := func(id int64) string {
+		var s string
+		require.NoError(t, owner.QueryRow(ctx, `SELECT state::text FROM river.river_job WHERE id = $1`, id).Scan(&s))
+		return s
+	}
+	leader := func(id string) {
+		_, err := owner.Exec(ctx, `DELETE FROM river.river_leader`)
+		require.NoError(t, err)
+		if id != "" {
+			_, err = owner.Exec(ctx, `INSERT INTO river.river_leader (elected_at, expires_at, leader_id, name)
+				VALUES (now(), now() + interval '1 hour', $1, 'default')`, id)
+			require.NoError(t, err)
+		}
+	}
+
+	leader("leader")
+	got, err := db.WorkerSchedule(ctx, env.Pool, "judge", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "scheduled while a live leader holds office")
+
+	leader("killed-leader")
+	got, err = db.WorkerSchedule(ctx, env.Pool, "young", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Empty(t, got, "a worker alive for less than the timeout scheduled")
+	require.Equal(t, "scheduled", state(snoozed))
+
+	got, err = db.WorkerSchedule(ctx, env.Pool, "judge", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []db.ScheduledJob{{ID: snoozed, Kind: "mio.dispatch", Queue: "default"},
+		{ID: backingOff, Kind: "mio.dispatch", Queue: "default"}}, got, "a leader whose heartbeat expired schedules nothing")
+	for id, want := range map[int64]string{snoozed: "available", backingOff: "available", later: "scheduled",
+		unique: "scheduled", available: "available"} {
+		require.Equal(t, want, state(id), "job %d", id)
+	}
+
+	leader("") // after a crash-restart of PostgreSQL: the unlogged leader table is empty
+	again := job("scheduled", "-1 second", false)
+	got, err = db.WorkerSchedule(ctx, env.Pool, "judge", 10*time.Second, 100)
+	require.NoError(t, err)
+	require.Equal(t, []db.ScheduledJob{{ID: again, Kind: "mio.dispatch", Queue: "default"}}, got)
+}
+
+// TestHeartbeatSchedulesWithoutLeader: a send's dispatch job waits in
+// scheduled (snoozed by a worker whose heartbeat was lost) while River's
+// leadership is held by a process that was killed. River's scheduler runs
+// only on the leader, so the job waits — until a live worker's heartbeat
+// makes it available, and the send is handed off without a new leader.
+func TestHeartbeatSchedulesWithoutLeader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{noStart: true}
+	b := newOutBundle(t, o)
+	id := b.send(t, "webhook", "leaderless-1", "scheduled while nobody leads", nil)
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'scheduled', scheduled_at = now() - interval '1 second'
+		WHERE id = (SELECT job_id FROM mio.outbox WHERE id = $1)`, id)
+	b.ownerExec(t, `INSERT INTO river.river_leader (elected_at, expires_at, leader_id, name)
+		VALUES (now(), now() + interval '1 hour', 'killed', 'default')`)
+	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('killed', now() - interval '1 minute', now() - interval '1 second'),
+		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+
+	live := b.newClient(t, o, true) // works jobs, cannot be elected
+	b.clients = append(b.clients, live)
+	time.Sleep(2 * time.Second)
+	got, _ := b.get(t, id)
+	require.Equal(t, db.HandoffQueued, got.HandoffState, "the job ran without a leader or a heartbeat")
+
+	hb := workers.NewHeartbeat(b.env.Pool, workers.HeartbeatConfig{Timeout: 2 * time.Second})
+	require.NoError(t, hb.Start(ctx, "survivor", live))
+	t.Cleanup(hb.Stop)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	got, _ = b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	var leader string
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT leader_id FROM river.river_leader`).Scan(&leader))
+	require.Equal(t, "killed", leader, "a new leader was elected: the test proved nothing")
+}

@@ -140,3 +140,42 @@ func (q *Queries) WorkerReclaim(ctx context.Context, db DBTX, arg *WorkerReclaim
 	}
 	return items, nil
 }
+
+const WorkerSchedule = `-- name: WorkerSchedule :many
+SELECT s.job_id::bigint AS job_id, s.kind::text AS kind, s.queue::text AS queue
+FROM mio.worker_schedule($1::text, $2::float8, $3::int) AS s
+`
+
+type WorkerScheduleParams struct {
+	ClientID   string
+	TtlSeconds float64
+	MaxJobs    int32
+}
+
+type WorkerScheduleRow struct {
+	JobID int64
+	Kind  string
+	Queue string
+}
+
+// Makes due River jobs available while River has no live leader (see
+// mio.worker_schedule).
+func (q *Queries) WorkerSchedule(ctx context.Context, db DBTX, arg *WorkerScheduleParams) ([]WorkerScheduleRow, error) {
+	rows, err := db.Query(ctx, WorkerSchedule, arg.ClientID, arg.TtlSeconds, arg.MaxJobs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WorkerScheduleRow
+	for rows.Next() {
+		var i WorkerScheduleRow
+		if err := rows.Scan(&i.JobID, &i.Kind, &i.Queue); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
