@@ -18,7 +18,7 @@ import (
 // accounts, and the messages it edits.
 type SendLookup struct {
 	TenantID   uuid.UUID
-	Keys       []string
+	Keys       []string // none: not read
 	AccountIDs []uuid.UUID
 	EditIDs    []uuid.UUID // none: not read
 }
@@ -70,11 +70,13 @@ func BeginSendTx(ctx context.Context, pool *pgxpool.Pool, lookups []SendLookup) 
 		b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", l.TenantID.String())
 		// Arguments in dbsqlc's order (its generated calls'); TestSendTx
 		// round-trips every column.
-		b.Queue(dbsqlc.OutboxGetByKeys, l.Keys, l.TenantID).Query(func(rows pgx.Rows) error {
-			var err error
-			r.Priors, err = collectOutbounds(rows)
-			return err
-		})
+		if len(l.Keys) > 0 {
+			b.Queue(dbsqlc.OutboxGetByKeys, l.Keys, l.TenantID).Query(func(rows pgx.Rows) error {
+				var err error
+				r.Priors, err = collectOutbounds(rows)
+				return err
+			})
+		}
 		if len(l.AccountIDs) > 0 {
 			b.Queue(dbsqlc.AccountGetMany, l.TenantID, l.AccountIDs).Query(func(rows pgx.Rows) error {
 				as, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dbsqlc.MioAccount])

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -22,8 +23,8 @@ import (
 // any), one insert of the dispatch jobs and one of the rows with their
 // first events. Group commit sends them in three round trips (a
 // db.SendTx: the reads with the BEGIN, the jobs, the rows with the
-// COMMIT); a batch and SendTx send them one by one in the caller's
-// transaction.
+// COMMIT), and reads the keys only after a replay (commitRequests); a
+// batch and SendTx send them one by one in the caller's transaction.
 
 // MaxBatch is the most commands SendBatch takes.
 const MaxBatch = 500
@@ -48,12 +49,32 @@ func (s *Service) StartGroupCommit(cfg groupcommit.Config) (stop func()) {
 	return s.group.Stop
 }
 
+// readKeysAfterReplay is how long group commit reads idempotency keys
+// before writing once a group held a replay: a client retrying a burst
+// of sends replays many, and each would otherwise cost its group a failed
+// transaction.
+const readKeysAfterReplay = 10 * time.Second
+
+// errUnreadRefusal: a group written without reading its keys refused a
+// command, which may be a replay (answered as one whatever its account
+// or edit now say): the group is planned again with its keys read.
+var errUnreadRefusal = errors.New("outbox: a command refused before its idempotency key was read")
+
 // commitRequests is the group-commit Func: one transaction, each tenant's
 // sends under its own tenant setting, in three round trips
-// (commitPipelined). When an idempotency key turns out taken meanwhile, or
-// comes twice in the group, that transaction fails whole and the group is
-// done again by commitCareful, which answers those sends with the row
-// holding the key.
+// (commitPipelined).
+//
+// It does not read the group's idempotency keys first: agents' sends
+// are almost all new, and the read cost a tenth of the transaction
+// (docs/benchmarks.md, "Fifteenth stop"). The rows' insert has no ON
+// CONFLICT, so a key already used — a replay, a key taken meanwhile or
+// twice in the group — fails the transaction whole, nothing written, and
+// the group is done again by commitCareful, which answers those sends
+// with the row holding the key; for readKeysAfterReplay after that, groups
+// read their keys first. A group that refused a command without having
+// read its keys is planned again with them (errUnreadRefusal). Every
+// answer is as if the keys had been read: a send is answered new only if
+// its row was inserted under the unique index.
 func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]groupcommit.Outcome[*Sent], error) {
 	var order []uuid.UUID
 	byTenant := map[uuid.UUID][]int{}
@@ -70,8 +91,13 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 		}
 	}
 	outs := make([]groupcommit.Outcome[*Sent], len(reqs))
-	got, err := s.commitPipelined(ctx, order, cmdsOf)
+	readKeys := time.Now().UnixNano() < s.readKeysUntil.Load()
+	got, err := s.commitPipelined(ctx, order, cmdsOf, readKeys)
+	if errors.Is(err, errUnreadRefusal) {
+		got, err = s.commitPipelined(ctx, order, cmdsOf, true)
+	}
 	if errors.Is(err, db.ErrConflict) {
+		s.readKeysUntil.Store(time.Now().Add(readKeysAfterReplay).UnixNano())
 		got, err = s.commitCareful(ctx, order, cmdsOf)
 	}
 	if err != nil {
@@ -88,13 +114,18 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 // commitPipelined sends the groups (cmdsOf[n]: tenant order[n]'s) in a
 // db.SendTx: every lookup with the BEGIN, the jobs in one River insert,
 // the rows with the COMMIT. Its answers are per tenant, per command.
-func (s *Service) commitPipelined(ctx context.Context, order []uuid.UUID, cmdsOf [][]*command) ([][]groupcommit.Outcome[*Sent], error) {
+// Without readKeys the idempotency keys are not read: a refused command
+// fails it with errUnreadRefusal, a used key with db.ErrConflict, both
+// before anything is written.
+func (s *Service) commitPipelined(ctx context.Context, order []uuid.UUID, cmdsOf [][]*command, readKeys bool) ([][]groupcommit.Outcome[*Sent], error) {
 	lookups := make([]db.SendLookup, len(order))
 	for n, tenant := range order {
 		l := db.SendLookup{TenantID: tenant}
 		seen := map[uuid.UUID]bool{}
 		for _, c := range cmdsOf[n] {
-			l.Keys = append(l.Keys, c.IdempotencyKey)
+			if readKeys {
+				l.Keys = append(l.Keys, c.IdempotencyKey)
+			}
 			if !seen[c.AccountID] {
 				seen[c.AccountID] = true
 				l.AccountIDs = append(l.AccountIDs, c.AccountID)
@@ -117,6 +148,9 @@ func (s *Service) commitPipelined(ctx context.Context, order []uuid.UUID, cmdsOf
 		var rows []db.OutboxNew
 		outs[n], rows, ats[n] = plan(cmdsOf[n], byKey(found[n].Priors), accountsByID(found[n].Accounts), byID(found[n].Edited))
 		inserts[n] = db.SendInsert{TenantID: tenant, Rows: rows}
+		if !readKeys && len(rows) < len(cmdsOf[n]) {
+			return nil, errUnreadRefusal
+		}
 	}
 	if err := s.insertJobs(ctx, st.Tx(), inserts); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEnqueue, err)

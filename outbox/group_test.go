@@ -170,6 +170,59 @@ func TestGroupCommitSameKeyTwice(t *testing.T) {
 	}
 }
 
+// TestGroupCommitReplaysUnread: group commit writes a group without
+// reading its idempotency keys first, yet answers every replay as if it
+// had: a replay is answered with its message (one write, one job), a
+// different command under a used key with ErrKeyConflict, and a replay
+// whose account was disabled since, or whose edit no longer checks out,
+// as a replay — not refused by checks a replay does not go through.
+func TestGroupCommitReplaysUnread(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	stop := b.svc.StartGroupCommit(groupcommit.Config{Window: time.Millisecond, Flushers: 1})
+	defer stop()
+	ctx := t.Context()
+	first, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
+	require.NoError(t, err)
+	edit := b.a.cmd("edit")
+	edit.EditOf = &first.ID
+	edited, err := b.svc.Send(ctx, b.a.id, edit)
+	require.NoError(t, err)
+	require.Equal(t, [3]int{2, 2, 2}, b.counts(t))
+
+	// Both refused by their checks now: the account is disabled.
+	_, err = b.svc.Send(ctx, b.a.id, b.a.cmd("new-while-disabled-check"))
+	require.NoError(t, err) // still active: a new send goes through
+	b.exec(t, `UPDATE mio.accounts SET status = 'disabled' WHERE id = $1`, b.a.account)
+	for _, c := range []struct {
+		cmd  *envelope.SendCommand
+		want *outbox.Sent
+	}{
+		{b.a.cmd("first"), &outbox.Sent{ID: first.ID, HandoffState: db.HandoffQueued, Replayed: true}},
+		{edit, &outbox.Sent{ID: edited.ID, HandoffState: db.HandoffQueued, Replayed: true}},
+	} {
+		got, err := b.svc.Send(ctx, b.a.id, c.cmd)
+		require.NoError(t, err, c.cmd.IdempotencyKey)
+		require.Equal(t, c.want, got, c.cmd.IdempotencyKey)
+	}
+	_, err = b.svc.Send(ctx, b.a.id, b.a.cmd("refused"))
+	require.ErrorIs(t, err, outbox.ErrAccountDisabled)
+	b.exec(t, `UPDATE mio.accounts SET status = 'active' WHERE id = $1`, b.a.account)
+
+	// A replay of an active account's send, and another command under a
+	// used key, with nothing else in their group.
+	again, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
+	require.NoError(t, err)
+	require.Equal(t, &outbox.Sent{ID: first.ID, HandoffState: db.HandoffQueued, Replayed: true}, again)
+	other := b.a.cmd("edit")
+	other.Text = "not the same"
+	_, err = b.svc.Send(ctx, b.a.id, other)
+	require.ErrorIs(t, err, outbox.ErrKeyConflict)
+	require.Equal(t, [3]int{3, 3, 3}, b.counts(t), "replays, conflicts and refusals wrote nothing")
+	rows, names := b.jobsMisnamed(t)
+	require.Zero(t, rows+names)
+}
+
 // TestSendBatch: one transaction for many commands, each answered on its
 // own; malformed and refused commands write nothing; limits are checked.
 func TestSendBatch(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -58,6 +59,10 @@ type Service struct {
 	// group, when started (StartGroupCommit), commits concurrent Sends
 	// together.
 	group *groupcommit.Committer[sendRequest, *Sent]
+	// readKeysUntil (Unix ns): until then group commit reads a group's
+	// idempotency keys before writing it; after, it writes first and
+	// lets the keys' unique index find replays (commitRequests).
+	readKeysUntil atomic.Int64
 }
 
 // New returns a Service on pool. client inserts the dispatch jobs (an
