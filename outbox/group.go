@@ -50,9 +50,9 @@ func (s *Service) StartGroupCommit(cfg groupcommit.Config) (stop func()) {
 }
 
 // readKeysAfterReplay is how long group commit reads idempotency keys
-// before writing once a group held a replay: a client retrying a burst
-// of sends replays many, and each would otherwise cost its group a failed
-// transaction.
+// before writing once a group held a replay or a refusal: a client
+// retrying a burst of sends replays many, and each would otherwise cost
+// its group a failed transaction (a refusal, a second plan).
 const readKeysAfterReplay = 10 * time.Second
 
 // errUnreadRefusal: a group written without reading its keys refused a
@@ -70,9 +70,9 @@ var errUnreadRefusal = errors.New("outbox: a command refused before its idempote
 // CONFLICT, so a key already used — a replay, a key taken meanwhile or
 // twice in the group — fails the transaction whole, nothing written, and
 // the group is done again by commitCareful, which answers those sends
-// with the row holding the key; for readKeysAfterReplay after that, groups
-// read their keys first. A group that refused a command without having
-// read its keys is planned again with them (errUnreadRefusal). Every
+// with the row holding the key. A group that refused a command without
+// having read its keys is planned again with them (errUnreadRefusal).
+// For readKeysAfterReplay after either, groups read their keys first. Every
 // answer is as if the keys had been read: a send is answered new only if
 // its row was inserted under the unique index.
 func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]groupcommit.Outcome[*Sent], error) {
@@ -94,6 +94,7 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 	readKeys := time.Now().UnixNano() < s.readKeysUntil.Load()
 	got, err := s.commitPipelined(ctx, order, cmdsOf, readKeys)
 	if errors.Is(err, errUnreadRefusal) {
+		s.readKeysUntil.Store(time.Now().Add(readKeysAfterReplay).UnixNano())
 		got, err = s.commitPipelined(ctx, order, cmdsOf, true)
 	}
 	if errors.Is(err, db.ErrConflict) {

@@ -172,55 +172,58 @@ func TestGroupCommitSameKeyTwice(t *testing.T) {
 
 // TestGroupCommitReplaysUnread: group commit writes a group without
 // reading its idempotency keys first, yet answers every replay as if it
-// had: a replay is answered with its message (one write, one job), a
-// different command under a used key with ErrKeyConflict, and a replay
-// whose account was disabled since, or whose edit no longer checks out,
-// as a replay — not refused by checks a replay does not go through.
+// had. Each case starts on a fresh service (after a replay or a refusal
+// groups read their keys for a while): a replay is answered with its
+// message, a different command under a used key with ErrKeyConflict,
+// and a replay whose account was disabled since as a replay — not
+// refused by checks a replay does not go through. Nothing of them is
+// written.
 func TestGroupCommitReplaysUnread(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	stop := b.svc.StartGroupCommit(groupcommit.Config{Window: time.Millisecond, Flushers: 1})
-	defer stop()
-	ctx := t.Context()
-	first, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
-	require.NoError(t, err)
-	edit := b.a.cmd("edit")
-	edit.EditOf = &first.ID
-	edited, err := b.svc.Send(ctx, b.a.id, edit)
-	require.NoError(t, err)
-	require.Equal(t, [3]int{2, 2, 2}, b.counts(t))
-
-	// Both refused by their checks now: the account is disabled.
-	_, err = b.svc.Send(ctx, b.a.id, b.a.cmd("new-while-disabled-check"))
-	require.NoError(t, err) // still active: a new send goes through
-	b.exec(t, `UPDATE mio.accounts SET status = 'disabled' WHERE id = $1`, b.a.account)
-	for _, c := range []struct {
-		cmd  *envelope.SendCommand
-		want *outbox.Sent
-	}{
-		{b.a.cmd("first"), &outbox.Sent{ID: first.ID, HandoffState: db.HandoffQueued, Replayed: true}},
-		{edit, &outbox.Sent{ID: edited.ID, HandoffState: db.HandoffQueued, Replayed: true}},
-	} {
-		got, err := b.svc.Send(ctx, b.a.id, c.cmd)
-		require.NoError(t, err, c.cmd.IdempotencyKey)
-		require.Equal(t, c.want, got, c.cmd.IdempotencyKey)
+	for _, c := range []string{"replay", "conflict", "replay of a disabled account", "replay of an edit of a disabled account"} {
+		t.Run(c, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			ctx := t.Context()
+			// What the case replays, sent before group commit starts.
+			first, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
+			require.NoError(t, err)
+			edit := b.a.cmd("edit")
+			edit.EditOf = &first.ID
+			edited, err := b.svc.Send(ctx, b.a.id, edit)
+			require.NoError(t, err)
+			stop := b.svc.StartGroupCommit(groupcommit.Config{Window: time.Millisecond, Flushers: 1})
+			defer stop()
+			replayOf := func(id uuid.UUID) *outbox.Sent {
+				return &outbox.Sent{ID: id, HandoffState: db.HandoffQueued, Replayed: true}
+			}
+			switch c {
+			case "replay":
+				got, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
+				require.NoError(t, err)
+				require.Equal(t, replayOf(first.ID), got)
+			case "conflict":
+				other := b.a.cmd("first")
+				other.Text = "not the same"
+				_, err := b.svc.Send(ctx, b.a.id, other)
+				require.ErrorIs(t, err, outbox.ErrKeyConflict)
+			case "replay of a disabled account", "replay of an edit of a disabled account":
+				b.exec(t, `UPDATE mio.accounts SET status = 'disabled' WHERE id = $1`, b.a.account)
+				cmd, want := b.a.cmd("first"), replayOf(first.ID)
+				if c == "replay of an edit of a disabled account" {
+					cmd, want = edit, replayOf(edited.ID)
+				}
+				got, err := b.svc.Send(ctx, b.a.id, cmd)
+				require.NoError(t, err)
+				require.Equal(t, want, got)
+				_, err = b.svc.Send(ctx, b.a.id, b.a.cmd("refused"))
+				require.ErrorIs(t, err, outbox.ErrAccountDisabled)
+			}
+			require.Equal(t, [3]int{2, 2, 2}, b.counts(t), "replays, conflicts and refusals wrote nothing")
+			rows, names := b.jobsMisnamed(t)
+			require.Zero(t, rows+names)
+		})
 	}
-	_, err = b.svc.Send(ctx, b.a.id, b.a.cmd("refused"))
-	require.ErrorIs(t, err, outbox.ErrAccountDisabled)
-	b.exec(t, `UPDATE mio.accounts SET status = 'active' WHERE id = $1`, b.a.account)
-
-	// A replay of an active account's send, and another command under a
-	// used key, with nothing else in their group.
-	again, err := b.svc.Send(ctx, b.a.id, b.a.cmd("first"))
-	require.NoError(t, err)
-	require.Equal(t, &outbox.Sent{ID: first.ID, HandoffState: db.HandoffQueued, Replayed: true}, again)
-	other := b.a.cmd("edit")
-	other.Text = "not the same"
-	_, err = b.svc.Send(ctx, b.a.id, other)
-	require.ErrorIs(t, err, outbox.ErrKeyConflict)
-	require.Equal(t, [3]int{3, 3, 3}, b.counts(t), "replays, conflicts and refusals wrote nothing")
-	rows, names := b.jobsMisnamed(t)
-	require.Zero(t, rows+names)
 }
 
 // TestSendBatch: one transaction for many commands, each answered on its
