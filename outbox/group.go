@@ -93,12 +93,13 @@ func (s *Service) commitRequests(ctx context.Context, reqs []sendRequest) ([]gro
 	outs := make([]groupcommit.Outcome[*Sent], len(reqs))
 	readKeys := time.Now().UnixNano() < s.readKeysUntil.Load()
 	got, err := s.commitPipelined(ctx, order, cmdsOf, readKeys)
-	if errors.Is(err, errUnreadRefusal) {
+	if errors.Is(err, errUnreadRefusal) || errors.Is(err, db.ErrConflict) {
 		s.readKeysUntil.Store(time.Now().Add(readKeysAfterReplay).UnixNano())
+	}
+	if errors.Is(err, errUnreadRefusal) {
 		got, err = s.commitPipelined(ctx, order, cmdsOf, true)
 	}
 	if errors.Is(err, db.ErrConflict) {
-		s.readKeysUntil.Store(time.Now().Add(readKeysAfterReplay).UnixNano())
 		got, err = s.commitCareful(ctx, order, cmdsOf)
 	}
 	if err != nil {

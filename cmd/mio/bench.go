@@ -76,9 +76,15 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	// start starts a bench server (this binary) on its own database, with
+	// the settings given as flags and serverEnv on top.
+	start := func(serverEnv ...string) (*bench.Env, error) {
+		return bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
+			ServerEnv: serverEnv})
+	}
 	switch which {
 	case "ingest":
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout})
+		env, err := start()
 		if err != nil {
 			return err
 		}
@@ -90,8 +96,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	case "produce":
 		// The server only accepts (role api): dispatch does not compete.
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ROLE=api", "MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ROLE=api", "MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -107,8 +112,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		// Ordered lanes need workers: a server of role all on a database of
 		// its own, one lane of 300, then 64 lanes of 200.
 		for _, l := range [][2]int{{1, 300}, {64, 200}} {
-			lenv, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-				ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+			lenv, err := start("MIO_ARCHIVE_INTERVAL=1h")
 			if err != nil {
 				return err
 			}
@@ -123,8 +127,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return nil
 	case "admin":
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -138,8 +141,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if pullers < 1 || pullers > 256 {
 			return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
 		}
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -153,8 +155,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if arrivals != "steady" && arrivals != "poisson" {
 			return &usageError{fmt.Sprintf("--arrivals %q: want steady or poisson", arrivals)}
 		}
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -183,8 +184,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if ordering != "none" && ordering != "conversation" {
 			return &usageError{fmt.Sprintf("--ordering %q: want none or conversation", ordering)}
 		}
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -195,8 +195,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "sdk":
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
@@ -208,8 +207,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		return err
 	case "bridge":
 		// The server runs no bridge of its own: the benchmark's is the only one.
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h", "MIO_NATS_URL="}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h", "MIO_NATS_URL=")
 		if err != nil {
 			return err
 		}
@@ -226,8 +224,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if rows <= 0 || days <= 0 || days > 6 {
 			return &usageError{fmt.Sprintf("--rows %d --days %d: want rows > 0 and days from 1 to 6", rows, days)}
 		}
-		env, err := bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: []string{"MIO_ARCHIVE_INTERVAL=1h"}})
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
 		}
