@@ -1,6 +1,7 @@
 package workers
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -10,6 +11,11 @@ import (
 // archiveSpoolMemory is how much of one archive object a spool keeps in
 // memory before it moves the object to a temporary file.
 const archiveSpoolMemory = 1 << 20
+
+// archiveSpoolBuffer is the write buffer of a spilled spool: lines are
+// ~1 KB, and writing each (and its newline) to the file was two system
+// calls a line, ~20,000 for a batch of 10,000 messages.
+const archiveSpoolBuffer = 64 << 10
 
 // spool holds one archive object while its batch is read: in memory up
 // to max bytes, then in a temporary file in dir (os.TempDir when empty).
@@ -24,6 +30,7 @@ type spool struct {
 	max  int
 	mem  bytes.Buffer
 	file *os.File
+	w    *bufio.Writer // buffers writes to file
 	n    int64
 }
 
@@ -36,10 +43,10 @@ func (s *spool) writeLine(line []byte) error {
 		s.spill()
 	}
 	if s.file != nil {
-		if _, err := s.file.Write(line); err != nil {
+		if _, err := s.w.Write(line); err != nil {
 			return fmt.Errorf("archive spool: %w", err)
 		}
-		if _, err := s.file.Write([]byte{'\n'}); err != nil {
+		if err := s.w.WriteByte('\n'); err != nil {
 			return fmt.Errorf("archive spool: %w", err)
 		}
 	} else {
@@ -65,6 +72,7 @@ func (s *spool) spill() {
 		return
 	}
 	s.file = f
+	s.w = bufio.NewWriterSize(f, archiveSpoolBuffer)
 	s.mem = bytes.Buffer{}
 }
 
@@ -75,6 +83,9 @@ func (s *spool) Len() int64 { return s.n }
 func (s *spool) reader() (io.Reader, error) {
 	if s.file == nil {
 		return bytes.NewReader(s.mem.Bytes()), nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, fmt.Errorf("archive spool: %w", err)
 	}
 	if _, err := s.file.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("archive spool: %w", err)
@@ -95,6 +106,6 @@ func (s *spool) Close() error {
 	if rerr := os.Remove(name); err == nil {
 		err = rerr
 	}
-	s.file = nil
+	s.file, s.w = nil, nil
 	return err
 }

@@ -73,3 +73,18 @@ func TestSpoolStaysInMemoryWithoutAFile(t *testing.T) {
 	require.Equal(t, want.Bytes(), readSpool(t, s))
 	require.NoError(t, s.Close())
 }
+
+func TestSpoolBuffersFileWrites(t *testing.T) {
+	t.Parallel()
+	s := newSpool(t.TempDir(), 100)
+	for i := range 20 {
+		require.NoError(t, s.writeLine([]byte(fmt.Sprintf(`{"n":%d}`, i))))
+	}
+	require.True(t, s.spilled())
+	at, err := s.file.Stat()
+	require.NoError(t, err)
+	require.Less(t, at.Size(), s.Len(), "lines after the spill wait in the buffer, not a write a line")
+	b := readSpool(t, s)
+	require.Equal(t, s.Len(), int64(len(b)), "reader flushes the buffer first")
+	require.NoError(t, s.Close())
+}
