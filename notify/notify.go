@@ -5,6 +5,14 @@
 // serializes commits on PostgreSQL's notification queue lock and roughly
 // halves commit throughput.
 //
+// A hub sends those NOTIFYs only while another MIO process is listening.
+// Hubs announce themselves with a hello on the channel when they start
+// listening and every HelloInterval, and answer a newcomer's hello with
+// their own, so each hub knows its peers within a round trip. A lone
+// process (the usual single-replica deployment) sends no NOTIFY at all:
+// each one woke every listening backend of the database and, under
+// ingest, cost the machine a few thousand context switches a second.
+//
 // Internal to MIO; not a stable API.
 package notify
 
@@ -25,6 +33,20 @@ import (
 // Channel is the PostgreSQL notification channel.
 const Channel = "mio_inbox"
 
+// Peer discovery over Channel: a payload "<self>|hello" announces a hub.
+const (
+	// HelloInterval is how often a hub announces itself.
+	HelloInterval = 10 * time.Second
+	// peerTTL is how long a peer counts as present after it was last
+	// heard (a hello or a wake-up).
+	peerTTL = 3 * HelloInterval
+	// peerSettle is how long after meeting a new peer a hub wakes all
+	// its subscribers once: commits made before the two hubs knew of
+	// each other were not announced.
+	peerSettle = 100 * time.Millisecond
+	hello      = "hello"
+)
+
 // Hub fans out "new messages for tenant" signals.
 type Hub struct {
 	pool      *pgxpool.Pool
@@ -36,6 +58,7 @@ type Hub struct {
 	mu      sync.Mutex
 	subs    map[uuid.UUID]map[*Sub]struct{}
 	pending map[uuid.UUID]struct{}
+	peers   map[string]time.Time // other hubs, by self, when last heard
 	kick    chan struct{}
 }
 
@@ -62,7 +85,7 @@ func New(pool *pgxpool.Pool, log *slog.Logger, opts Options) *Hub {
 	return &Hub{
 		pool: pool, listenURL: opts.ListenURL, log: log, debounce: opts.Debounce, self: uuid.NewString()[:8],
 		subs: map[uuid.UUID]map[*Sub]struct{}{}, pending: map[uuid.UUID]struct{}{},
-		kick: make(chan struct{}, 1),
+		peers: map[string]time.Time{}, kick: make(chan struct{}, 1),
 	}
 }
 
@@ -137,10 +160,15 @@ func (h *Hub) Run(ctx context.Context) {
 }
 
 func (h *Hub) sendLoop(ctx context.Context) {
+	helloTick := time.NewTicker(HelloInterval)
+	defer helloTick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-helloTick.C:
+			h.send(ctx, h.self+"|"+hello)
+			continue
 		case <-h.kick:
 		}
 		// Gather what else commits within the debounce window.
@@ -150,9 +178,12 @@ func (h *Hub) sendLoop(ctx context.Context) {
 		case <-time.After(h.debounce):
 		}
 		h.mu.Lock()
-		tenants := make([]string, 0, len(h.pending))
-		for t := range h.pending {
-			tenants = append(tenants, t.String())
+		var tenants []string
+		if h.peersLocked(time.Now()) > 0 {
+			tenants = make([]string, 0, len(h.pending))
+			for t := range h.pending {
+				tenants = append(tenants, t.String())
+			}
 		}
 		clear(h.pending)
 		h.mu.Unlock()
@@ -161,11 +192,45 @@ func (h *Hub) sendLoop(ctx context.Context) {
 			n := min(len(tenants), 200)
 			payload := h.self + "|" + strings.Join(tenants[:n], ",")
 			tenants = tenants[n:]
-			if _, err := h.pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, payload); err != nil && ctx.Err() == nil {
-				h.log.Warn("notify: send", "err", err)
-			}
+			h.send(ctx, payload)
 		}
 	}
+}
+
+// send sends one NOTIFY on the pool.
+func (h *Hub) send(ctx context.Context, payload string) {
+	if _, err := h.pool.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, payload); err != nil && ctx.Err() == nil {
+		h.log.Warn("notify: send", "err", err)
+	}
+}
+
+// Peers is how many other hubs this one has heard within the last three
+// hello intervals.
+func (h *Hub) Peers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.peersLocked(time.Now())
+}
+
+// peersLocked counts the present peers, forgetting the others.
+func (h *Hub) peersLocked(now time.Time) int {
+	for p, at := range h.peers {
+		if now.Sub(at) > peerTTL {
+			delete(h.peers, p)
+		}
+	}
+	return len(h.peers)
+}
+
+// heard records a notification from peer and reports whether the peer is
+// new (unknown or forgotten).
+func (h *Hub) heard(peer string) bool {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	at, ok := h.peers[peer]
+	h.peers[peer] = now
+	return !ok || now.Sub(at) > peerTTL
 }
 
 func (h *Hub) listenLoop(ctx context.Context) {
@@ -197,6 +262,13 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 	if _, err := pc.Exec(ctx, "LISTEN "+Channel); err != nil {
 		return err
 	}
+	// Announce this hub: peers answer, and from then on NOTIFY for it.
+	// What they committed before they knew of it was not announced: wake
+	// everyone once when they have had the time to hear it.
+	if _, err := pc.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, h.self+"|"+hello); err != nil {
+		return err
+	}
+	time.AfterFunc(peerSettle, h.wakeAll)
 	for {
 		n, err := pc.WaitForNotification(ctx)
 		if err != nil {
@@ -204,6 +276,18 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 		}
 		from, list, ok := strings.Cut(n.Payload, "|")
 		if !ok || from == h.self {
+			continue
+		}
+		if h.heard(from) {
+			// A new peer: answer its hello so it knows of this hub, and
+			// wake everyone once it has had the time to hear the answer
+			// (it did not announce its commits before).
+			if _, err := pc.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, h.self+"|"+hello); err != nil {
+				return err
+			}
+			time.AfterFunc(peerSettle, h.wakeAll)
+		}
+		if list == hello {
 			continue
 		}
 		h.mu.Lock()

@@ -2,10 +2,12 @@ package notify_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
@@ -71,8 +73,8 @@ func TestCrossProcessWakeListenURL(t *testing.T) {
 		notify.New(env.Pool, nil, notify.Options{ListenURL: env.ListenURL}))
 }
 
-// requireCrossWake runs both hubs and fails unless a publish on sender
-// wakes a subscriber of receiver.
+// requireCrossWake runs both hubs and fails unless, once each knows the
+// other, a publish on sender wakes a subscriber of receiver.
 func requireCrossWake(t *testing.T, ctx context.Context, sender, receiver *notify.Hub) {
 	t.Helper()
 	go sender.Run(ctx)
@@ -81,18 +83,82 @@ func requireCrossWake(t *testing.T, ctx context.Context, sender, receiver *notif
 	sub := receiver.Subscribe(tenant)
 	defer sub.Close()
 
-	// The receiver's LISTEN may not be up yet: publish until it wakes.
-	deadline := time.After(20 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-sub.C:
-			return
-		case <-tick.C:
-			sender.Publish(tenant)
-		case <-deadline:
-			t.Fatal("no cross-process wake-up")
-		}
+	// The hubs meet through their hellos.
+	require.Eventually(t, func() bool { return sender.Peers() == 1 && receiver.Peers() == 1 },
+		20*time.Second, 10*time.Millisecond, "the hubs never heard each other")
+	// Meeting wakes every subscriber once (peerSettle): let that pass,
+	// so that the wake-up below can only come from the publish.
+	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-sub.C:
+	default:
 	}
+	sender.Publish(tenant)
+	select {
+	case <-sub.C:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cross-process wake-up")
+	}
+}
+
+// A hub with no peer sends no NOTIFY; a listener that says hello gets an
+// answer, and from then on the hub's wake-ups.
+func TestNotifyOnlyWithPeers(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lc, err := pgx.Connect(ctx, env.OwnerURL)
+	require.NoError(t, err)
+	defer lc.Close(context.Background())
+	_, err = lc.Exec(ctx, "LISTEN "+notify.Channel)
+	require.NoError(t, err)
+	next := func(d time.Duration) (string, bool) {
+		wctx, wcancel := context.WithTimeout(ctx, d)
+		defer wcancel()
+		n, err := lc.WaitForNotification(wctx)
+		if err != nil {
+			return "", false
+		}
+		return n.Payload, true
+	}
+
+	h := notify.New(env.Pool, nil, notify.Options{})
+	go h.Run(ctx)
+	p, ok := next(10 * time.Second)
+	require.True(t, ok, "a starting hub says hello")
+	self, body, _ := strings.Cut(p, "|")
+	require.Equal(t, "hello", body)
+	require.Equal(t, 0, h.Peers())
+
+	tenant := uuid.New()
+	for range 5 {
+		h.Publish(tenant)
+		time.Sleep(5 * time.Millisecond)
+	}
+	p, ok = next(300 * time.Millisecond)
+	require.False(t, ok, "a lone hub sends no wake-ups; got %q", p)
+
+	_, err = lc.Exec(ctx, "SELECT pg_notify($1, $2)", notify.Channel, "peer1|hello")
+	require.NoError(t, err)
+	p, ok = next(10 * time.Second)
+	require.True(t, ok)
+	require.Equal(t, "peer1|hello", p, "our own hello comes back first")
+	p, ok = next(10 * time.Second)
+	require.True(t, ok)
+	require.Equal(t, self+"|hello", p, "the hub answers a new peer's hello")
+	require.Equal(t, 1, h.Peers())
+
+	h.Publish(tenant)
+	p, ok = next(10 * time.Second)
+	require.True(t, ok, "with a peer, wake-ups go out")
+	require.Equal(t, self+"|"+tenant.String(), p)
+
+	// A known peer's hello is not answered again.
+	_, err = lc.Exec(ctx, "SELECT pg_notify($1, $2)", notify.Channel, "peer1|hello")
+	require.NoError(t, err)
+	p, _ = next(time.Second)
+	require.Equal(t, "peer1|hello", p)
+	p, ok = next(300 * time.Millisecond)
+	require.False(t, ok, "no second answer; got %q", p)
 }
