@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
@@ -55,21 +56,27 @@ func TestCrossProcessWake(t *testing.T) {
 	env := dbtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	other, err := db.Open(ctx, env.OwnerURL, db.PoolOptions{MaxConns: 4, RuntimeRole: dbtest.RuntimeRole})
-	require.NoError(t, err)
-	defer other.Close()
-	requireCrossWake(t, ctx, notify.New(env.Pool, nil, notify.Options{}), notify.New(other, nil, notify.Options{}))
+	// Both pools connect straight to PostgreSQL (env.Pool may go through
+	// PgBouncer, where only ListenURL can LISTEN: the next test): a hub
+	// that cannot hear its peers' hellos sends nothing.
+	open := func() *pgxpool.Pool {
+		p, err := db.Open(ctx, env.OwnerURL, db.PoolOptions{MaxConns: 4, RuntimeRole: dbtest.RuntimeRole})
+		require.NoError(t, err)
+		t.Cleanup(p.Close)
+		return p
+	}
+	requireCrossWake(t, ctx, notify.New(open(), nil, notify.Options{}), notify.New(open(), nil, notify.Options{}))
 }
 
-// TestCrossProcessWakeListenURL: with ListenURL the receiver LISTENs on
-// its own direct connection, so both hubs may use a pool behind a
-// transaction pooler (MIO_TEST_PGBOUNCER=1 runs it so).
+// TestCrossProcessWakeListenURL: with ListenURL each hub LISTENs on its
+// own direct connection, so both may use a pool behind a transaction
+// pooler (MIO_TEST_PGBOUNCER=1 runs it so).
 func TestCrossProcessWakeListenURL(t *testing.T) {
 	t.Parallel()
 	env := dbtest.New(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	requireCrossWake(t, ctx, notify.New(env.Pool, nil, notify.Options{}),
+	requireCrossWake(t, ctx, notify.New(env.Pool, nil, notify.Options{ListenURL: env.ListenURL}),
 		notify.New(env.Pool, nil, notify.Options{ListenURL: env.ListenURL}))
 }
 
@@ -123,7 +130,7 @@ func TestNotifyOnlyWithPeers(t *testing.T) {
 		return n.Payload, true
 	}
 
-	h := notify.New(env.Pool, nil, notify.Options{})
+	h := notify.New(env.Pool, nil, notify.Options{ListenURL: env.ListenURL})
 	go h.Run(ctx)
 	p, ok := next(10 * time.Second)
 	require.True(t, ok, "a starting hub says hello")
