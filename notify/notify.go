@@ -59,7 +59,10 @@ type Hub struct {
 	subs    map[uuid.UUID]map[*Sub]struct{}
 	pending map[uuid.UUID]struct{}
 	peers   map[string]time.Time // other hubs, by self, when last heard
-	kick    chan struct{}
+	// peersUntil is when the last peer heard expires: until then a
+	// publish is announced to other processes, after it not at all.
+	peersUntil time.Time
+	kick       chan struct{}
 }
 
 // Options configure a Hub.
@@ -128,6 +131,11 @@ func (s *Sub) Close() {
 func (h *Hub) Publish(tenantID uuid.UUID) {
 	h.mu.Lock()
 	h.wakeLocked(tenantID)
+	if !time.Now().Before(h.peersUntil) {
+		// No other process listens: nothing to send.
+		h.mu.Unlock()
+		return
+	}
 	h.pending[tenantID] = struct{}{}
 	h.mu.Unlock()
 	select {
@@ -178,12 +186,9 @@ func (h *Hub) sendLoop(ctx context.Context) {
 		case <-time.After(h.debounce):
 		}
 		h.mu.Lock()
-		var tenants []string
-		if h.peersLocked(time.Now()) > 0 {
-			tenants = make([]string, 0, len(h.pending))
-			for t := range h.pending {
-				tenants = append(tenants, t.String())
-			}
+		tenants := make([]string, 0, len(h.pending))
+		for t := range h.pending {
+			tenants = append(tenants, t.String())
 		}
 		clear(h.pending)
 		h.mu.Unlock()
@@ -207,13 +212,9 @@ func (h *Hub) send(ctx context.Context, payload string) {
 // Peers is how many other hubs this one has heard within the last three
 // hello intervals.
 func (h *Hub) Peers() int {
+	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.peersLocked(time.Now())
-}
-
-// peersLocked counts the present peers, forgetting the others.
-func (h *Hub) peersLocked(now time.Time) int {
 	for p, at := range h.peers {
 		if now.Sub(at) > peerTTL {
 			delete(h.peers, p)
@@ -230,7 +231,19 @@ func (h *Hub) heard(peer string) bool {
 	defer h.mu.Unlock()
 	at, ok := h.peers[peer]
 	h.peers[peer] = now
+	h.peersUntil = now.Add(peerTTL)
 	return !ok || now.Sub(at) > peerTTL
+}
+
+// announce says hello on pc, its listening connection, and wakes
+// every subscriber once peerSettle later: what the peers committed before
+// they heard it was not announced to this hub.
+func (h *Hub) announce(ctx context.Context, pc *pgx.Conn) error {
+	if _, err := pc.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, h.self+"|"+hello); err != nil {
+		return err
+	}
+	time.AfterFunc(peerSettle, h.wakeAll)
+	return nil
 }
 
 func (h *Hub) listenLoop(ctx context.Context) {
@@ -263,12 +276,9 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 		return err
 	}
 	// Announce this hub: peers answer, and from then on NOTIFY for it.
-	// What they committed before they knew of it was not announced: wake
-	// everyone once when they have had the time to hear it.
-	if _, err := pc.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, h.self+"|"+hello); err != nil {
+	if err := h.announce(ctx, pc); err != nil {
 		return err
 	}
-	time.AfterFunc(peerSettle, h.wakeAll)
 	for {
 		n, err := pc.WaitForNotification(ctx)
 		if err != nil {
@@ -279,13 +289,10 @@ func (h *Hub) listenOnce(ctx context.Context) error {
 			continue
 		}
 		if h.heard(from) {
-			// A new peer: answer its hello so it knows of this hub, and
-			// wake everyone once it has had the time to hear the answer
-			// (it did not announce its commits before).
-			if _, err := pc.Exec(ctx, "SELECT pg_notify($1, $2)", Channel, h.self+"|"+hello); err != nil {
+			// A new peer: answer, so that it knows of this hub.
+			if err := h.announce(ctx, pc); err != nil {
 				return err
 			}
-			time.AfterFunc(peerSettle, h.wakeAll)
 		}
 		if list == hello {
 			continue
