@@ -36,19 +36,21 @@ const ingestSettings = "SELECT set_config('app.current_tenant_id', $1, true), " 
 	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('jit', 'off', true)"
 
 // IngestCommit commits several tenants' inbox rows and receipts in one
-// transaction and ONE network round trip: BEGIN, then per tenant the
-// tenant setting and its inserts, then COMMIT, pipelined. Any failure
-// rolls the whole transaction back.
+// transaction and ONE network round trip: per tenant the tenant setting
+// and its inserts, pipelined up to a single Sync. Without BEGIN and
+// COMMIT PostgreSQL runs everything up to the Sync as one implicit
+// transaction, committed at the Sync (two statements fewer a commit: ~3 %
+// of PostgreSQL's time a 14-webhook transaction); the settings, set
+// local, hold until then. Any failure rolls the whole transaction back
+// (TestIngestCommitAllOrNothing).
 func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup) ([]IngestGroupResult, error) {
 	results := make([]IngestGroupResult, len(groups))
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
 	for i, g := range groups {
 		b.Queue(ingestSettings, g.TenantID.String())
 		if len(g.Rows) > 0 {
-			p := inboxParams(g.TenantID, g.Rows)
-			b.Queue(dbsqlc.InboxInsertBatch, p.TenantID, p.Ids, p.AccountIds, p.ChannelTypes, p.SourceMessageIds,
-				p.ConversationIds, p.States, p.Envelopes, p.Raws, p.ReceivedAts, p.PlatformMessageIds, p.EditOfPlatformIds).Query(func(rows pgx.Rows) error {
+			sql, args := inboxInsert(g.TenantID, g.Rows)
+			b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 				ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 				results[i].Inserted = ids
 				return err
@@ -63,16 +65,14 @@ func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup)
 			})
 		}
 	}
-	b.Queue("COMMIT")
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Release()
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		// If the batch failed midway the server is in an aborted
-		// transaction (or the connection is broken); make sure nothing of
-		// it survives on this connection.
+		// PostgreSQL rolled the implicit transaction back at the Sync; a
+		// connection broken midway is closed.
 		abandon(conn)
 		return nil, fmt.Errorf("ingest commit: %w", translate(err))
 	}

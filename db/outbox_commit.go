@@ -105,26 +105,26 @@ type ExtraClaim struct {
 	Candidate ClaimCandidate
 }
 
-// pipelineTx sends BEGIN, the tenant settings, the statements queue adds
-// and COMMIT as one batch.
+// pipelineTx sends the tenant settings and the statements queue adds as
+// one batch: PostgreSQL runs them up to the batch's single Sync as one
+// implicit transaction (no BEGIN or COMMIT statements needed; see
+// IngestCommit).
 func pipelineTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, queue func(b *pgx.Batch)) error {
 	if tenantID == uuid.Nil {
 		return ErrNoTenant
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
 	b.Queue("SELECT set_config('app.current_tenant_id', $1, true), set_config('plan_cache_mode', 'force_custom_plan', true), "+
 		"set_config('jit', 'off', true)", tenantID.String())
 	queue(b)
-	b.Queue("COMMIT")
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		// A batch that failed midway leaves the session in an aborted
-		// transaction (or the connection broken): nothing of it survives.
+		// PostgreSQL rolled the implicit transaction back at the Sync; a
+		// connection broken midway is closed.
 		abandon(conn)
 		return translate(err)
 	}
