@@ -71,8 +71,11 @@ func IngestCommit(ctx context.Context, pool *pgxpool.Pool, groups []IngestGroup)
 	}
 	defer conn.Release()
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		// PostgreSQL rolled the implicit transaction back at the Sync; a
-		// connection broken midway is closed.
+		// PostgreSQL rolls a failed implicit transaction back at the
+		// Sync. A batch that failed before its Sync went out (an argument
+		// that would not encode) may have left one open: abandon rolls it
+		// back or closes the connection (after a Sync, its ROLLBACK only
+		// draws a warning).
 		abandon(conn)
 		return nil, fmt.Errorf("ingest commit: %w", translate(err))
 	}
