@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -17,9 +16,5 @@ func InboxInsertFull(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []In
 	if sql == dbsqlc.InboxInsertBatchPlain {
 		sql, args = dbsqlc.InboxInsertBatch, append(args, make([]string, len(rows)))
 	}
-	r, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	return pgx.CollectRows(r, pgx.RowTo[uuid.UUID])
+	return queryIDs(ctx, tx, sql, args)
 }

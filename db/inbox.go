@@ -45,6 +45,11 @@ type InboxRow struct {
 // transaction's tenant must be tenantID.
 func InboxInsertBatch(ctx context.Context, tx DBTX, tenantID uuid.UUID, rows []InboxRow) ([]uuid.UUID, error) {
 	sql, args := inboxInsert(tenantID, rows)
+	return queryIDs(ctx, tx, sql, args)
+}
+
+// queryIDs runs an insert that returns the ids it inserted.
+func queryIDs(ctx context.Context, tx DBTX, sql string, args []any) ([]uuid.UUID, error) {
 	r, err := tx.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, translate(err)
@@ -68,23 +73,22 @@ func inboxInsert(tenantID uuid.UUID, rows []InboxRow) (string, []any) {
 	channelTypes, sourceIDs, conversationIDs := make([]string, n), make([]string, n), make([]string, n)
 	states, envelopes, platformIDs := make([]string, n), make([]string, n), make([]string, n)
 	raws := make([][]byte, n)
-	var editOf []string
+	edits := false
 	for i, r := range rows {
 		ids[i], accountIDs[i], channelTypes[i] = r.ID, r.AccountID, r.ChannelType
 		sourceIDs[i], conversationIDs[i], states[i] = r.SourceMessageID, r.ConversationID, r.State
 		envelopes[i], raws[i], receivedAts[i] = string(r.Envelope), r.Raw, r.ReceivedAt
 		platformIDs[i] = r.PlatformMessageID
-		if r.EditOfPlatformID != "" && editOf == nil {
-			editOf = make([]string, n)
-		}
-		if editOf != nil {
-			editOf[i] = r.EditOfPlatformID
-		}
+		edits = edits || r.EditOfPlatformID != ""
 	}
 	// Arguments in dbsqlc's order (its Params structs').
 	args := []any{tenantID, ids, accountIDs, channelTypes, sourceIDs, conversationIDs, states, envelopes, raws, receivedAts, platformIDs}
-	if editOf == nil {
+	if !edits {
 		return dbsqlc.InboxInsertBatchPlain, args
+	}
+	editOf := make([]string, n)
+	for i, r := range rows {
+		editOf[i] = r.EditOfPlatformID
 	}
 	return dbsqlc.InboxInsertBatch, append(args, editOf)
 }
