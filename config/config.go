@@ -113,6 +113,10 @@ type Config struct {
 	// IngestFlushers (MIO_INGEST_FLUSHERS) is how many group-commit
 	// transactions may be in flight at once. Default 2.
 	IngestFlushers int
+	// IngestBurstFlushers (MIO_INGEST_BURST_FLUSHERS) are group-commit
+	// transactions in flight besides IngestFlushers while the recent
+	// ones carry few webhooks (20 or fewer on average). Default 1.
+	IngestBurstFlushers int
 	// IngestWindow (MIO_INGEST_WINDOW) is how long a group commit waits to
 	// gather concurrent webhooks. Default 500µs.
 	IngestWindow time.Duration
@@ -139,6 +143,10 @@ type Config struct {
 	// transactions of POST /v1/outbound may be in flight at once.
 	// Default 2.
 	OutboundFlushers int
+	// OutboundBurstFlushers (MIO_OUTBOUND_BURST_FLUSHERS) are group-commit
+	// transactions of sends in flight besides OutboundFlushers while the
+	// recent ones carry few sends (20 or fewer on average). Default 0.
+	OutboundBurstFlushers int
 	// OutboundWindow (MIO_OUTBOUND_WINDOW) is how long a group commit
 	// waits to gather concurrent sends. Default 500µs.
 	OutboundWindow time.Duration
@@ -308,6 +316,8 @@ func options() []option {
 			set: func(c *Config, v string) error { return duration(&c.InboxRetention, v, time.Hour, 24*3650*time.Hour) }},
 		{flag: "ingest-flushers", envs: []string{"MIO_INGEST_FLUSHERS"}, def: "2", usage: "group-commit transactions in flight",
 			set: func(c *Config, v string) error { return intRange(&c.IngestFlushers, v, 1, 256) }},
+		{flag: "ingest-burst-flushers", envs: []string{"MIO_INGEST_BURST_FLUSHERS"}, def: "1", usage: "group-commit transactions in flight besides --ingest-flushers while recent ones carry 20 webhooks or fewer",
+			set: func(c *Config, v string) error { return intRange(&c.IngestBurstFlushers, v, 0, 256) }},
 		{flag: "ingest-window", envs: []string{"MIO_INGEST_WINDOW"}, def: "500us", usage: "how long a group commit gathers webhooks",
 			set: func(c *Config, v string) error { return duration(&c.IngestWindow, v, 0, time.Second) }},
 		{flag: "log-level", envs: []string{"MIO_LOG_LEVEL"}, def: "info", usage: "debug, info, warn or error",
@@ -355,6 +365,8 @@ func options() []option {
 				c.NatsURL = v
 				return nil
 			}},
+		{flag: "outbound-burst-flushers", envs: []string{"MIO_OUTBOUND_BURST_FLUSHERS"}, def: "0", usage: "group-commit transactions of sends in flight besides --outbound-flushers while recent ones carry 20 sends or fewer",
+			set: func(c *Config, v string) error { return intRange(&c.OutboundBurstFlushers, v, 0, 256) }},
 		{flag: "outbound-flushers", envs: []string{"MIO_OUTBOUND_FLUSHERS"}, def: "2", usage: "group-commit transactions of sends in flight",
 			set: func(c *Config, v string) error { return intRange(&c.OutboundFlushers, v, 1, 256) }},
 		{flag: "outbound-window", envs: []string{"MIO_OUTBOUND_WINDOW"}, def: "500us", usage: "how long a group commit gathers sends",

@@ -36,9 +36,10 @@ type Func[Req, Res any] func(ctx context.Context, reqs []Req) ([]Outcome[Res], e
 
 // Defaults of Config.
 const (
-	DefaultWindow   = 500 * time.Microsecond
-	DefaultMaxBatch = 64
-	DefaultFlushers = 2
+	DefaultWindow     = 500 * time.Microsecond
+	DefaultMaxBatch   = 64
+	DefaultFlushers   = 2
+	DefaultSmallBatch = 20
 )
 
 // Config tunes a Committer.
@@ -51,6 +52,15 @@ type Config struct {
 	// Flushers is the number of transactions in flight at once. Default
 	// 2: more flushers make smaller batches.
 	Flushers int
+	// BurstFlushers are transactions in flight besides Flushers while the
+	// recent batches are small (a moving average of at most SmallBatch
+	// requests): with few concurrent requests a transaction's fixed cost
+	// is cheaper than the idle share of transactions that wait on each
+	// other's commit. Default 0.
+	BurstFlushers int
+	// SmallBatch is the recent batch size at or under which
+	// BurstFlushers may run. Default 20.
+	SmallBatch int
 	// Unavailable reports errors that fail every request alike (the
 	// database is down or timed out): no request-by-request retry then.
 	Unavailable func(error) bool
@@ -71,6 +81,56 @@ type Committer[Req, Res any] struct {
 	wg     sync.WaitGroup
 	mu     sync.RWMutex
 	done   bool
+	slots  slots
+}
+
+// slots admits flushers, each for one gather-and-commit: Flushers at
+// any time, BurstFlushers more while the recent batches are small.
+type slots struct {
+	mu       sync.Mutex
+	inFlight int
+	avg      float64       // committed batch sizes, moving average (weight 1/8)
+	freed    chan struct{} // closed (and replaced) when a slot is released
+}
+
+// acquire waits for a slot. A holder always releases its slot (after
+// its batch, or when it stops), so the wait ends.
+func (c *Committer[Req, Res]) acquire() {
+	s := &c.slots
+	for {
+		s.mu.Lock()
+		limit := c.cfg.Flushers
+		if s.avg <= float64(c.cfg.SmallBatch) {
+			limit += c.cfg.BurstFlushers
+		}
+		if s.inFlight < limit {
+			s.inFlight++
+			s.mu.Unlock()
+			return
+		}
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		<-freed
+	}
+}
+
+// release frees a slot after a batch of n requests (0: none, when
+// stopping).
+func (c *Committer[Req, Res]) release(n int) {
+	s := &c.slots
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inFlight--
+	if n > 0 {
+		s.avg += (float64(n) - s.avg) / 8
+	}
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
 }
 
 type pending[Req, Res any] struct {
@@ -90,20 +150,26 @@ func New[Req, Res any](commit Func[Req, Res], cfg Config) *Committer[Req, Res] {
 	if cfg.Flushers <= 0 {
 		cfg.Flushers = DefaultFlushers
 	}
+	if cfg.BurstFlushers < 0 {
+		cfg.BurstFlushers = 0
+	}
+	if cfg.SmallBatch <= 0 {
+		cfg.SmallBatch = DefaultSmallBatch
+	}
 	if cfg.Unavailable == nil {
 		cfg.Unavailable = func(error) bool { return false }
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Committer[Req, Res]{commit: commit, cfg: cfg, queue: make(chan *pending[Req, Res], cfg.MaxBatch*cfg.Flushers)}
+	return &Committer[Req, Res]{commit: commit, cfg: cfg, queue: make(chan *pending[Req, Res], cfg.MaxBatch*(cfg.Flushers+cfg.BurstFlushers))}
 }
 
 // Start runs the flushers.
 func (c *Committer[Req, Res]) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stop = cancel
-	for range c.cfg.Flushers {
+	for range c.cfg.Flushers + c.cfg.BurstFlushers {
 		c.wg.Add(1)
 		go func() { defer c.wg.Done(); c.flusher(ctx) }()
 	}
@@ -162,6 +228,9 @@ func (c *Committer[Req, Res]) flusher(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
+		// A slot first: a burst flusher gathers nothing while the recent
+		// batches are large, so the others' batches stay as large.
+		c.acquire()
 		var first *pending[Req, Res]
 		select {
 		case first = <-c.queue:
@@ -170,6 +239,7 @@ func (c *Committer[Req, Res]) flusher(ctx context.Context) {
 			select {
 			case first = <-c.queue:
 			default:
+				c.release(0)
 				return
 			}
 		}
@@ -186,6 +256,7 @@ func (c *Committer[Req, Res]) flusher(ctx context.Context) {
 		}
 		timer.Stop()
 		c.flush(batch)
+		c.release(len(batch))
 	}
 }
 

@@ -148,3 +148,133 @@ func TestWaitEndsWithContext(t *testing.T) {
 		t.Fatalf("Do: err %v, want the caller's deadline", err)
 	}
 }
+
+// gated is a commit Func whose calls each block until released: started
+// receives each call's batch, release lets the oldest blocked call
+// answer.
+type gated struct {
+	started chan []int
+	release chan struct{}
+	done    chan struct{} // closed at the test's end: every call answers
+}
+
+func newGated() *gated {
+	return &gated{started: make(chan []int, 100), release: make(chan struct{}, 100), done: make(chan struct{})}
+}
+
+// end lets every call answer: defer it after the Committer's Stop, so a
+// failed test does not leave Stop waiting on a blocked call.
+func (g *gated) end() { close(g.done) }
+
+func (g *gated) commit(_ context.Context, reqs []int) ([]groupcommit.Outcome[int], error) {
+	g.started <- append([]int(nil), reqs...)
+	select {
+	case <-g.release:
+	case <-g.done:
+	}
+	outs := make([]groupcommit.Outcome[int], len(reqs))
+	for i, v := range reqs {
+		outs[i].Res = v * 10
+	}
+	return outs, nil
+}
+
+func (g *gated) waitStarted(t *testing.T) []int {
+	t.Helper()
+	select {
+	case b := <-g.started:
+		return b
+	case <-time.After(5 * time.Second):
+		t.Fatal("no transaction started")
+		return nil
+	}
+}
+
+// doAsync submits v and returns where its answer arrives.
+func doAsync(c *groupcommit.Committer[int, int], v int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		res, err := c.Do(context.Background(), v)
+		if err == nil && res != v*10 {
+			err = errors.New("wrong result")
+		}
+		done <- err
+	}()
+	return done
+}
+
+// While the recent transactions carry few requests, a request that
+// arrives with every regular flusher busy starts a burst transaction.
+func TestBurstFlusherWhileBatchesAreSmall(t *testing.T) {
+	g := newGated()
+	c := groupcommit.New(g.commit, groupcommit.Config{Window: time.Millisecond, Flushers: 1, BurstFlushers: 1})
+	c.Start()
+	defer c.Stop()
+	defer g.end()
+	first := doAsync(c, 1)
+	g.waitStarted(t)
+	second := doAsync(c, 2)
+	if b := g.waitStarted(t); len(b) != 1 || b[0] != 2 {
+		t.Fatalf("burst transaction %v, want [2]", b)
+	}
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	for _, done := range []<-chan error{first, second} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Once the recent transactions carry more than SmallBatch requests, only
+// Flushers run at once; a waiting flusher goes on gathering, and starts
+// once a transaction ends.
+func TestNoBurstFlusherWhileBatchesAreLarge(t *testing.T) {
+	g := newGated()
+	c := groupcommit.New(g.commit, groupcommit.Config{Window: 30 * time.Millisecond, Flushers: 1, BurstFlushers: 1, SmallBatch: 2})
+	c.Start()
+	defer c.Stop()
+	defer g.end()
+
+	// A large batch: one flusher holds request 1 while the other gathers
+	// 20 requests in its window (the average starts at 0, so the burst
+	// transaction may run).
+	var warm []<-chan error
+	warm = append(warm, doAsync(c, 1))
+	g.waitStarted(t)
+	for v := range 20 {
+		warm = append(warm, doAsync(c, 100+v))
+	}
+	if b := g.waitStarted(t); len(b) != 20 {
+		t.Fatalf("second transaction carried %d requests, want the 20 gathered", len(b))
+	}
+	g.release <- struct{}{}
+	g.release <- struct{}{}
+	for _, done := range warm {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Average now (1/8, then +(20-1/8)/8) ≈ 2.6 > SmallBatch.
+
+	first := doAsync(c, 2)
+	g.waitStarted(t)
+	second := doAsync(c, 3)
+	time.Sleep(100 * time.Millisecond) // well past the window
+	third := doAsync(c, 4)
+	select {
+	case b := <-g.started:
+		t.Fatalf("transaction %v started beside a busy flusher although recent batches are large", b)
+	case <-time.After(100 * time.Millisecond):
+	}
+	g.release <- struct{}{}
+	if b := g.waitStarted(t); len(b) != 2 {
+		t.Fatalf("waiting flusher committed %v, want requests 3 and 4 (it gathers while it waits)", b)
+	}
+	g.release <- struct{}{}
+	for _, done := range []<-chan error{first, second, third} {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -45,10 +45,12 @@ type Result struct {
 }
 
 // Defaults of Config, measured with mio bench ingest (docs/benchmarks.md).
-// mio serve's MIO_INGEST_FLUSHERS and MIO_INGEST_WINDOW default to the same.
+// mio serve's MIO_INGEST_FLUSHERS, MIO_INGEST_BURST_FLUSHERS and
+// MIO_INGEST_WINDOW default to the same.
 const (
-	DefaultWindow   = 500 * time.Microsecond
-	DefaultFlushers = 2
+	DefaultWindow        = 500 * time.Microsecond
+	DefaultFlushers      = 2
+	DefaultBurstFlushers = 1
 )
 
 // Config tunes group commit.
@@ -61,6 +63,10 @@ type Config struct {
 	// Flushers is the number of transactions in flight at once. Default 2
 	// (DefaultFlushers): more flushers make smaller batches.
 	Flushers int
+	// BurstFlushers are transactions in flight besides Flushers while the
+	// recent ones carry few webhooks (groupcommit.Config.BurstFlushers).
+	// Default 1 (DefaultBurstFlushers); negative: none.
+	BurstFlushers int
 	// River inserts enrich jobs in the same transaction; nil skips them
 	// (messages with attachments then stay in state received).
 	River *river.Client[pgx.Tx]
@@ -88,12 +94,15 @@ func New(pool *pgxpool.Pool, cfg Config) *Ingester {
 	if cfg.Flushers == 0 {
 		cfg.Flushers = DefaultFlushers
 	}
+	if cfg.BurstFlushers == 0 {
+		cfg.BurstFlushers = DefaultBurstFlushers
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	in := &Ingester{pool: pool, cfg: cfg}
 	in.gc = groupcommit.New(in.commit, groupcommit.Config{Window: cfg.Window, MaxBatch: cfg.MaxBatch,
-		Flushers: cfg.Flushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest"})
+		Flushers: cfg.Flushers, BurstFlushers: cfg.BurstFlushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest"})
 	return in
 }
 

@@ -145,10 +145,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	hub := notify.New(pool, log.With("component", "notify"), notify.Options{ListenURL: cfg.DatabaseListenURL})
 	go hub.Run(bg)
 	ingester := ingest.New(pool, ingest.Config{
-		Flushers: cfg.IngestFlushers,
-		Window:   cfg.IngestWindow,
-		River:    riverClient,
-		OnCommit: hub.Publish,
+		Flushers:      cfg.IngestFlushers,
+		BurstFlushers: noneIfZero(cfg.IngestBurstFlushers),
+		Window:        cfg.IngestWindow,
+		River:         riverClient,
+		OnCommit:      hub.Publish,
 		OnBatch: func(n int, took time.Duration) {
 			m.IngestBatchSize.Observe(float64(n))
 			m.IngestCommitSeconds.Observe(took.Seconds())
@@ -158,7 +159,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	ingester.Start()
 	// Sends of concurrent requests share transactions (group commit).
 	sender := outbox.New(pool, riverClient)
-	stopSender := sender.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, Window: cfg.OutboundWindow,
+	stopSender := sender.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, BurstFlushers: cfg.OutboundBurstFlushers, Window: cfg.OutboundWindow,
 		OnBatch: func(n int, took time.Duration) {
 			m.OutboundBatchSize.Observe(float64(n))
 			m.OutboundCommitSeconds.Observe(took.Seconds())
@@ -207,7 +208,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	consumers := consume.New(pool, hub, m, log.With("component", "consume"), consume.Options{})
 	// Replies with ack share transactions like sends (same settings).
 	replies := reply.New(pool, consumers, sender)
-	stopReplies := replies.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, Window: cfg.OutboundWindow,
+	stopReplies := replies.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, BurstFlushers: cfg.OutboundBurstFlushers, Window: cfg.OutboundWindow,
 		Logger: log.With("component", "reply")})
 	defer stopReplies() // after a failed start; harmless after shutdown
 	go consumers.RunGauges(bg, 15*time.Second)
@@ -496,4 +497,13 @@ func startBridge(ctx context.Context, cfg *config.Config, pool *pgxpool.Pool, hu
 		log.Warn("nats: stream not checked yet; the bridge retries", "err", err)
 	}
 	return br, nc.Close, nil
+}
+
+// noneIfZero maps a setting's 0 (none) to ingest.Config's "none",
+// where 0 takes the package default.
+func noneIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

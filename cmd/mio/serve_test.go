@@ -71,5 +71,6 @@ func TestIngestDefaultsAgree(t *testing.T) {
 	cfg, _, err := config.Load("serve", nil, func(string) string { return "" }, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, ingest.DefaultFlushers, cfg.IngestFlushers)
+	require.Equal(t, ingest.DefaultBurstFlushers, cfg.IngestBurstFlushers)
 	require.Equal(t, ingest.DefaultWindow, cfg.IngestWindow)
 }
