@@ -5,6 +5,8 @@
 // requests. A batch that fails is retried request by request, so one bad
 // request never fails its batch-mates; when the database itself is
 // unavailable every request of the batch gets that error at once.
+// Config.Flushers transactions run at once, and Config.BurstFlushers
+// more while the recent batches are small (see Config).
 //
 // Webhook ingest (package ingest) and outbound sends (package outbox)
 // use it. Internal to MIO; not a stable API.
