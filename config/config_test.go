@@ -109,6 +109,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"BadLevel", []string{"--log-level", "loud"}, nil, "MIO_LOG_LEVEL", "debug, info"},
 		{"BadSize", []string{"--webhook-max-body", "lots"}, nil, "MIO_WEBHOOK_MAX_BODY", "1MiB"},
 		{"BadBlob", []string{"--blob-url", "s3://bucket"}, nil, "MIO_BLOB_URL", "gs://"},
+		{"BadBurst", []string{"--ingest-burst-flushers", "-1"}, nil, "MIO_INGEST_BURST_FLUSHERS", "from 0 to 256"},
+		{"BadEnvBurst", nil, map[string]string{"MIO_OUTBOUND_BURST_FLUSHERS": "x"}, "MIO_OUTBOUND_BURST_FLUSHERS", "from 0 to 256"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
