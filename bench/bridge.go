@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,9 @@ type BridgeOptions struct {
 	// second (default 500) for this long (default 10s; negative skips it).
 	E2ERate     int
 	E2EDuration time.Duration
+	// CPUProfile, when set, is where this process's CPU profile (the
+	// bridge and an in-process nats-server) of the publish phase goes.
+	CPUProfile string
 }
 
 // BridgeResult holds the figures of one run.
@@ -119,6 +123,11 @@ func Bridge(ctx context.Context, env *Env, opts BridgeOptions) (*BridgeResult, e
 		return nil, err
 	}
 	bctx, cancel := context.WithCancel(ctx)
+	stopProfile, err := startCPUProfile(opts.CPUProfile)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	start := time.Now()
 	go br.Run(bctx)
 	if err = waitStream(ctx, js, stream, uint64(res.Events)); err != nil {
@@ -126,6 +135,9 @@ func Bridge(ctx context.Context, env *Env, opts BridgeOptions) (*BridgeResult, e
 	}
 	res.Elapsed = time.Since(start)
 	cancel()
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return res, err
 	}
@@ -288,4 +300,24 @@ func bridgeE2E(ctx context.Context, env *Env, cs *consumerSetup, nc *nats.Conn, 
 	res.E2ECount = len(lats)
 	res.E2EP50, res.E2EP99 = Percentile(lats, 50), Percentile(lats, 99)
 	return nil
+}
+
+// startCPUProfile profiles this process into path until the returned
+// function is called; an empty path profiles nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }

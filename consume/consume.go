@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
 )
@@ -166,7 +167,7 @@ func (s *Service) pullSteady(ctx context.Context, tenantID uuid.UUID, name strin
 	}
 	out := make([]Delivery, 0, len(taken))
 	for _, t := range taken {
-		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw)})
 	}
 	return out, true, nil
 }
@@ -257,7 +258,7 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 		return nil, err
 	}
 	for _, t := range taken {
-		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: withRaw(t.Envelope, t.Raw)})
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw)})
 	}
 	return out, nil
 }
@@ -320,7 +321,7 @@ func (s *Service) load(ctx context.Context, tx db.DBTX, c *db.Consumer, ds []db.
 			gone = append(gone, d.DeliveryID)
 			continue
 		}
-		out = append(out, Delivery{DeliveryID: d.DeliveryID, Seq: d.MessageSeq, DeliveryCount: d.DeliveryCount, Message: withRaw(m.Envelope, m.Raw)})
+		out = append(out, Delivery{DeliveryID: d.DeliveryID, Seq: d.MessageSeq, DeliveryCount: d.DeliveryCount, Message: envelope.WithRaw(m.Envelope, m.Raw)})
 	}
 	if len(gone) > 0 {
 		if _, err := db.DeliveryAck(ctx, tx, c.TenantID, c.Name, gone); err != nil {
@@ -328,19 +329,6 @@ func (s *Service) load(ctx context.Context, tx db.DBTX, c *db.Consumer, ds []db.
 		}
 	}
 	return out, nil
-}
-
-// withRaw splices the raw payload into the stored envelope (stored without
-// it) without decoding the envelope.
-func withRaw(env, raw []byte) []byte {
-	if len(raw) == 0 || len(env) < 2 || env[len(env)-1] != '}' || !jsonValid(raw) {
-		return env
-	}
-	out := make([]byte, 0, len(env)+len(raw)+8)
-	out = append(out, env[:len(env)-1]...)
-	out = append(out, `,"raw":`...)
-	out = append(out, raw...)
-	return append(out, '}')
 }
 
 // SettleResult reports one delivery id of a settle call.

@@ -5,6 +5,7 @@
 package envelope
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 
@@ -211,4 +212,24 @@ type RichButton struct {
 	Label string `json:"label"`
 	Value string `json:"value,omitempty"`
 	URL   string `json:"url,omitempty"`
+}
+
+// WithRaw returns a stored envelope (a JSON object of Message, stored
+// without its raw payload) with raw spliced in as "raw", without decoding
+// the envelope: the message as the pull API and the NATS bridge deliver
+// it. raw is left out when it is not valid JSON, and stored is returned as
+// it is when it is not an object.
+func WithRaw(stored, raw []byte) []byte {
+	stored = bytes.TrimSpace(stored)
+	if len(raw) == 0 || len(stored) < 2 || stored[0] != '{' || stored[len(stored)-1] != '}' || !json.Valid(raw) {
+		return stored
+	}
+	out := make([]byte, 0, len(stored)+len(raw)+8)
+	out = append(out, stored[:len(stored)-1]...)
+	if len(bytes.TrimSpace(stored[1:len(stored)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"raw":`...)
+	out = append(out, raw...)
+	return append(out, '}')
 }

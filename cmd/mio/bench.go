@@ -53,7 +53,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
-		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; dispatch: the throughput phase's first 5 s) to this file")
+		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; dispatch: the throughput phase's first 5 s) to this file; bridge: this process's (bridge and nats-server) while the bridge publishes")
 		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch: write the server's allocation profile after the measured phase (dispatch: the throughput phase) to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
@@ -215,7 +215,7 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		if messages == 0 {
 			messages = 100_000
 		}
-		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef, E2EDuration: duration})
+		res, err := bench.Bridge(ctx, env, bench.BridgeOptions{Preload: messages, NatsURL: cfg.NatsURL, SkipReference: noRef, E2EDuration: duration, CPUProfile: cpuProf})
 		if res != nil {
 			res.Print(stdout)
 		}

@@ -1,5 +1,0 @@
-package consume
-
-import "encoding/json"
-
-func jsonValid(b []byte) bool { return json.Valid(b) }
