@@ -227,8 +227,9 @@ func TestBurstFlusherWhileBatchesAreSmall(t *testing.T) {
 }
 
 // Once the recent transactions carry more than SmallBatch requests, only
-// Flushers run at once; a waiting flusher goes on gathering, and starts
-// once a transaction ends.
+// Flushers run at once: requests that arrive meanwhile wait in the queue,
+// and the flusher that takes the freed slot gathers them all into its
+// transaction.
 func TestNoBurstFlusherWhileBatchesAreLarge(t *testing.T) {
 	g := newGated()
 	c := groupcommit.New(g.commit, groupcommit.Config{Window: 30 * time.Millisecond, Flushers: 1, BurstFlushers: 1, SmallBatch: 2})
@@ -269,7 +270,7 @@ func TestNoBurstFlusherWhileBatchesAreLarge(t *testing.T) {
 	}
 	g.release <- struct{}{}
 	if b := g.waitStarted(t); len(b) != 2 {
-		t.Fatalf("waiting flusher committed %v, want requests 3 and 4 (it gathers while it waits)", b)
+		t.Fatalf("next transaction %v, want requests 3 and 4 (queued while the slot was taken)", b)
 	}
 	g.release <- struct{}{}
 	for _, done := range []<-chan error{first, second, third} {
