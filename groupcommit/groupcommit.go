@@ -90,29 +90,33 @@ type Committer[Req, Res any] struct {
 // any time, BurstFlushers more while the recent batches are small.
 type slots struct {
 	mu       sync.Mutex
-	freed    sync.Cond // on mu: signalled when a slot is released
 	inFlight int
-	avg      float64 // committed batch sizes, moving average (weight 1/8)
+	avg      float64       // committed batch sizes, moving average (weight 1/8)
+	freed    chan struct{} // closed (and replaced) when a slot is released
 }
 
 // acquire waits for a slot. A holder always releases its slot (after
 // its batch, or when it stops), so the wait ends.
 func (c *Committer[Req, Res]) acquire() {
 	s := &c.slots
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.inFlight >= c.limit() {
-		s.freed.Wait()
+	for {
+		s.mu.Lock()
+		limit := c.cfg.Flushers
+		if s.avg <= float64(c.cfg.SmallBatch) {
+			limit += c.cfg.BurstFlushers
+		}
+		if s.inFlight < limit {
+			s.inFlight++
+			s.mu.Unlock()
+			return
+		}
+		if s.freed == nil {
+			s.freed = make(chan struct{})
+		}
+		freed := s.freed
+		s.mu.Unlock()
+		<-freed
 	}
-	s.inFlight++
-}
-
-// limit is how many flushers may hold a slot now; call with slots.mu.
-func (c *Committer[Req, Res]) limit() int {
-	if c.slots.avg <= float64(c.cfg.SmallBatch) {
-		return c.cfg.Flushers + c.cfg.BurstFlushers
-	}
-	return c.cfg.Flushers
 }
 
 // release frees a slot after a batch of n requests (0: none, when
@@ -125,7 +129,10 @@ func (c *Committer[Req, Res]) release(n int) {
 	if n > 0 {
 		s.avg += (float64(n) - s.avg) / 8
 	}
-	s.freed.Broadcast()
+	if s.freed != nil {
+		close(s.freed)
+		s.freed = nil
+	}
 }
 
 type pending[Req, Res any] struct {
@@ -157,9 +164,7 @@ func New[Req, Res any](commit Func[Req, Res], cfg Config) *Committer[Req, Res] {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Committer[Req, Res]{commit: commit, cfg: cfg, queue: make(chan *pending[Req, Res], cfg.MaxBatch*(cfg.Flushers+cfg.BurstFlushers))}
-	c.slots.freed.L = &c.slots.mu
-	return c
+	return &Committer[Req, Res]{commit: commit, cfg: cfg, queue: make(chan *pending[Req, Res], cfg.MaxBatch*(cfg.Flushers+cfg.BurstFlushers))}
 }
 
 // Start runs the flushers.
