@@ -174,13 +174,19 @@ type Dispatcher struct {
 	// when a request found none (see opsTenant).
 	extrasMu    sync.Mutex
 	extrasQuiet map[uuid.UUID]time.Time
+	// senders runs the sends of sendAll (see goPool).
+	senders *goPool
 }
+
+// senderIdle is how long a send goroutine waits for the next send before
+// it exits.
+const senderIdle = 5 * time.Second
 
 // NewDispatcher returns a dispatcher on pool.
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
 	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
-		extrasQuiet: map[uuid.UUID]time.Time{}}
+		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle)}
 	for _, ct := range envelope.ChannelTypes() {
 		if len(defaultBuckets(ct)) == 0 {
 			d.unlimited = append(d.unlimited, ct)
@@ -336,7 +342,7 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 	var wg sync.WaitGroup
 	for i := range all {
 		wg.Add(1)
-		go func() {
+		d.senders.Go(func() {
 			defer wg.Done()
 			fin, later, err := d.sendLane(ctx, tenantID, run, all[i])
 			mu.Lock()
@@ -354,7 +360,7 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 			case fin.Outcome != db.OutcomeHandedOff && fin.Outcome != db.OutcomeDead:
 				again = append(again, rescheduled{id: fin.ID, accountID: all[i].cand.AccountID, delay: fin.Delay})
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if len(again) > 0 {
