@@ -176,18 +176,25 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	if len(p.Event) == 0 || p.Event[0] != '{' {
 		return nil, channels.BadRequestf("slack: event_callback without an event object")
 	}
-	var kind struct {
-		Type string `json:"type"`
-	}
-	if err := channels.UnmarshalJSON(p.Event, &kind); err != nil {
-		return nil, channels.BadRequestf("slack: malformed event: %v", err)
-	}
-	if kind.Type != "message" {
-		return &channels.Parsed{}, nil // app_mention, reaction_added, ...
-	}
+	// Decoded once as a message event, the kind nearly every delivery is.
+	// Other kinds may not fit messageEvent (channel_created's channel is
+	// an object): only when it fails is the type alone decoded, to tell a
+	// kind MIO ignores from a malformed message.
 	var ev messageEvent
 	if err := channels.UnmarshalJSON(p.Event, &ev); err != nil {
+		var kind struct {
+			Type string `json:"type"`
+		}
+		if kerr := channels.UnmarshalJSON(p.Event, &kind); kerr != nil {
+			return nil, channels.BadRequestf("slack: malformed event: %v", kerr)
+		}
+		if kind.Type != "message" {
+			return &channels.Parsed{}, nil
+		}
 		return nil, channels.BadRequestf("slack: malformed message event: %v", err)
+	}
+	if ev.Type != "message" {
+		return &channels.Parsed{}, nil // app_mention, reaction_added, ...
 	}
 	if !storedSubtypes[ev.Subtype] {
 		return &channels.Parsed{}, nil

@@ -257,6 +257,9 @@ func TestParse(t *testing.T) {
 		}}},
 		{fixture: "app_mention.json"},
 		{fixture: "channel_join.json"},
+		// Not a message, and not shaped like one (channel is an object):
+		// ignored, not a malformed message.
+		{fixture: "channel_created.json"},
 		{fixture: "app_rate_limited.json"},
 	}
 	in := newTestInbound(t, nil, "")
