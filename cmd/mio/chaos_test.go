@@ -597,10 +597,21 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 // failure of the lease bound needs to be explained.
 func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
 	var s string
-	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('row %s lease_until=%s attempt=%s job=%s state=%s scheduled=%s attempted=%s by=%s errors=%s',
-			o.id, o.lease_until::time, o.attempt_no, o.job_id, j.state, j.scheduled_at::time, j.attempted_at::time,
-			j.attempted_by, (SELECT string_agg(e ->> 'error', ' | ') FROM jsonb_array_elements(to_jsonb(j.errors)) e)), E'\n'), '')
+	// With what the job may be waiting for: the account's rate limit and
+	// the lane's earliest active row before this one (a lane waits for it).
+	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('row %s %s/%s lease_until=%s attempt=%s job=%s state=%s scheduled=%s attempted=%s by=%s errors=%s'
+			|| E'\n    account rate limit %s/s burst %s; lane before it: %s',
+			o.id, o.channel_type, o.conversation_id, o.lease_until::time, o.attempt_no, o.job_id, j.state,
+			j.scheduled_at::time, j.attempted_at::time, j.attempted_by,
+			(SELECT string_agg(e ->> 'error', ' | ') FROM jsonb_array_elements(to_jsonb(j.errors)) e),
+			coalesce(a.rate_limit_per_sec::text, 'default'), coalesce(a.rate_limit_burst::text, 'default'),
+			coalesce((SELECT format('%s %s attempt=%s next_attempt_at=%s lease_until=%s', p.id, p.handoff_state, p.attempt_no,
+			                        p.next_attempt_at::time, p.lease_until::time)
+			          FROM mio.outbox p WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+			            AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+			          ORDER BY p.seq LIMIT 1), 'none')), E'\n'), '')
 		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
+		LEFT JOIN mio.accounts a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
 		WHERE o.handoff_state = 'sending' AND o.lease_until < now() - interval '30 seconds'`).Scan(&s)
 	var leader, beats string
 	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s elected=%s expires=%s', leader_id, elected_at::time, expires_at::time), '; '), 'none') FROM river.river_leader`).Scan(&leader)
