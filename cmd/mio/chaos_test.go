@@ -597,10 +597,12 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 // failure of the lease bound needs to be explained.
 func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
 	var s string
-	// With what the job may be waiting for: the account's rate limit and
-	// the lane's earliest active row before this one (a lane waits for it).
+	// With what the job may be waiting for: the account's rate limit, the
+	// lane's earliest active row before this one (a lane waits for it),
+	// and the rows queued with it for the same token buckets.
 	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('row %s %s/%s lease_until=%s attempt=%s job=%s state=%s scheduled=%s attempted=%s by=%s errors=%s'
-			|| E'\n    account rate limit %s/s burst %s; lane before it: %s',
+			|| E'\n    account rate limit %s/s burst %s; lane before it: %s'
+			|| E'\n    active rows: account %s, conversation %s; token buckets: account %s, conversation %s',
 			o.id, o.channel_type, o.conversation_id, o.lease_until::time, o.attempt_no, o.job_id, j.state,
 			j.scheduled_at::time, j.attempted_at::time, j.attempted_by,
 			(SELECT string_agg(e ->> 'error', ' | ') FROM jsonb_array_elements(to_jsonb(j.errors)) e),
@@ -609,7 +611,15 @@ func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
 			                        p.next_attempt_at::time, p.lease_until::time)
 			          FROM mio.outbox p WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
 			            AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
-			          ORDER BY p.seq LIMIT 1), 'none')), E'\n'), '')
+			          ORDER BY p.seq LIMIT 1), 'none'),
+			(SELECT count(*) FROM mio.outbox q WHERE q.tenant_id = o.tenant_id AND q.account_id = o.account_id AND q.active),
+			(SELECT count(*) FROM mio.outbox q WHERE q.tenant_id = o.tenant_id AND q.account_id = o.account_id
+			   AND q.conversation_id = o.conversation_id AND q.active),
+			coalesce((SELECT format('%s tokens at %s', round(b.tokens::numeric, 2), b.updated_at::time) FROM mio.rate_buckets b
+			          WHERE b.tenant_id = o.tenant_id AND b.bucket_key = 'a:' || o.account_id), 'none'),
+			coalesce((SELECT format('%s tokens at %s', round(b.tokens::numeric, 2), b.updated_at::time) FROM mio.rate_buckets b
+			          WHERE b.tenant_id = o.tenant_id AND b.bucket_key = 'c:' || o.account_id || ':' || o.conversation_id), 'none')),
+			E'\n'), '')
 		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
 		LEFT JOIN mio.accounts a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
 		WHERE o.handoff_state = 'sending' AND o.lease_until < now() - interval '30 seconds'`).Scan(&s)
