@@ -81,6 +81,10 @@ type Heartbeat struct {
 
 	stop context.CancelFunc
 	done chan struct{}
+
+	// afterReclaim, when set (tests), runs after the jobs are reclaimed
+	// and before their sends' leases are ended.
+	afterReclaim func()
 }
 
 // NewHeartbeat returns the heartbeat of a working process on pool (a pool
@@ -247,27 +251,42 @@ func (h *Heartbeat) lose(gen int) {
 // reclaim takes back the running jobs of dead workers and ends the
 // leases of the sends their dispatch jobs held. A reclaimed job's retry
 // resumes only its own row; the other rows it held (extras, the next
-// messages of lanes it drained) get a dispatch job of their own here, in
-// the same transaction, instead of waiting for the outbox sweeper, which
-// runs only under River's leader — often the process that died.
+// messages of lanes it drained) get a dispatch job of their own here
+// instead of waiting for the outbox sweeper, which runs only under
+// River's leader — often the process that died.
+//
+// All of it is one transaction: a reclaimed job becomes available only
+// with its sends' leases ended. Were the leases ended after the reclaim
+// committed, a live worker could fetch the job in between (TestChaos saw
+// it 0.5 ms later), find its send still leased and snooze until the dead
+// worker's lease would have ended — about 30 s with the default lease.
 func (h *Heartbeat) reclaim(ctx context.Context, clientID string) error {
-	reclaimed, err := db.WorkerReclaim(ctx, h.pool, clientID, h.cfg.Timeout, 1000)
-	if err != nil || len(reclaimed) == 0 {
-		return err
-	}
-	dispatch := map[uuid.UUID][]int64{}
-	dead := map[string]int{}
-	for _, j := range reclaimed {
-		dead[j.DeadClient]++
-		if j.Kind == (jobs.DispatchArgs{}).Kind() && j.TenantID != uuid.Nil {
-			dispatch[j.TenantID] = append(dispatch[j.TenantID], j.ID)
-		}
-	}
-	var errs []error
+	var reclaimed []db.ReclaimedJob
 	ended, rejobbed := 0, 0
-	for tenantID, ids := range dispatch {
-		err := db.InTenantTx(ctx, h.pool, tenantID, func(tx pgx.Tx) error {
-			held, err := db.OutboxLeasesEnd(ctx, tx, tenantID, ids)
+	err := db.InTx(ctx, h.pool, func(tx pgx.Tx) error {
+		var err error
+		reclaimed, err = db.WorkerReclaim(ctx, tx, clientID, h.cfg.Timeout, 1000)
+		if err != nil || len(reclaimed) == 0 {
+			return err
+		}
+		if h.afterReclaim != nil {
+			h.afterReclaim()
+		}
+		dispatch := map[uuid.UUID][]int64{}
+		var tenants []uuid.UUID
+		for _, j := range reclaimed {
+			if j.Kind == (jobs.DispatchArgs{}).Kind() && j.TenantID != uuid.Nil {
+				if _, ok := dispatch[j.TenantID]; !ok {
+					tenants = append(tenants, j.TenantID)
+				}
+				dispatch[j.TenantID] = append(dispatch[j.TenantID], j.ID)
+			}
+		}
+		for _, tenantID := range tenants {
+			if err := db.SetTenant(ctx, tx, tenantID); err != nil {
+				return err
+			}
+			held, err := db.OutboxLeasesEnd(ctx, tx, tenantID, dispatch[tenantID])
 			if err != nil {
 				return err
 			}
@@ -284,13 +303,17 @@ func (h *Heartbeat) reclaim(ctx context.Context, clientID string) error {
 				rejobbed += len(orphans)
 			}
 			ended += len(held)
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, err)
 		}
+		return nil
+	})
+	if err != nil || len(reclaimed) == 0 {
+		return err
+	}
+	dead := map[string]int{}
+	for _, j := range reclaimed {
+		dead[j.DeadClient]++
 	}
 	h.cfg.Logger.Info("heartbeat: reclaimed the running jobs of dead workers", "jobs", len(reclaimed), "workers", dead,
 		"send_leases_ended", ended, "sends_given_jobs", rejobbed)
-	return errors.Join(errs...)
+	return nil
 }

@@ -193,6 +193,59 @@ func TestHeartbeatReclaimResumesSend(t *testing.T) {
 	require.ElementsMatch(t, []string{fmt.Sprintf("mio-%s", id), fmt.Sprintf("mio-%s", extra)}, keys, "the same series keys")
 }
 
+// TestHeartbeatReclaimIsAtomic: a reclaimed dispatch job becomes
+// available only together with the end of its send's lease. The hook
+// holds the reclaim for 2 s between taking the job back and ending the
+// lease: meanwhile nobody sees the job reclaimed, and a live worker that
+// polls for jobs all along cannot fetch it early, find the send still
+// under the dead worker's 5-minute lease and snooze for the rest of it
+// (TestChaos saw that race, 30 s with the default lease). The send is
+// handed off within seconds, once.
+func TestHeartbeatReclaimIsAtomic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 5 * time.Minute}}
+	b := newOutBundle(t, o)
+	id := b.send(t, "webhook", "atomic-1", "taken back whole", nil)
+	var jobID int64
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
+	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('killed', now() - interval '1 minute', now() - interval '1 second'),
+		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+
+	live := b.newClient(t, o, true) // polls for jobs during the reclaim
+	b.clients = append(b.clients, live)
+	hb := workers.NewHeartbeat(b.env.Pool, workers.HeartbeatConfig{Timeout: 2 * time.Second})
+	seen := make(chan string, 1)
+	hb.SetAfterReclaim(func() {
+		var state string
+		err := b.owner.QueryRow(ctx, `SELECT state::text FROM river.river_job WHERE id = $1`, jobID).Scan(&state)
+		if err != nil {
+			state = err.Error()
+		}
+		select {
+		case seen <- state:
+		default:
+		}
+		time.Sleep(2 * time.Second)
+	})
+	require.NoError(t, hb.Start(ctx, "survivor", live))
+	t.Cleanup(hb.Stop)
+	select {
+	case state := <-seen:
+		require.Equal(t, "running", state, "the reclaimed job was visible before its send's lease ended")
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing reclaimed")
+	}
+	b.waitTerminal(t, []uuid.UUID{id}, 8*time.Second)
+	got, ev := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	require.Len(t, b.fake.Calls(), 1)
+}
+
 // TestWorkerSchedule: while River has no live leader — no leadership
 // row, or one whose leader's heartbeat expired — a worker alive for a
 // whole timeout makes the due scheduled and retryable jobs available, as
