@@ -256,6 +256,18 @@ func OutboxSetJobs(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.
 	return translate(queries().OutboxSetJobs(ctx, tx, &dbsqlc.OutboxSetJobsParams{TenantID: tenantID, Ids: ids, JobIds: jobIDs}))
 }
 
+// OutboxHoldLease holds the lease of resumed rows (sending, lease over)
+// denied a rate-limit token until their turn: waits[i] from now for
+// ids[i]. Rows not sending are left alone. Call it in the claim's
+// transaction, on rows it locked (OutboxClaimCandidates).
+func OutboxHoldLease(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID, waits []time.Duration) error {
+	secs := make([]float64, len(waits))
+	for i, w := range waits {
+		secs[i] = w.Seconds()
+	}
+	return translate(queries().OutboxHoldLease(ctx, tx, &dbsqlc.OutboxHoldLeaseParams{TenantID: tenantID, Ids: ids, WaitSeconds: secs}))
+}
+
 // RateWant asks a bucket for tokens.
 type RateWant struct {
 	Key   string

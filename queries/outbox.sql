@@ -169,6 +169,17 @@ UPDATE mio.outbox AS o SET job_id = input.job_id
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@job_ids::bigint[]) AS job_id) AS input
 WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = input.id;
 
+-- name: OutboxHoldLease :exec
+-- Holds the lease of resumed rows (sending, lease over) that were denied
+-- a rate-limit token until their turn in the bucket, as a platform's
+-- Retry-After holds it (mio.dispatch_finish, rate_limited): a row waiting
+-- its turn is owned, not abandoned. Call it in the claim's transaction,
+-- on rows that transaction locked. lease_until is in no index: a HOT update.
+UPDATE mio.outbox AS o SET lease_until = now() + make_interval(secs => input.wait_seconds)
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@wait_seconds::float8[]) AS wait_seconds) AS input
+WHERE o.tenant_id = @tenant_id AND o.id = ANY (@ids::uuid[]) AND o.id = input.id
+  AND o.handoff_state = 'sending';
+
 -- name: DeadLetterDiscard :one
 SELECT mio.discard(@id::uuid)::int AS discarded;
 

@@ -260,6 +260,22 @@ func (d *Dispatcher) claimLimited(ctx context.Context, tenantID uuid.UUID, ids [
 			return err
 		}
 	}
+	// A resumed row denied its token waits its turn still sending: its
+	// lease is held until then, or it would read as abandoned (and the
+	// outbox sweeper would send it another job) for the whole wait.
+	var holdIDs []uuid.UUID
+	var holdWaits []time.Duration
+	for _, dn := range denied {
+		if dn.cand.HandoffState == db.HandoffSending {
+			holdIDs = append(holdIDs, dn.cand.ID)
+			holdWaits = append(holdWaits, dn.wait)
+		}
+	}
+	if len(holdIDs) > 0 {
+		if err := db.OutboxHoldLease(ctx, tx, tenantID, holdIDs, holdWaits); err != nil {
+			return err
+		}
+	}
 	seen := make(map[uuid.UUID]bool, len(cands))
 	for _, c := range cands {
 		seen[c.ID] = true

@@ -40,6 +40,42 @@ func TestDispatchResumesCrashedAttempt(t *testing.T) {
 	require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "same series, same webhook-id")
 }
 
+// TestDeniedResumeHoldsLease: a crashed attempt resumed by a process
+// that finds its account's bucket empty waits its turn (~5 s here) with
+// its lease held until then, so it never reads as abandoned (sending,
+// lease over) while it waits; it is then sent once, as the same attempt.
+func TestDeniedResumeHoldsLease(t *testing.T) {
+	t.Parallel()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 300 * time.Millisecond}}
+	b := newOutBundle(t, o)
+	b.ownerExec(t, `UPDATE mio.accounts SET rate_limit_per_sec = 0.2, rate_limit_burst = 1 WHERE channel_type = 'webhook'`)
+	id := b.send(t, "webhook", "held-1", "after the crash, in turn", nil)
+	require.NoError(t, b.disps[0].ClaimOnly(context.Background(), b.tenant, id)) // takes the only token
+
+	b.clients = append(b.clients, b.newClient(t, o, true)) // the next process
+	leaseAhead := func() (time.Duration, db.HandoffState) {
+		var ahead float64
+		var state db.HandoffState
+		require.NoError(t, b.owner.QueryRow(context.Background(),
+			`SELECT COALESCE(EXTRACT(EPOCH FROM lease_until - now()), -1)::float8, handoff_state FROM mio.outbox WHERE id = $1`,
+			id).Scan(&ahead, &state))
+		return time.Duration(ahead * float64(time.Second)), state
+	}
+	require.Eventually(t, func() bool {
+		ahead, state := leaseAhead()
+		return state == db.HandoffSending && ahead > 2*time.Second
+	}, 4*time.Second, 20*time.Millisecond, "the denied resume holds the row's lease until its token")
+	require.Empty(t, b.fake.Calls(), "not sent before its token")
+
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	got, ev := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	require.Equal(t, 1, got.Attempts)
+	require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1",
+		"handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
+	require.Len(t, b.fake.Calls(), 1)
+}
+
 // TestRequeueFromSQL: a dead letter requeued with SELECT mio.requeue(id)
 // (twice: the second call does nothing) is delivered exactly once, as a
 // new attempt series with a new idempotency key.

@@ -416,6 +416,29 @@ func (q *Queries) OutboxGetMany(ctx context.Context, db DBTX, arg *OutboxGetMany
 	return items, nil
 }
 
+const OutboxHoldLease = `-- name: OutboxHoldLease :exec
+UPDATE mio.outbox AS o SET lease_until = now() + make_interval(secs => input.wait_seconds)
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($3::float8[]) AS wait_seconds) AS input
+WHERE o.tenant_id = $1 AND o.id = ANY ($2::uuid[]) AND o.id = input.id
+  AND o.handoff_state = 'sending'
+`
+
+type OutboxHoldLeaseParams struct {
+	TenantID    uuid.UUID
+	Ids         []uuid.UUID
+	WaitSeconds []float64
+}
+
+// Holds the lease of resumed rows (sending, lease over) that were denied
+// a rate-limit token until their turn in the bucket, as a platform's
+// Retry-After holds it (mio.dispatch_finish, rate_limited): a row waiting
+// its turn is owned, not abandoned. Call it in the claim's transaction,
+// on rows that transaction locked. lease_until is in no index: a HOT update.
+func (q *Queries) OutboxHoldLease(ctx context.Context, db DBTX, arg *OutboxHoldLeaseParams) error {
+	_, err := db.Exec(ctx, OutboxHoldLease, arg.TenantID, arg.Ids, arg.WaitSeconds)
+	return err
+}
+
 const OutboxInsertBatch = `-- name: OutboxInsertBatch :many
 WITH input AS (
     SELECT unnest($1::uuid[]) AS id,
