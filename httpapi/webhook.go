@@ -71,7 +71,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.unavailable(w, "resolve account", err)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.webhookMaxBody))
+	body, err := readBody(w, r, s.webhookMaxBody)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -140,6 +140,22 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.metrics.InboundMessages.WithLabelValues(channelType).Add(float64(n))
 	}
 	s.reply(w, parsed.Reply)
+}
+
+// readBody reads r's body, at most limit bytes (*http.MaxBytesError
+// beyond). A body of announced length is read into one buffer of that
+// size; io.ReadAll grows its buffer from 512 bytes, three allocations and
+// copies for a 1 KB webhook.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body := http.MaxBytesReader(w, r.Body, limit)
+	if n := r.ContentLength; n >= 0 && n <= limit {
+		buf := make([]byte, n)
+		if _, err := io.ReadFull(body, buf); err != nil {
+			return nil, err
+		}
+		return buf, nil
+	}
+	return io.ReadAll(body)
 }
 
 // webhookOK is the answer to an accepted webhook, as writeJSON would

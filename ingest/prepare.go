@@ -60,12 +60,13 @@ func Prepare(acct *accounts.Account, parsed *channels.Parsed, raw []byte, now ti
 				editOf = m.EditOf.PlatformMessageID
 			}
 		}
-		env, err := json.Marshal(&m)
+		buf := make([]byte, 0, 512+len(m.Text)+len(m.Text)/8)
+		env, err := m.AppendJSON(buf)
 		if err != nil {
 			// Only unrepresentable times can fail; drop them rather than the
 			// message.
 			m.SentAt = time.Time{}
-			env, _ = json.Marshal(&m)
+			env, _ = m.AppendJSON(buf[:0])
 		}
 		req.Messages = append(req.Messages, db.InboxRow{
 			ID: m.ID, AccountID: acct.ID, ChannelType: acct.ChannelType,
