@@ -146,6 +146,25 @@ func TestHeartbeatLostCancelsJobs(t *testing.T) {
 	hb.Stop()
 }
 
+// jobOf returns the dispatch job recorded on outbox row id.
+func (b *outBundle) jobOf(t *testing.T, id uuid.UUID) int64 {
+	t.Helper()
+	var jobID int64
+	require.NoError(t, b.owner.QueryRow(context.Background(), `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	return jobID
+}
+
+// heldByKilledWorker makes River job jobID running on worker "killed",
+// whose heartbeat expired, beside a live worker "survivor" alive for a
+// minute (so it may judge).
+func (b *outBundle) heldByKilledWorker(t *testing.T, jobID int64) {
+	t.Helper()
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
+	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
+		('killed', now() - interval '1 minute', now() - interval '1 second'),
+		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+}
+
 // TestHeartbeatReclaimResumesSend: a worker killed mid-send leaves its
 // dispatch job running and its rows sending under their lease — the
 // job's own row and one it took over (an extra, whose own job was
@@ -161,17 +180,12 @@ func TestHeartbeatReclaimResumesSend(t *testing.T) {
 	b := newOutBundle(t, o)
 	id := b.send(t, "webhook", "reclaim-1", "taken back", nil)
 	extra := b.send(t, "webhook", "reclaim-2", "taken over", nil)
-	var jobID, extraJob int64
-	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
-	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, extra).Scan(&extraJob))
+	jobID, extraJob := b.jobOf(t, id), b.jobOf(t, extra)
 	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
 	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, extra))
 	b.ownerExec(t, `UPDATE mio.outbox SET job_id = $1 WHERE id = $2`, jobID, extra)
 	b.ownerExec(t, `DELETE FROM river.river_job WHERE id = $1`, extraJob)
-	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
-	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
-		('killed', now() - interval '1 minute', now() - interval '1 second'),
-		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+	b.heldByKilledWorker(t, jobID)
 
 	live := b.newClient(t, o, true) // a live process that works the jobs again
 	b.clients = append(b.clients, live)
@@ -184,9 +198,7 @@ func TestHeartbeatReclaimResumesSend(t *testing.T) {
 		require.Equal(t, db.HandoffHandedOff, got.HandoffState)
 		require.Equal(t, []string{"queued:queued@1", "sending:sending@1", "resumed:sending@1", "handed_off:handed_off@1", "accepted:accepted@1"}, timeline(ev))
 	}
-	var rejobbed int64
-	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, extra).Scan(&rejobbed))
-	require.NotEqual(t, jobID, rejobbed, "the taken-over row got a job of its own")
+	require.NotEqual(t, jobID, b.jobOf(t, extra), "the taken-over row got a job of its own")
 	calls := b.fake.Calls()
 	require.Len(t, calls, 2)
 	keys := []string{calls[0].Key, calls[1].Key}
@@ -207,13 +219,9 @@ func TestHeartbeatReclaimIsAtomic(t *testing.T) {
 	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 5 * time.Minute}}
 	b := newOutBundle(t, o)
 	id := b.send(t, "webhook", "atomic-1", "taken back whole", nil)
-	var jobID int64
-	require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
+	jobID := b.jobOf(t, id)
 	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
-	b.ownerExec(t, `UPDATE river.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['killed'] WHERE id = $1`, jobID)
-	b.ownerExec(t, `INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES
-		('killed', now() - interval '1 minute', now() - interval '1 second'),
-		('survivor', now() - interval '1 minute', now() + interval '10 seconds')`)
+	b.heldByKilledWorker(t, jobID)
 
 	live := b.newClient(t, o, true) // polls for jobs during the reclaim
 	b.clients = append(b.clients, live)

@@ -67,9 +67,7 @@ func TestSweeperRecoversLostDispatch(t *testing.T) {
 			o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 300 * time.Millisecond}}
 			b := newOutBundle(t, o)
 			id := b.send(t, "webhook", "sweep-1", "found again", nil)
-			var jobID int64
-			require.NoError(t, b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&jobID))
-			c.lose(t, b, id, jobID)
+			c.lose(t, b, id, b.jobOf(t, id))
 
 			start := time.Now()
 			sweep := func(moved time.Duration) int {
