@@ -144,7 +144,7 @@ COMMIT;
 	return res, nil
 }
 
-// ingestTarget is issue 15's ingest target for a client count: at least
+// ingestTarget is MIO's ingest target for a client count: at least
 // pgbench's rate at 32 clients, 1.5 times it at 128 (group commit should
 // win more the more requests wait together); other counts print 1.0.
 func ingestTarget(clients int) float64 {

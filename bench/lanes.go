@@ -106,7 +106,7 @@ func (r *LanesResult) Print(w io.Writer) {
 	}
 }
 
-// lanesTarget is issue 15's target for the lane counts it names.
+// lanesTarget is MIO's target for the lane counts it names.
 func lanesTarget(lanes int) string {
 	switch {
 	case lanes == 1:

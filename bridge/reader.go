@@ -153,7 +153,7 @@ func (b *Bridge) step(ctx context.Context, tenantID uuid.UUID, stream db.BridgeS
 // readBatch reads the next events of the stream's log from pos, or, when
 // pos is nil, from the stored position, read in the same transaction (a
 // wake-up's first read: one transaction fewer on the way from a commit to
-// its event, docs/benchmarks.md, twentieth stop).
+// its event).
 func (b *Bridge) readBatch(ctx context.Context, tenantID uuid.UUID, stream db.BridgeStream, pos *db.LogPos) (*batch, error) {
 	bt := &batch{}
 	err := db.InTenantTx(ctx, b.pool, tenantID, func(tx pgx.Tx) error {
