@@ -1,6 +1,7 @@
 # MIO — the two commands: `make run` and `make test`.
 GO      ?= go
 BIN     ?= bin/mio
+BENCH   ?= bin/mio-bench
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
@@ -11,7 +12,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/...
 
-.PHONY: browser sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
+.PHONY: browser sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -22,6 +23,7 @@ test: postgres sdk-tools browser lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 	$(MAKE) test-deploy
+	$(MAKE) test-bench
 	@deploy/scripts/ensure-pgbouncer.sh
 	@if command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; then $(MAKE) test-pgbouncer; \
 	  else echo "pgbouncer not installed: skipping test-pgbouncer (apt-get install pgbouncer)"; fi
@@ -32,6 +34,10 @@ test-pgbouncer:
 	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 15m ./db/ ./notify/ ./consume/
 	MIO_TEST_PGBOUNCER=1 $(GO) test -count=1 -timeout 10m -run 'TestServeWithListenURL|TestChaosThroughPgBouncer' ./cmd/mio/
 
+## test-bench: the benchmark command's own tests (its own module, cmd/mio-bench)
+test-bench:
+	$(GO) -C cmd/mio-bench test -count=1 ./...
+
 ## test-deploy: parse the Dockerfile, render the Helm chart, load the compose file
 ## (its own module, deploy/deploytest, so Helm and k8s.io stay out of go.mod)
 test-deploy:
@@ -40,6 +46,10 @@ test-deploy:
 ## build: build bin/mio
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mio
+
+## build-bench: build bin/mio-bench, the benchmarks (a module of its own: the server links none of it)
+build-bench:
+	$(GO) -C cmd/mio-bench build -o ../../$(BENCH) .
 
 ## image: build the container image mio:$(VERSION) (needs Docker with BuildKit)
 image:
@@ -52,10 +62,13 @@ lint:
 	$(GO) mod tidy -diff
 	$(GO) -C tools mod tidy -diff
 	$(GO) -C deploy/deploytest mod tidy -diff
+	$(GO) -C cmd/mio-bench mod tidy -diff
 	$(GO) vet ./...
 	$(GO) -C deploy/deploytest vet ./...
+	$(GO) -C cmd/mio-bench vet ./...
 	$(TOOL) staticcheck ./...
 	cd deploy/deploytest && $(GO) tool -modfile=../../tools/go.mod staticcheck ./...
+	cd cmd/mio-bench && $(GO) tool -modfile=../../tools/go.mod staticcheck ./...
 
 ## generate: regenerate sqlc code from queries/*.sql and migrations/*.sql
 generate:
@@ -65,37 +78,37 @@ generate:
 check-generated:
 	$(TOOL) sqlc diff
 
-## bench: every benchmark (see docs/benchmarks.md)
+## bench: ingest, produce, consume and horizon (see docs/benchmarks.md; mio-bench runs each alone)
 bench: bench-ingest bench-produce bench-consume bench-horizon
 
 ## bench-ingest: webhook ingestion vs the pgbench reference
-bench-ingest: postgres build
-	./$(BIN) bench ingest
+bench-ingest: postgres build build-bench
+	./$(BENCH) ingest
 
 ## bench-produce: POST /v1/outbound (32 clients) and the batch endpoint vs the pgbench reference
-bench-produce: postgres build
-	./$(BIN) bench produce
+bench-produce: postgres build build-bench
+	./$(BENCH) produce
 
 ## bench-admin: admin API and console latency with 1M inbox rows, 100 consumers, 10k dead letters
-bench-admin: postgres build
-	./$(BIN) bench admin
+bench-admin: postgres build build-bench
+	./$(BENCH) admin
 
 ## bench-horizon: delivery and latency while a transaction is held open elsewhere (2 min)
-bench-horizon: postgres build
-	./$(BIN) bench horizon --duration 30s
+bench-horizon: postgres build build-bench
+	./$(BENCH) horizon --duration 30s
 
 ## bench-sdk: Python and TypeScript consume loops vs the Go client; reply-with-ack vs send+ack
-bench-sdk: postgres sdk-tools build
+bench-sdk: postgres sdk-tools build build-bench
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
-	./$(BIN) bench sdk
+	./$(BENCH) sdk
 
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
-bench-consume: postgres build
-	./$(BIN) bench consume
+bench-consume: postgres build build-bench
+	./$(BENCH) consume
 
 ## bench-scale: ingest and pull+ack with 10 M inbox rows of history vs empty; drop vs DELETE of a day
-bench-scale: postgres build
-	./$(BIN) bench scale
+bench-scale: postgres build build-bench
+	./$(BENCH) scale
 
 postgres:
 	@deploy/scripts/ensure-postgres.sh

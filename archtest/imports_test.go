@@ -196,3 +196,20 @@ func chain(c []string) string {
 	}
 	return strings.Join(parts, " → ")
 }
+
+// TestServerLinksNoBenchmarks: the production binary links neither the
+// benchmarks (their own module, cmd/mio-bench) nor what only they need —
+// an in-process NATS server and the bcrypt it uses for NATS users.
+func TestServerLinksNoBenchmarks(t *testing.T) {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", module+"/cmd/mio").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{module + "/cmd/mio-bench", "github.com/nats-io/nats-server/", "golang.org/x/crypto/bcrypt"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("cmd/mio links %s", dep)
+			}
+		}
+	}
+}

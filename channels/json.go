@@ -15,7 +15,7 @@ import (
 // team_id's field; the fuzzer found it). It decodes in one pass where
 // encoding/json validates the whole input first and then decodes it: the
 // Slack adapter's parse took 56 % of the webhook handler's CPU with
-// encoding/json (mio bench ingest, pprof). The decoded values are
+// encoding/json (mio-bench ingest, pprof). The decoded values are
 // the same (each adapter's FuzzDecodeLikeEncodingJSON, through
 // channelstest.CheckDecodesLikeEncodingJSON); error texts differ.
 func UnmarshalJSON(data []byte, v any) error {

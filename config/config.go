@@ -157,7 +157,7 @@ type Config struct {
 	PublicURLDerived bool
 	// FromFlags are the settings given as flags on the command line, as
 	// environment entries ("MIO_INGEST_FLUSHERS=3"), in the options'
-	// order: a command that starts another mio process (mio bench's
+	// order: a command that starts another mio process (mio-bench's
 	// server) passes them on, so a flag means the same there.
 	FromFlags []string
 	// Pprof (MIO_PPROF) serves /debug/pprof on the admin listener, to

@@ -48,7 +48,7 @@ func TestLoadPrecedence(t *testing.T) {
 
 // TestFromFlags: the settings given as flags, and only those, come back
 // as environment entries under their primary names, so that a command
-// starting another mio process (mio bench's server) can pass them on.
+// starting another mio process (mio-bench's server) can pass them on.
 func TestFromFlags(t *testing.T) {
 	t.Parallel()
 	env := envMap(map[string]string{"MIO_ROLE": "api", "DATABASE_URL": "postgres://a@b/c"})

@@ -18,7 +18,7 @@ const (
 	// (~10 MB) and every webhook or send allocates ~25 KB that dies with
 	// its request, so at Go's 100 the collector ran some 25 times a
 	// second and took ~20 % of the server's CPU at 32 clients; at 400 the
-	// server spends 20-25 % less CPU a request (mio bench ingest) for a
+	// server spends 20-25 % less CPU a request (mio-bench ingest) for a
 	// heap of a few tens of MB more.
 	DefaultGCPercent = 400
 	// MemoryLimitShare is the part of a cgroup's memory limit (a

@@ -25,7 +25,7 @@ import (
 // estimate one row per consumer; under the ack's generic plans, 00027's
 // `id = ANY (...)` was costed as a filter over the consumer's prefix of
 // the index and each ack read the whole generation (auto_explain: 3,984
-// ranges removed by filter in one ack of 100 during mio bench consume).
+// ranges removed by filter in one ack of 100 during mio-bench consume).
 // The ack runs here under auto_explain with nested statements, after 300
 // one-message ranges, and every scan of a range or settle partition must
 // name its id in the index condition and remove nothing by filter.

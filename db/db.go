@@ -76,7 +76,7 @@ func Open(ctx context.Context, url string, opts PoolOptions) (*pgxpool.Pool, err
 	// whose generic plans can carry large cost estimates (a disabled plan
 	// node, default statistics of a fresh partition): JIT compiling them
 	// cost 0.5 s per statement where they run in under 1 ms (measured
-	// with pg_stat_statements under mio bench consume). A user's URL may
+	// with pg_stat_statements under mio-bench consume). A user's URL may
 	// still set jit explicitly (options=-c jit=on).
 	if _, set := rp["jit"]; !set {
 		rp["jit"] = "off"

@@ -66,7 +66,7 @@ func queryIDs(ctx context.Context, tx DBTX, sql string, args []any) ([]uuid.UUID
 // (EditOfPlatformID), which needs InboxInsertBatch's look-ups. The plain
 // statement's plan has four nodes fewer (two lateral joins, a sort) to set
 // up on every execution: ~5 % of PostgreSQL's time an ingest transaction
-// of 14 webhooks (mio bench ingest, pg_stat_statements).
+// of 14 webhooks (mio-bench ingest, pg_stat_statements).
 func inboxInsert(tenantID uuid.UUID, rows []InboxRow) (string, []any) {
 	n := len(rows)
 	ids, accountIDs, receivedAts := make([]uuid.UUID, n), make([]uuid.UUID, n), make([]time.Time, n)

@@ -44,7 +44,7 @@ type SendInsert struct {
 // COMMIT. Under load each round trip waits for the server process and
 // then for this one to be scheduled again, so the transaction's
 // statements, not its work, set how long the sends of a group wait
-// (mio bench produce).
+// (mio-bench produce).
 //
 // The rows are inserted with OutboxInsertBatchStrict: a key taken since
 // it was read fails the transaction with ErrConflict and nothing is

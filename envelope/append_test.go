@@ -146,7 +146,7 @@ func FuzzAppendJSON(f *testing.F) {
 }
 
 func benchMessage() *Message {
-	text := "lorem ipsum dolor sit amet, consectetur adipiscing elit " // ~700 bytes, as mio bench ingest
+	text := "lorem ipsum dolor sit amet, consectetur adipiscing elit " // ~700 bytes, as mio-bench ingest
 	for len(text) < 700 {
 		text += text
 	}

@@ -44,7 +44,7 @@ type Result struct {
 	NewStatuses int64
 }
 
-// Defaults of Config, measured with mio bench ingest (docs/benchmarks.md).
+// Defaults of Config, measured with mio-bench ingest (docs/benchmarks.md).
 // mio serve's MIO_INGEST_FLUSHERS, MIO_INGEST_BURST_FLUSHERS and
 // MIO_INGEST_WINDOW default to the same.
 const (

@@ -56,7 +56,7 @@ type DispatchArgs struct {
 // holds an entry for each array element: a group of 14 sends made 20
 // entries a job, and inserting them cost 0.58 ms and 6.0 KB of WAL a job
 // where one string costs 0.47 ms and 2.0 KB (pgbench, 4 clients,
-// measured with mio bench produce); the pending list they filled
+// measured with mio-bench produce); the pending list they filled
 // stalled a job insert, and its group of sends, for up to 256 ms when it
 // was merged. A list stored as an array by an earlier version still
 // decodes. In SQL: string_to_array(args->>'more', ',')::uuid[].

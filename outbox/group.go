@@ -66,7 +66,7 @@ var errUnreadRefusal = errors.New("outbox: a command refused before its idempote
 //
 // It does not read the group's idempotency keys first: agents' sends
 // are almost all new, and the read cost a tenth of the transaction
-// (mio bench produce, pg_stat_statements). The rows' insert has no ON
+// (mio-bench produce, pg_stat_statements). The rows' insert has no ON
 // CONFLICT, so a key already used — a replay, a key taken meanwhile or
 // twice in the group — fails the transaction whole, nothing written, and
 // the group is done again by commitCareful, which answers those sends

@@ -465,7 +465,7 @@ func (d *Dispatcher) takeTokens(ctx context.Context, tx pgx.Tx, tenantID uuid.UU
 // per row asked for, each checked against its lane — and it runs inside
 // the shared transactions that every hand-on waits for. When the due
 // backlog is lane-blocked (a few conversations with many queued messages)
-// it finds nothing call after call: in `mio bench dispatch --lanes 64`,
+// it finds nothing call after call: in `mio-bench dispatch --lanes 64`,
 // 159 walks of 20 ms, 3.2 s of a 5.2 s run. Extras only save River
 // fetches; a row not taken here is taken by its own job.
 const extrasQuietFor = 250 * time.Millisecond

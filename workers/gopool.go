@@ -9,7 +9,7 @@ import "time"
 // It exists for the dispatcher's sends. A send runs net/http's client,
 // the adapter's encoding and signing: a goroutine started for it grows
 // its stack by copying, several times, on every send (9 % of the
-// server's CPU in `mio bench dispatch`, docs/benchmarks.md, twentieth
+// server's CPU in `mio-bench dispatch`, docs/benchmarks.md, twentieth
 // stop). A kept goroutine keeps its grown stack until the collector
 // shrinks it while it is idle.
 //

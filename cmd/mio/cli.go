@@ -27,8 +27,6 @@ Usage:
   mio migrate up|down|status   apply, roll back one, or list schema migrations
   mio admin ...                operator commands (tenants, accounts, tokens)
   mio send-test [--text T]     send a signed test webhook to the mio dev demo account
-  mio bench ingest|consume|dispatch|horizon|bridge|sdk
-                               benchmarks with their reference (pgbench, River)
   mio version                  version, commit and schema version
 
 Every command accepts the configuration flags; see 'mio serve --help'.
@@ -51,8 +49,6 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		err = cmdAdmin(ctx, rest, getenv, stdout, stderr)
 	case "send-test":
 		err = cmdSendTest(ctx, rest, getenv, stdout, stderr)
-	case "bench":
-		err = cmdBench(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":
 		err = cmdVersion(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":

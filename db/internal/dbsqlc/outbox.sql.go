@@ -294,7 +294,7 @@ type OutboxGetByKeysParams struct {
 // key's unique index per key: as "idempotency_key = ANY (keys)" the
 // statement's cached generic plan, costed on the statistics of a tenant's
 // nearly empty outbox, read the tenant's whole outbox and filtered it — 2 s
-// per batch of 500 at 180,000 rows (mio bench produce). The
+// per batch of 500 at 180,000 rows (mio-bench produce). The
 // LIMIT keeps the subquery from being flattened back into that form.
 // On such statistics every index led by tenant_id costs the same for one
 // key; PostgreSQL 15 takes the unique index on the tie, which

@@ -188,7 +188,7 @@ func e2e(ctx context.Context, env *Env, c *client.Client, accountID uuid.UUID, s
 
 // Print writes the report.
 func (r *ConsumeResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench consume — pull batch 100 + ack over HTTP\n")
+	fmt.Fprintf(w, "mio-bench consume — pull batch 100 + ack over HTTP\n")
 	fmt.Fprintf(w, "  messages/s        %10.0f   (%d messages in %s)\n", r.PerSec, r.Messages, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  pull p50          %10s\n", r.PullP50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  pull p99          %10s\n", r.PullP99.Round(10*time.Microsecond))

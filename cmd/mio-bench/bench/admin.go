@@ -245,7 +245,7 @@ func call(ctx context.Context, client *http.Client, method, url, auth, cookie, b
 
 // Print writes the result as a small report.
 func (r *AdminResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench admin — %d inbox rows, %d consumers, %d dead letters (seeded in %s)\n",
+	fmt.Fprintf(w, "mio-bench admin — %d inbox rows, %d consumers, %d dead letters (seeded in %s)\n",
 		r.Messages, r.Consumers, r.DeadLetters, r.SeedTime.Round(time.Second))
 	fmt.Fprintf(w, "  %-34s %8s %10s %10s %10s\n", "call", "requests", "p50", "p99", "max")
 	worst := time.Duration(0)

@@ -156,7 +156,7 @@ func ingestTarget(clients int) float64 {
 
 // Print writes the result as a small report.
 func (r *IngestResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench ingest — %d clients (%s load generator), signed Slack event_callback, unique event_id\n", r.Clients, r.Loader)
+	fmt.Fprintf(w, "mio-bench ingest — %d clients (%s load generator), signed Slack event_callback, unique event_id\n", r.Clients, r.Loader)
 	fmt.Fprintf(w, "  accepted/s        %10.0f   (%d accepted, %d failed)\n", r.PerSec, r.Accepted, r.Failed)
 	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency p99       %10s\n", r.P99.Round(10*time.Microsecond))

@@ -33,7 +33,7 @@ type LanesResult struct {
 // accept to the last hand-off the provider receives. A lane sends one
 // message at a time, so one lane measures how fast a lane hands on to its
 // next message. Reference, in the same run and database: River's
-// throughput for as many no-op jobs (as `mio bench dispatch`).
+// throughput for as many no-op jobs (as `mio-bench dispatch`).
 func RunLanes(ctx context.Context, env *Env, lanes, perLane int, rateLimited bool) (*LanesResult, error) {
 	if lanes <= 0 || perLane <= 0 {
 		return nil, fmt.Errorf("lanes: want lanes and per-lane > 0, got %d and %d", lanes, perLane)
@@ -91,7 +91,7 @@ func RunLanes(ctx context.Context, env *Env, lanes, perLane int, rateLimited boo
 
 // Print writes the figures.
 func (r *LanesResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench dispatch --lanes %d --per-lane %d — ordered lanes -> webhook adapter -> local fake provider (instant 200)\n",
+	fmt.Fprintf(w, "mio-bench dispatch --lanes %d --per-lane %d — ordered lanes -> webhook adapter -> local fake provider (instant 200)\n",
 		r.Lanes, r.PerLane)
 	if r.RateLimited {
 		fmt.Fprintf(w, "  account rate-limited at %.0f/s, burst %.0f: every claim takes tokens\n", float64(rateLimitedRate), float64(rateLimitedRate))

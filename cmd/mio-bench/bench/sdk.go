@@ -310,7 +310,7 @@ func runLoop(ctx context.Context, tool, consumer, baseURL, token string, opts SD
 
 // Print writes the report.
 func (r *SDKResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench sdk — consume loops: pull batch %d + ack, %d handler threads, no-op handler\n", r.Batch, r.Threads)
+	fmt.Fprintf(w, "mio-bench sdk — consume loops: pull batch %d + ack, %d handler threads, no-op handler\n", r.Batch, r.Threads)
 	var ref float64
 	for _, l := range r.Loops {
 		if l.Skipped != "" {

@@ -2,20 +2,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/miohq/mio/bench"
+	"github.com/miohq/mio/config"
+
+	"github.com/miohq/mio/cmd/mio-bench/bench"
 )
 
-func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return &usageError{"mio bench needs a benchmark: ingest, produce, consume, dispatch, horizon, bridge, sdk, admin or scale"}
-	}
+// runBench runs the benchmark args[0] with the flags after it.
+func runBench(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	which := args[0]
 	var (
 		clients  int
@@ -39,8 +42,10 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		pullers  int
 		loader   string
 		limited  bool
+		server   string
 	)
-	cfg, rest, err := loadConfigWith("bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
 		fs.IntVar(&clients, "clients", 32, "concurrent clients")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
@@ -64,7 +69,10 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		fs.StringVar(&arrivals, "arrivals", "steady", "dispatch: the reply phase's sends (20/s) evenly spaced (steady) or at random (poisson)")
 	})
 	if err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{err.Error()}
 	}
 	if len(rest) > 0 {
 		return &usageError{fmt.Sprintf("unexpected argument %q", rest[0])}
@@ -72,11 +80,23 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	if loader != bench.LoaderRaw && loader != bench.LoaderGo {
 		return &usageError{fmt.Sprintf("--loader %q: want raw or go", loader)}
 	}
-	self, err := os.Executable()
+	switch {
+	case which == "consume" && (pullers < 1 || pullers > 256):
+		return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
+	case which == "dispatch" && arrivals != "steady" && arrivals != "poisson":
+		return &usageError{fmt.Sprintf("--arrivals %q: want steady or poisson", arrivals)}
+	case which == "horizon" && holdKind != bench.HoldWriter && holdKind != bench.HoldReaders:
+		return &usageError{fmt.Sprintf("--hold-kind %q: want writer or readers", holdKind)}
+	case which == "horizon" && ordering != "none" && ordering != "conversation":
+		return &usageError{fmt.Sprintf("--ordering %q: want none or conversation", ordering)}
+	case which == "scale" && (rows <= 0 || days <= 0 || days > 6):
+		return &usageError{fmt.Sprintf("--rows %d --days %d: want rows > 0 and days from 1 to 6", rows, days)}
+	}
+	self, err := serverBinary(server)
 	if err != nil {
 		return err
 	}
-	// start starts a bench server (this binary) on its own database, with
+	// start starts a bench server (the mio binary) on its own database, with
 	// the settings given as flags and serverEnv on top.
 	start := func(serverEnv ...string) (*bench.Env, error) {
 		return bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
@@ -138,9 +158,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "consume":
-		if pullers < 1 || pullers > 256 {
-			return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
-		}
 		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
@@ -152,9 +169,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "dispatch":
-		if arrivals != "steady" && arrivals != "poisson" {
-			return &usageError{fmt.Sprintf("--arrivals %q: want steady or poisson", arrivals)}
-		}
 		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
@@ -178,12 +192,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "horizon":
-		if holdKind != bench.HoldWriter && holdKind != bench.HoldReaders {
-			return &usageError{fmt.Sprintf("--hold-kind %q: want writer or readers", holdKind)}
-		}
-		if ordering != "none" && ordering != "conversation" {
-			return &usageError{fmt.Sprintf("--ordering %q: want none or conversation", ordering)}
-		}
 		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
@@ -221,9 +229,6 @@ func cmdBench(ctx context.Context, args []string, getenv env, stdout, stderr io.
 		}
 		return err
 	case "scale":
-		if rows <= 0 || days <= 0 || days > 6 {
-			return &usageError{fmt.Sprintf("--rows %d --days %d: want rows > 0 and days from 1 to 6", rows, days)}
-		}
 		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
 			return err
@@ -250,4 +255,26 @@ func flagSet(args []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// serverBinary finds the mio binary the benchmarks run as their server:
+// the --mio flag, else mio beside this program (make bench builds both
+// into bin/), else mio on PATH.
+func serverBinary(flagValue string) (string, error) {
+	if flagValue != "" {
+		if _, err := os.Stat(flagValue); err != nil {
+			return "", &usageError{fmt.Sprintf("--mio %s: %v", flagValue, err)}
+		}
+		return flagValue, nil
+	}
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), "mio")
+		if st, err := os.Stat(beside); err == nil && !st.IsDir() {
+			return beside, nil
+		}
+	}
+	if p, err := exec.LookPath("mio"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("no mio binary to run as the server: build it (make build) or pass --mio PATH")
 }

@@ -363,7 +363,7 @@ func riverReference(ctx context.Context, env *Env, pool *pgxpool.Pool, opts Disp
 
 // Print writes the figures.
 func (r *DispatchResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench dispatch — outbox -> River dispatch -> webhook adapter -> local fake provider (instant 200)\n")
+	fmt.Fprintf(w, "mio-bench dispatch — outbox -> River dispatch -> webhook adapter -> local fake provider (instant 200)\n")
 	if r.RateLimited {
 		fmt.Fprintf(w, "  account rate-limited at %.0f/s, burst %.0f: every claim takes tokens (the path of every platform but the generic webhook)\n",
 			float64(rateLimitedRate), float64(rateLimitedRate))

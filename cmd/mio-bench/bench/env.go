@@ -1,4 +1,4 @@
-// Package bench holds MIO's benchmarks (`mio bench …`). Each starts or
+// Package bench holds MIO's benchmarks (`mio-bench …`). Each starts or
 // targets a real server and database, drives load from this process, and
 // prints its figures next to a reference measured in the same run on the
 // same PostgreSQL (pgbench), so results are compared as ratios on noisy
@@ -51,7 +51,7 @@ type Env struct {
 type EnvOptions struct {
 	// DatabaseURL of an existing database; empty starts a private one.
 	DatabaseURL string
-	// Binary is the mio binary to run as the server (os.Executable()).
+	// Binary is the mio binary to run as the server.
 	Binary string
 	// ServerEnv adds environment to the server.
 	ServerEnv []string

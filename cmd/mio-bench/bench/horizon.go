@@ -378,7 +378,7 @@ func (r *HorizonResult) Print(w io.Writer) {
 	if ordering == "" {
 		ordering = "none"
 	}
-	fmt.Fprintf(w, "mio bench horizon — %d webhooks/s offered, %d long-polling pullers (pull + ack over HTTP, ordering %s); hold: %s for %s\n",
+	fmt.Fprintf(w, "mio-bench horizon — %d webhooks/s offered, %d long-polling pullers (pull + ack over HTTP, ordering %s); hold: %s for %s\n",
 		r.Opts.Rate, r.Opts.Pullers, ordering, what, r.Opts.Hold)
 	fmt.Fprintf(w, "  %-6s %9s %9s %10s %10s %10s %10s\n", "phase", "sent/s", "deliv/s", "e2e p50", "e2e p95", "e2e p99", "delivered")
 	var clean HorizonPhase

@@ -278,7 +278,7 @@ func bearerPost(url, token string, body func() []byte) func() *loadRequest {
 
 // Print writes the result as a small report.
 func (r *ProduceResult) Print(w io.Writer) {
-	fmt.Fprintf(w, "mio bench produce — POST /v1/outbound, %d clients (%s load generator), unique idempotency keys (server role api: accept only)\n", r.Clients, r.Loader)
+	fmt.Fprintf(w, "mio-bench produce — POST /v1/outbound, %d clients (%s load generator), unique idempotency keys (server role api: accept only)\n", r.Clients, r.Loader)
 	fmt.Fprintf(w, "  accepted/s        %10.0f   (%d accepted, %d failed)\n", r.PerSec, r.Accepted, r.Failed)
 	fmt.Fprintf(w, "  latency p50       %10s\n", r.P50.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "  latency p99       %10s   (target <= 50ms)\n", r.P99.Round(10*time.Microsecond))

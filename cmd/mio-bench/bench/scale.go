@@ -332,7 +332,7 @@ func (r *ScaleResult) Print(w io.Writer) {
 		}
 		return fmt.Sprintf("%.2f", full/empty)
 	}
-	fmt.Fprintf(w, "mio bench scale — %d rows of history over %d day partitions (loaded in %s)\n", r.Rows, r.Days, r.Load.Round(time.Second))
+	fmt.Fprintf(w, "mio-bench scale — %d rows of history over %d day partitions (loaded in %s)\n", r.Rows, r.Days, r.Load.Round(time.Second))
 	fmt.Fprintf(w, "  %-22s %12s %12s %8s\n", "", "empty", "history", "ratio")
 	fmt.Fprintf(w, "  %-22s %12.0f %12.0f %8s   (target >= 0.90)\n", "ingest accepted/s", r.IngestEmpty, r.IngestFull, ratio(r.IngestFull, r.IngestEmpty))
 	fmt.Fprintf(w, "  %-22s %12.0f %12.0f %8s   (target >= 0.90)\n", "pull+ack msg/s", r.ConsumeEmpty, r.ConsumeFull, ratio(r.ConsumeFull, r.ConsumeEmpty))
