@@ -55,7 +55,7 @@ func checkPrefix(prefix string) error {
 }
 
 // AttachmentKey returns the content-addressed key of an attachment,
-// "attachments/sha256/ab/cd/<sha256>" (DESIGN §7). sha256hex is the hex
+// "attachments/sha256/ab/cd/<sha256>" (docs/contract.md §7). sha256hex is the hex
 // SHA-256 of the bytes, any case; anything else yields "", which every
 // Store rejects with ErrInvalidKey.
 func AttachmentKey(sha256hex string) string {

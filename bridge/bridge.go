@@ -1,4 +1,4 @@
-// Package bridge is MIO's NATS bridge (DESIGN §9, docs/nats.md): a durable
+// Package bridge is MIO's NATS bridge (docs/contract.md §9, docs/nats.md): a durable
 // reader of each tenant's log that publishes every committed inbound
 // message, the same message again once its attachments settle, and every
 // outbound event to a JetStream stream.

@@ -11,7 +11,7 @@ import (
 )
 
 // HandoffState is the state of an outbound message's handoff to its
-// platform (DESIGN.md §5): queued, sending, then handed_off or dead. The
+// platform (docs/contract.md §5): queued, sending, then handed_off or dead. The
 // values are those of the handoff_state column.
 type HandoffState string
 

@@ -53,7 +53,7 @@ const (
 )
 
 // Message is the canonical inbound envelope, mio.v1.Message. JSON field names
-// are part of MIO's external contract (DESIGN.md §3).
+// are part of MIO's external contract (docs/contract.md §3).
 type Message struct {
 	// ID is assigned by MIO when the message is committed.
 	ID          uuid.UUID `json:"id"`
@@ -156,7 +156,7 @@ type AttachmentSource struct {
 	Ref string `json:"ref,omitempty"`
 }
 
-// SendCommand is an agent's reply, POSTed to /v1/outbound (DESIGN.md §3).
+// SendCommand is an agent's reply, POSTed to /v1/outbound (docs/contract.md §3).
 type SendCommand struct {
 	IdempotencyKey string           `json:"idempotency_key"`
 	AccountID      uuid.UUID        `json:"account_id"`

@@ -20,7 +20,7 @@ import (
 	"github.com/miohq/mio/metrics"
 )
 
-// TestConsumerAPIMatchesDocument drives the consumer API of DESIGN §4 —
+// TestConsumerAPIMatchesDocument drives the consumer API of docs/contract.md §4 —
 // create, show, pull, read the message, extend, nak, ack, term, delete,
 // and its errors — through a listener whose every answer is validated
 // against the OpenAPI document (setup wraps it in openapitest.Handler).

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Queue holds the families of queue health (DESIGN §8).
+// Queue holds the families of queue health (docs/contract.md §8).
 type Queue struct {
 	// RiverJobs is the depth of River's queues:
 	// mio_river_jobs{queue,state}, state one of available, running,

@@ -93,7 +93,7 @@ func (in *inbound) Verify(_ context.Context, req *channels.Request) error {
 	return channels.Unauthorizedf("webhook: no matching signature")
 }
 
-// payload is the Standard Webhooks body MIO accepts (DESIGN.md §3).
+// payload is the Standard Webhooks body MIO accepts (docs/contract.md §3).
 type payload struct {
 	Type      string       `json:"type"`
 	Timestamp string       `json:"timestamp"`

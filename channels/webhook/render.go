@@ -8,7 +8,7 @@ import (
 )
 
 // outboundPayload is the body MIO sends: the inbound envelope shape
-// (DESIGN.md §3) with the outbound fields, so a MIO webhook account can
+// (docs/contract.md §3) with the outbound fields, so a MIO webhook account can
 // also receive it.
 type outboundPayload struct {
 	Type      string       `json:"type"`

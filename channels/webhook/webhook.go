@@ -2,7 +2,7 @@
 // to MIO and receive MIO's replies as Standard Webhooks
 // (https://www.standardwebhooks.com): a JSON body {type, timestamp, data}
 // signed with HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{body}"
-// with a shared whsec_ secret. The body shape is fixed in DESIGN.md §3.
+// with a shared whsec_ secret. The body shape is fixed in docs/contract.md §3.
 package webhook
 
 import (
