@@ -102,7 +102,8 @@ type Config struct {
 	// loopback or link-local addresses (a private mirror, a self-hosted
 	// Bot API server). Default none: public addresses only.
 	FetchInternalHosts []string
-	// FetchTimeout (MIO_FETCH_TIMEOUT) bounds one attachment download.
+	// FetchTimeout (MIO_FETCH_TIMEOUT) bounds one attachment download,
+	// body included; a download it cuts is retried, never stored.
 	// Default 60s.
 	FetchTimeout time.Duration
 	// HTTPAddr (MIO_HTTP_ADDR) is the public listener. Default :8080.
@@ -308,7 +309,7 @@ func options() []option {
 			set: func(c *Config, v string) error { return fetchAllowedHosts(c, v) }},
 		{flag: "fetch-internal-hosts", envs: []string{"MIO_FETCH_INTERNAL_HOSTS"}, usage: "host names attachment downloads may reach on private addresses (comma-separated; off by default)",
 			set: func(c *Config, v string) error { return hostList(&c.FetchInternalHosts, v) }},
-		{flag: "fetch-timeout", envs: []string{"MIO_FETCH_TIMEOUT"}, def: "60s", usage: "bound of one attachment download",
+		{flag: "fetch-timeout", envs: []string{"MIO_FETCH_TIMEOUT"}, def: "60s", usage: "bound of one attachment download, body included (a download it cuts is retried, never stored)",
 			set: func(c *Config, v string) error { return duration(&c.FetchTimeout, v, time.Second, time.Hour) }},
 		{flag: "http-addr", envs: []string{"MIO_HTTP_ADDR"}, def: ":8080", usage: "public listener (webhooks, /v1 API, health)",
 			set: func(c *Config, v string) error { return addr(&c.HTTPAddr, v) }},

@@ -17,11 +17,26 @@ var (
 	ErrForbiddenHost = errors.New("forbidden host")
 	// ErrForbiddenScheme: not https (or http with Policy.AllowHTTP).
 	ErrForbiddenScheme = errors.New("forbidden scheme")
+	// ErrIncomplete: the body ended before all of it arrived: cut by
+	// Policy.Timeout (then the error wraps ErrTimeout too) or by the
+	// caller's context, a connection reset, or fewer bytes than the
+	// declared Content-Length. Retrying may succeed.
+	ErrIncomplete = errors.New("incomplete body")
 	// ErrTooLarge: the body is longer than Policy.MaxBytes.
 	ErrTooLarge = errors.New("response too large")
 	// ErrTooManyRedirects: more than Policy.MaxRedirects redirects.
 	ErrTooManyRedirects = errors.New("too many redirects")
 )
+
+// ErrTimeout: Policy.Timeout passed before the response was complete,
+// headers or body. It is a net.Error whose Timeout() is true.
+var ErrTimeout error = timeoutError{}
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "timed out" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
 
 // StatusError is a non-2xx answer.
 type StatusError struct {

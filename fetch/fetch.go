@@ -61,7 +61,9 @@ type Policy struct {
 	// as "good.test" to addresses. Every address it returns still goes
 	// through the connect-time check. Default nil: the system resolver.
 	Resolve func(ctx context.Context, host string) ([]netip.Addr, error)
-	// Timeout bounds a whole Get, reading the body included. Default 60 s.
+	// Timeout bounds a whole Get, reading the body included: a body not
+	// read to its end by then fails with ErrIncomplete and ErrTimeout,
+	// even if its last bytes arrive later. Default 60 s.
 	Timeout time.Duration
 }
 
@@ -135,8 +137,9 @@ func NewClient(p Policy) *Client {
 			TLSHandshakeTimeout:   10 * time.Second,
 			ExpectContinueTimeout: time.Second,
 		},
+		// No Client.Timeout: Get bounds each request with a context, which
+		// the body checks too (see wholeBody).
 		CheckRedirect: c.checkRedirect,
-		Timeout:       p.Timeout,
 	}
 	return c
 }
@@ -165,7 +168,9 @@ func (c *Client) WithHost(host string, plainHTTP bool) *Client {
 // Response is a successful (2xx) response. The caller must close Body.
 type Response struct {
 	// Body yields at most MaxBytes bytes, then fails with ErrTooLarge if
-	// the server sends more.
+	// the server sends more. It ends with io.EOF only when the whole body
+	// arrived within Policy.Timeout (and as many bytes as a declared
+	// Content-Length); otherwise its error wraps ErrIncomplete.
 	Body io.ReadCloser
 	// ContentLength is the declared length, -1 when unknown.
 	ContentLength int64
@@ -178,10 +183,10 @@ type Response struct {
 
 // Get fetches rawURL with the given extra request headers (e.g.
 // Authorization). Errors wrap ErrForbiddenScheme, ErrForbiddenHost,
-// ErrForbiddenAddress, ErrTooManyRedirects or ErrTooLarge, or are a
-// *StatusError for a non-2xx answer. Error texts name the host only, never
-// the URL, which may carry a token (Telegram puts the bot token in the
-// path).
+// ErrForbiddenAddress, ErrTooManyRedirects, ErrTooLarge or ErrTimeout, or
+// are a *StatusError for a non-2xx answer. Error texts name the host only,
+// never the URL, which may carry a token (Telegram puts the bot token in
+// the path).
 func (c *Client) Get(ctx context.Context, rawURL string, header http.Header) (*Response, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -190,6 +195,27 @@ func (c *Client) Get(ctx context.Context, rawURL string, header http.Header) (*R
 	if err := c.p.checkURL(u); err != nil {
 		return nil, fmt.Errorf("fetch: get %s: %w", u.Host, err)
 	}
+	// The request's context lives until Body is closed: its end, whatever
+	// the cause, means the body may be cut short.
+	ctx, cancel := context.WithTimeoutCause(ctx, c.p.Timeout, ErrTimeout)
+	resp, err := c.do(ctx, u, header)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &Response{
+		Body: &limitedBody{rc: &wholeBody{rc: resp.Body, ctx: ctx, cancel: cancel, host: resp.Request.URL.Host,
+			timeout: c.p.Timeout, want: resp.ContentLength}, left: c.p.MaxBytes},
+		ContentLength: resp.ContentLength,
+		ContentType:   resp.Header.Get("Content-Type"),
+		FinalURL:      resp.Request.URL.String(),
+		Header:        resp.Header,
+		StatusCode:    resp.StatusCode,
+	}, nil
+}
+
+// do sends the request and checks the answer's status and declared size.
+func (c *Client) do(ctx context.Context, u *url.URL, header http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: get %s: %w", u.Host, err)
@@ -203,6 +229,9 @@ func (c *Client) Get(ctx context.Context, rawURL string, header http.Header) (*R
 		if errors.As(err, &uerr) {
 			err = uerr.Err // its text holds the full URL
 		}
+		if errors.Is(context.Cause(ctx), ErrTimeout) {
+			return nil, fmt.Errorf("fetch: get %s: %w after %s", u.Host, ErrTimeout, c.p.Timeout)
+		}
 		return nil, fmt.Errorf("fetch: get %s: %w", u.Host, err)
 	}
 	host := resp.Request.URL.Host
@@ -215,14 +244,7 @@ func (c *Client) Get(ctx context.Context, rawURL string, header http.Header) (*R
 		resp.Body.Close()
 		return nil, fmt.Errorf("fetch: get %s: Content-Length %d over %d: %w", host, resp.ContentLength, c.p.MaxBytes, ErrTooLarge)
 	}
-	return &Response{
-		Body:          &limitedBody{rc: resp.Body, left: c.p.MaxBytes},
-		ContentLength: resp.ContentLength,
-		ContentType:   resp.Header.Get("Content-Type"),
-		FinalURL:      resp.Request.URL.String(),
-		Header:        resp.Header,
-		StatusCode:    resp.StatusCode,
-	}, nil
+	return resp, nil
 }
 
 // checkURL enforces the scheme and the host allow-list.

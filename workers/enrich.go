@@ -41,10 +41,14 @@ import (
 // (mio.media_blobs), written under attachments/sha256/ab/cd/<sha256> with
 // the store's idempotent Put (existing content is not rewritten), and the
 // attachment is recorded as stored in mio.attachments together with its
-// blob reference. A permanent failure (refused host or address, over the
-// size cap, most 4xx, missing credentials) is recorded as failed at once;
-// a transient one makes the job retry with backoff, and on the job's last
-// attempt it is recorded as failed. Settled attachments are never fetched
+// blob reference. Only a whole body is stored: the fetch client ends a body
+// with io.EOF only when all of it arrived in time (and matched its
+// Content-Length), and any other end leaves nothing behind (the temporary
+// file is removed, the store is not written). A permanent failure (refused
+// host or address, over the size cap, most 4xx, missing credentials) is
+// recorded as failed at once; a transient one (5xx, network, a body cut
+// short: fetch.ErrIncomplete) makes the job retry with backoff, and on the
+// job's last attempt it is recorded as failed. Settled attachments are never fetched
 // again by a retry. Once every attachment is settled, one transaction
 // writes the enriched envelope and makes the message ready (ready_xid,
 // ready_seq, ready_at): a message is never left stuck in received.

@@ -20,7 +20,9 @@ type FetchOptions struct {
 	// AllowedHosts overrides a channel's hosts (AttachmentFetcher.FetchHosts)
 	// per channel slug; an empty list there means any public host.
 	AllowedHosts map[string][]string
-	// Timeout bounds one download. Default 60 s.
+	// Timeout bounds one download, body included: a body not read to its
+	// end by then fails with fetch.ErrIncomplete and is retried. Default
+	// 60 s.
 	Timeout time.Duration
 
 	// AllowHTTP, AllowPrivate, AllowedNets and Resolve are passed to
