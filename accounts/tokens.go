@@ -120,7 +120,7 @@ func (s *source) lock() *tokenState {
 	st := s.r.stateOf(s.accountID)
 	st.mu.Lock()
 	if !bytes.Equal(st.credEnc, s.credEnc) {
-		*st = tokenState{credEnc: s.credEnc}
+		st.credEnc, st.token, st.refused = s.credEnc, "", nil
 	}
 	if st.refused != nil && s.active && s.updated.After(st.refusedFrom) {
 		st.refused = nil
@@ -193,6 +193,9 @@ func (s *source) refresh(ctx context.Context, st *tokenState, stale string) (str
 			out = st.adopt(stored)
 			return nil
 		}
+		if err := s.mayRenew(ctx, tx, st); err != nil {
+			return err
+		}
 		out, err = s.renew(ctx, tx, st)
 		return err
 	})
@@ -205,6 +208,26 @@ func (s *source) refresh(ctx context.Context, st *tokenState, stale string) (str
 		return "", fmt.Errorf("account %s access token: %w", s.accountID, err)
 	}
 	return out, nil
+}
+
+// mayRenew checks the account's row before its grant is used: a grant
+// another process saw refused (the account disabled with a reason) is
+// not tried again, nor credentials rotated out.
+func (s *source) mayRenew(ctx context.Context, tx pgx.Tx, st *tokenState) error {
+	row, err := db.AccountGet(ctx, tx, s.tenantID, s.accountID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !bytes.Equal(row.CredentialsEnc, s.credEnc):
+		return &channels.TransientError{Err: errors.New("credentials: the account's credentials changed")}
+	case row.Status != db.AccountActive && row.DisabledReason != "":
+		st.refused, st.refusedFrom = channels.Permanent("credentials", errors.New(row.DisabledReason)), s.updated
+		return st.refused
+	case row.Status != db.AccountActive:
+		return channels.Permanent("credentials", errors.New("the account is disabled"))
+	}
+	return nil
 }
 
 // storedToken is the account's stored token, opened.
