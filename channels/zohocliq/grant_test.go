@@ -64,12 +64,12 @@ func TestGrantValidation(t *testing.T) {
 func TestGrantExchange(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {
-		status   int
-		body     string
-		refused  string
+		status    int
+		body      string
+		refused   string
 		transient bool
-		limited  bool
-		lifetime time.Duration
+		limited   bool
+		lifetime  time.Duration
 	}{
 		"OK":             {status: 200, body: `{"access_token":"1000.new","expires_in":3600,"api_domain":"https://www.zohoapis.com","token_type":"Bearer"}`, lifetime: time.Hour},
 		"NoExpiresIn":    {status: 200, body: `{"access_token":"1000.new"}`, lifetime: DefaultTokenLifetime},
