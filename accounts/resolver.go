@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/secretbox"
 )
 
@@ -25,7 +27,13 @@ type ResolverConfig struct {
 	// Box opens sealed secrets. Nil when no master key is configured:
 	// accounts with sealed secrets then fail to open.
 	Box *secretbox.Box
-	// Now is the cache's clock. Default time.Now.
+	// Logger logs accounts disabled for a refused credential grant.
+	// Default: discard.
+	Logger *slog.Logger
+	// Metrics counts credential renewals. Default: not counted.
+	Metrics *metrics.Credentials
+	// Now is the clock of the cache and of token renewal. Default
+	// time.Now.
 	Now func() time.Time
 	// Registry holds the channel adapters. Required.
 	Registry *channels.Registry
@@ -42,6 +50,9 @@ type Resolver struct {
 
 	mu    sync.RWMutex
 	cache map[uuid.UUID]entry
+
+	// tokens renews the access tokens of accounts with a grant.
+	tokens *renewer
 }
 
 // entry is one cached lookup: an account, or the absence of one.
@@ -58,7 +69,13 @@ func NewResolver(pool *pgxpool.Pool, cfg ResolverConfig) *Resolver {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Resolver{pool: pool, box: cfg.Box, registry: cfg.Registry, now: cfg.Now, cache: map[uuid.UUID]entry{}}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &Resolver{pool: pool, box: cfg.Box, registry: cfg.Registry, now: cfg.Now, cache: map[uuid.UUID]entry{}}
+	r.tokens = &renewer{pool: pool, box: cfg.Box, now: cfg.Now, metrics: cfg.Metrics, logger: cfg.Logger,
+		forget: r.Forget, state: map[uuid.UUID]*tokenState{}}
+	return r
 }
 
 // Inbound returns the active account id of channelType, with its webhook
@@ -199,6 +216,14 @@ func (r *Resolver) build(row *db.Account) *Account {
 	ch, known := r.registry.Get(row.ChannelType)
 	if known {
 		a.Capabilities = ch.Capabilities()
+	}
+	if g, ok := ch.(channels.TokenGranter); ok && a.openErr == nil {
+		// A malformed grant is reported by the adapters below.
+		if grant, err := g.Grant(a.Secrets); err == nil && grant != nil {
+			a.Secrets.Tokens = &source{r: r.tokens, tenantID: row.TenantID, accountID: row.ID,
+				channelType: row.ChannelType, credEnc: row.CredentialsEnc, grant: grant,
+				active: row.Status == db.AccountActive, updated: row.UpdatedAt}
+		}
 	}
 
 	switch {

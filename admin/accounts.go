@@ -44,10 +44,19 @@ type AccountInfo struct {
 	// configuration it applies (channels.ConfigDescriber; Zoho Cliq's
 	// payload mapping), when the channel gives one.
 	ConfigInForce any `json:"config_in_force,omitempty"`
-	// DisabledReason is, in AccountShow of a disabled account, why MIO
-	// disabled it (a platform connection closed for good, e.g. the Discord
-	// Gateway refused the token: close 4004); empty when an operator did.
+	// DisabledReason is, for a disabled account, why MIO disabled it: its
+	// credential grant was refused ("zoho refresh token refused:
+	// invalid_code"), or (in AccountShow) a platform connection closed for
+	// good, e.g. the Discord Gateway refused the token: close 4004; empty
+	// when an operator did. Enabling the account clears it.
 	DisabledReason string `json:"disabled_reason,omitempty"`
+	// CredentialRenewal says how the account's platform tokens are
+	// obtained, for channels whose tokens expire: "zoho refresh token:
+	// renewed by MIO" or "static access token: not renewed".
+	CredentialRenewal string `json:"credential_renewal,omitempty"`
+	// AccessTokenExpiresAt is, in AccountShow, when the access token MIO
+	// last obtained from the account's grant expires.
+	AccessTokenExpiresAt *time.Time `json:"access_token_expires_at,omitempty"`
 }
 
 // AccountCreate validates and stores an account with sealed secrets.
@@ -146,8 +155,13 @@ func (s *Service) AccountShow(ctx context.Context, tenantID, id uuid.UUID) (*Acc
 			return err
 		}
 		out = s.info(a)
-		if a.Status == db.AccountDisabled {
-			out.DisabledReason, err = db.GatewayError(ctx, tx, tenantID, id)
+		if a.Status == db.AccountDisabled && out.DisabledReason == "" {
+			if out.DisabledReason, err = db.GatewayError(ctx, tx, tenantID, id); err != nil {
+				return err
+			}
+		}
+		if out.CredentialRenewal != "" {
+			out.AccessTokenExpiresAt, err = db.AccessTokenExpiry(ctx, tx, tenantID, id)
 		}
 		return err
 	})
@@ -332,7 +346,9 @@ func (s *Service) AccountRotateWebhookSecret(ctx context.Context, tenantID, id u
 
 // AccountRotateCredentials replaces the account's credentials (a JSON
 // object), checked by the channel's adapter when the Service has a
-// registry.
+// registry. An account MIO disabled because its grant was refused is
+// enabled again (its DisabledReason cleared); one an operator disabled
+// stays disabled.
 func (s *Service) AccountRotateCredentials(ctx context.Context, tenantID, id uuid.UUID, credentials json.RawMessage) (*AccountInfo, error) {
 	var obj map[string]any
 	if err := json.Unmarshal(credentials, &obj); err != nil || obj == nil {
@@ -392,7 +408,8 @@ func (s *Service) TenantOfAccount(ctx context.Context, id uuid.UUID) (uuid.UUID,
 
 func (s *Service) info(a *db.Account) *AccountInfo {
 	return &AccountInfo{Account: a, HasCredentials: a.CredentialsEnc != nil, HasWebhookSecret: a.WebhookSecretEnc != nil,
-		WebhookURL: WebhookURL(s.publicURL, a.ChannelType, a.ID)}
+		WebhookURL: WebhookURL(s.publicURL, a.ChannelType, a.ID), DisabledReason: a.DisabledReason,
+		CredentialRenewal: accounts.Renewal(s.box, s.registry, a)}
 }
 
 // WebhookURL is the URL a platform must call for an account.

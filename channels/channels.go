@@ -95,6 +95,10 @@ type Account struct {
 	Settings      json.RawMessage
 	Credentials   json.RawMessage
 	WebhookSecret string
+	// Tokens gives the account's renewed access tokens when its
+	// credentials hold a grant (TokenGranter); nil otherwise, and when
+	// adapters only validate a configuration.
+	Tokens TokenSource
 }
 
 // Capabilities declares what a channel supports.

@@ -273,3 +273,27 @@ func TestConsoleMessagesPages(t *testing.T) {
 	status, _ = b.get(t, c, "/messages?tenant_id="+b.tenant.String()+"&since=yesterday")
 	require.Equal(t, http.StatusBadRequest, status)
 }
+
+// TestConsoleShowsDisabledReason: the accounts page says why MIO
+// disabled an account (its credential grant was refused).
+func TestConsoleShowsDisabledReason(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	acct, err := b.svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: b.tenant, ChannelType: "zoho_cliq",
+		Credentials: json.RawMessage(`{"access_token":"1000.x"}`), WebhookSecret: "cliq"})
+	require.NoError(t, err)
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		row, err := db.AccountGet(ctx, tx, b.tenant, acct.ID)
+		if err != nil {
+			return err
+		}
+		_, err = db.AccountDisableRefused(ctx, tx, b.tenant, acct.ID, row.CredentialsEnc, "zoho refresh token refused: invalid_code")
+		return err
+	}))
+	viewer := b.client(t)
+	b.login(t, viewer, b.token(t, db.AdminRoleViewer))
+	status, page := b.get(t, viewer, "/accounts?tenant_id="+b.tenant.String())
+	require.Equal(t, http.StatusOK, status, page)
+	require.Contains(t, page, "zoho refresh token refused: invalid_code")
+}

@@ -19,12 +19,15 @@ const (
 // Account is one channel install. Secret columns hold sealed bytes
 // (secretbox); this package never sees plaintext secrets.
 type Account struct {
-	TenantID         uuid.UUID       `json:"tenant_id"`
-	ID               uuid.UUID       `json:"id"`
-	ChannelType      string          `json:"channel_type"`
-	DisplayName      string          `json:"display_name"`
-	ExternalID       string          `json:"external_id"`
-	Status           string          `json:"status"`
+	TenantID    uuid.UUID `json:"tenant_id"`
+	ID          uuid.UUID `json:"id"`
+	ChannelType string    `json:"channel_type"`
+	DisplayName string    `json:"display_name"`
+	ExternalID  string    `json:"external_id"`
+	Status      string    `json:"status"`
+	// DisabledReason is why MIO disabled the account (its grant was
+	// refused); empty when it is active or an operator disabled it.
+	DisabledReason   string          `json:"disabled_reason,omitempty"`
 	Settings         json.RawMessage `json:"settings"`
 	CredentialsEnc   []byte          `json:"-"`
 	WebhookSecretEnc []byte          `json:"-"`
@@ -42,7 +45,7 @@ type Account struct {
 func accountFrom(r dbsqlc.MioAccount) *Account {
 	return &Account{
 		TenantID: r.TenantID, ID: r.ID, ChannelType: r.ChannelType, DisplayName: r.DisplayName,
-		ExternalID: r.ExternalID, Status: r.Status, Settings: r.Settings,
+		ExternalID: r.ExternalID, Status: r.Status, DisabledReason: r.DisabledReason, Settings: r.Settings,
 		CredentialsEnc: r.CredentialsEnc, WebhookSecretEnc: r.WebhookSecretEnc,
 		WebhookSecretPrevEnc: r.WebhookSecretPrevEnc, WebhookSecretPrevUntil: r.WebhookSecretPrevUntil,
 		RateLimitPerSec: r.RateLimitPerSec, RateLimitBurst: r.RateLimitBurst, MaxAttempts: r.MaxAttempts,
@@ -142,7 +145,8 @@ func AccountPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after Cursor,
 	return out, nil
 }
 
-// AccountSetStatus enables or disables an account.
+// AccountSetStatus enables or disables an account; either clears its
+// DisabledReason.
 func AccountSetStatus(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, status string) (*Account, error) {
 	r, err := queries().AccountSetStatus(ctx, tx, &dbsqlc.AccountSetStatusParams{TenantID: tenantID, ID: id, Status: status})
 	if err != nil {
@@ -167,4 +171,17 @@ func AccountRouteGet(ctx context.Context, tx DBTX, accountID uuid.UUID) (*Accoun
 		return nil, translate(err)
 	}
 	return &AccountRoute{AccountID: r.AccountID, TenantID: r.TenantID, ChannelType: r.ChannelType}, nil
+}
+
+// AccountDisableRefused disables an active account whose credential grant
+// the platform refused, recording reason, only while the account's sealed
+// credentials are still credEnc (the ones refused). It reports whether
+// the account was disabled.
+func AccountDisableRefused(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, credEnc []byte, reason string) (bool, error) {
+	n, err := queries().AccountDisableRefused(ctx, tx, &dbsqlc.AccountDisableRefusedParams{
+		TenantID: tenantID, ID: id, CredentialsEnc: credEnc, DisabledReason: reason})
+	if err != nil {
+		return false, translate(err)
+	}
+	return n > 0, nil
 }

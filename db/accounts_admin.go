@@ -52,7 +52,9 @@ func AccountRotateWebhookSecret(ctx context.Context, tx DBTX, tenantID, id uuid.
 	return accountFrom(r), nil
 }
 
-// AccountSetCredentials replaces an account's sealed credentials.
+// AccountSetCredentials replaces an account's sealed credentials. An
+// account MIO disabled for a refused grant (a DisabledReason) is active
+// again; one an operator disabled stays disabled.
 func AccountSetCredentials(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, credEnc []byte) (*Account, error) {
 	r, err := queries().AccountSetCredentials(ctx, tx, &dbsqlc.AccountSetCredentialsParams{
 		TenantID: tenantID, ID: id, CredentialsEnc: credEnc})

@@ -28,7 +28,8 @@ WHERE tenant_id = @tenant_id
 ORDER BY created_at, id;
 
 -- name: AccountSetStatus :one
-UPDATE mio.accounts SET status = @status, updated_at = now()
+-- An operator's enable or disable: either clears why MIO disabled it.
+UPDATE mio.accounts SET status = @status, disabled_reason = '', updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id
 RETURNING *;
 
@@ -36,3 +37,11 @@ RETURNING *;
 -- Resolves an account id from a webhook URL to its tenant. Not
 -- tenant-scoped: the routing table holds only (account, tenant, channel).
 SELECT account_id, tenant_id, channel_type FROM mio.account_routes WHERE account_id = @account_id;
+
+-- name: AccountDisableRefused :execrows
+-- MIO disables an active account whose grant the platform refused, with
+-- the reason, only while the account still has the credentials that
+-- were refused (@credentials_enc): credentials rotated meanwhile are not
+-- condemned by the refusal of the old ones.
+UPDATE mio.accounts SET status = 'disabled', disabled_reason = @disabled_reason, updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND status = 'active' AND credentials_enc = @credentials_enc;

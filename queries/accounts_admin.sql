@@ -17,6 +17,11 @@ WHERE tenant_id = @tenant_id AND id = @id
 RETURNING *;
 
 -- name: AccountSetCredentials :one
-UPDATE mio.accounts SET credentials_enc = @credentials_enc, updated_at = now()
+-- New credentials undo MIO's own disabling for a refused grant (a
+-- disabled_reason); an account an operator disabled stays disabled.
+UPDATE mio.accounts
+SET credentials_enc = @credentials_enc,
+    status = CASE WHEN disabled_reason <> '' THEN 'active' ELSE status END,
+    disabled_reason = '', updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id
 RETURNING *;

@@ -109,6 +109,9 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		outcome = metrics.OutcomePermanentError
 		fin.Outcome, fin.Error = db.OutcomeDead, errorText(err)
 		detail["error"] = fin.Error
+		if refused := (*channels.GrantRefusedError)(nil); errors.As(err, &refused) {
+			detail["account_disabled"] = true // by the renewal that was refused
+		}
 		if errors.Is(err, channels.ErrEndpointGone) {
 			detail["account_disabled"] = true
 			d.disableAccount(ctx, tenantID, c.AccountID)

@@ -19,7 +19,8 @@ func (c *Channel) FetchHosts() []string {
 }
 
 // Fetch downloads the attachment URL from the handler payload. When the
-// account has credentials access_token it is sent as
+// account has an access token (static, or renewed from its grant) it is
+// sent as
 // "Authorization: Zoho-oauthtoken <token>" (whether Cliq's file URLs need it
 // is UNVERIFIED; public file URLs ignore it).
 func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope.Attachment, client *fetch.Client) (*channels.FetchedAttachment, error) {
@@ -41,9 +42,15 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 		return nil, &channels.PermanentError{Err: err}
 	}
 	client = channels.FetchClientFor(client, base, c.opts.APIBaseURL)
+	token := creds.AccessToken
+	if acct.Tokens != nil {
+		if token, err = acct.Tokens.Token(ctx); err != nil {
+			return nil, err
+		}
+	}
 	var hdr http.Header
-	if creds.AccessToken != "" {
-		hdr = http.Header{"Authorization": {"Zoho-oauthtoken " + creds.AccessToken}}
+	if token != "" {
+		hdr = http.Header{"Authorization": {"Zoho-oauthtoken " + token}}
 	}
 	return channels.OpenURL(ctx, client, "zoho_cliq attachment", att.Source.URL, hdr)
 }

@@ -31,7 +31,10 @@ const (
 type outbound struct {
 	apiBase string
 	client  *http.Client
-	token   string
+	tokens  channels.TokenSource
+	// renewed: tokens come from a grant (a 401 renews once and retries);
+	// else the static access_token.
+	renewed bool
 }
 
 // postMessage is the v3 post-message body; card, slides and buttons are
@@ -65,15 +68,36 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	if err != nil {
 		return nil, channels.Permanent(opSend, fmt.Errorf("encode: %w", err))
 	}
-	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
-		Op:     opSend,
-		URL:    o.apiBase + "/api/v3/chats/" + url.PathEscape(msg.ConversationID) + "/messages",
-		Header: http.Header{"Authorization": {"Zoho-oauthtoken " + o.token}},
-		Body:   b,
-	})
+	endpoint := o.apiBase + "/api/v3/chats/" + url.PathEscape(msg.ConversationID) + "/messages"
+	token, err := o.tokens.Token(ctx)
 	if err != nil {
 		return nil, err
 	}
+	resp, err := o.post(ctx, endpoint, token, b)
+	if err == nil && resp.Status == http.StatusUnauthorized && o.renewed {
+		// The token expired early or was revoked: renew it once.
+		if token, err = o.tokens.Renew(ctx, token); err != nil {
+			return nil, err
+		}
+		resp, err = o.post(ctx, endpoint, token, b)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return o.answer(resp)
+}
+
+func (o *outbound) post(ctx context.Context, endpoint, token string, body []byte) (*channels.APIAnswer, error) {
+	return channels.CallAPI(ctx, o.client, channels.APIRequest{
+		Op:     opSend,
+		URL:    endpoint,
+		Header: http.Header{"Authorization": {"Zoho-oauthtoken " + token}},
+		Body:   body,
+	})
+}
+
+// answer classifies Cliq's answer to a post.
+func (o *outbound) answer(resp *channels.APIAnswer) (*channels.SendResult, error) {
 	if resp.Status >= 200 && resp.Status < 300 {
 		return &channels.SendResult{ProviderMessageID: messageID(resp.Body)}, nil
 	}
@@ -92,8 +116,10 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 		return nil, &channels.RateLimitedError{RetryAfter: wait, Err: apiErr}
 	case resp.Status >= 500:
 		return nil, &channels.TransientError{Err: apiErr}
+	case resp.Status == http.StatusUnauthorized && !o.renewed:
+		return nil, &channels.PermanentError{Err: fmt.Errorf("%w: %w", channels.ErrStaticTokenRefused, apiErr)}
 	}
-	// 400, 401 (an expired access token too), 403, 404, ...
+	// 400, 401 (a renewed token refused again), 403, 404, ...
 	return nil, &channels.PermanentError{Err: apiErr}
 }
 

@@ -224,16 +224,29 @@ func (c *Channel) Capabilities() channels.Capabilities {
 //     "https://cliq.zoho.eu". Default Options.APIBaseURL. Inbound and
 //     outbound.
 //
-// Credentials (decrypted JSON): none are read by inbound. Outbound reads
-// "access_token", the OAuth access token sent as "Zoho-oauthtoken"
-// (scope ZohoCliq.Messages.CREATE); required to send. Refreshing it is
-// outside the adapter: an expired token fails sends permanently (401).
+// Credentials (decrypted JSON): none are read by inbound. Outbound sends
+// with an OAuth access token as "Zoho-oauthtoken" (scope
+// ZohoCliq.Messages.CREATE), from one of:
+//   - a refresh-token grant, "client_id", "client_secret",
+//     "refresh_token" and "accounts_server" (the accounts server of the
+//     account's data centre, e.g. "https://accounts.zoho.eu"): MIO
+//     obtains and renews the access tokens (see Grant; the account's
+//     channels.TokenSource gives them). A 401 renews the token once and
+//     sends again.
+//   - "access_token", a static token: sent as is, never renewed; Zoho
+//     expires it after an hour and a 401 then fails the send permanently
+//     with channels.ErrStaticTokenRefused.
+//
+// A grant is checked with the rest of the configuration.
 //
 // Webhook secret: the shared token, required in mode "token".
 type Config struct {
-	// AccessToken is the OAuth access token used to send, from credentials
-	// "access_token". Outbound only.
+	// AccessToken is the static OAuth access token used to send, from
+	// credentials "access_token"; empty with a grant. Outbound only.
 	AccessToken string
+	// Grant is the account's refresh-token grant, nil with a static
+	// token. Outbound only.
+	Grant channels.Grant
 	// APIBaseURL is the account's Cliq API base, without a trailing slash.
 	APIBaseURL string
 	// ConversationTypes maps lower-cased chat types to conversation types.
@@ -269,7 +282,7 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 	if err := channels.DecodeObject("zoho_cliq settings", acct.Settings, &s); err != nil {
 		return Config{}, err
 	}
-	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &struct{}{}); err != nil {
+	if _, err := c.Grant(acct); err != nil {
 		return Config{}, err
 	}
 
@@ -382,13 +395,20 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, token: cfg.AccessToken}, nil
+	tokens := channels.TokenSource(staticTokens(cfg.AccessToken))
+	if cfg.Grant != nil {
+		if acct.Tokens == nil {
+			return nil, invalidf("%v", errNoRenewal)
+		}
+		tokens = acct.Tokens
+	}
+	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, tokens: tokens, renewed: cfg.Grant != nil}, nil
 }
 
 // ParseOutboundConfig decodes an account's configuration for sending:
-// settings api_base_url and credentials access_token (required). The
-// inbound verification settings are not checked. Errors wrap
-// channels.ErrInvalidConfig.
+// settings api_base_url and credentials holding a refresh-token grant or
+// a static access_token (one is required). The inbound verification
+// settings are not checked. Errors wrap channels.ErrInvalidConfig.
 func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
 	var s settingsJSON
 	if err := channels.DecodeObject("zoho_cliq settings", acct.Settings, &s); err != nil {
@@ -400,10 +420,15 @@ func (c *Channel) ParseOutboundConfig(acct channels.Account) (Config, error) {
 	if err := channels.DecodeObject("zoho_cliq credentials", acct.Credentials, &creds); err != nil {
 		return Config{}, err
 	}
-	cfg := Config{AccessToken: creds.AccessToken}
+	g, err := c.Grant(acct)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg := Config{AccessToken: creds.AccessToken, Grant: g}
 	switch {
+	case g != nil:
 	case cfg.AccessToken == "":
-		return Config{}, invalidf("credentials access_token is required to send")
+		return Config{}, invalidf("credentials: a refresh-token grant (client_id, client_secret, refresh_token, accounts_server) or access_token is required to send")
 	case channels.HasSpaceOrControl(cfg.AccessToken):
 		return Config{}, invalidf("credentials access_token contains whitespace or control characters")
 	}

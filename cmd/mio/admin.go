@@ -210,7 +210,7 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 			return err
 		}
 	}
-	svc := admin.New(pool, box, cfg.PublicURL).As(cliActor(getenv)).WithRegistry(builtin.Registry(builtin.Options{}))
+	svc := admin.New(pool, box, cfg.PublicURL).As(cliActor(getenv)).WithRegistry(builtin.Registry(builtin.Options{APIBasePolicy: apiBasePolicy(cfg)}))
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
 	res, err := runAdmin(ctx, svc, pool, command, &a, getenv, stdout, stderr)

@@ -12,8 +12,37 @@ import (
 	"github.com/google/uuid"
 )
 
+const AccountDisableRefused = `-- name: AccountDisableRefused :execrows
+UPDATE mio.accounts SET status = 'disabled', disabled_reason = $1, updated_at = now()
+WHERE tenant_id = $2 AND id = $3 AND status = 'active' AND credentials_enc = $4
+`
+
+type AccountDisableRefusedParams struct {
+	DisabledReason string
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	CredentialsEnc []byte
+}
+
+// MIO disables an active account whose grant the platform refused, with
+// the reason, only while the account still has the credentials that
+// were refused (@credentials_enc): credentials rotated meanwhile are not
+// condemned by the refusal of the old ones.
+func (q *Queries) AccountDisableRefused(ctx context.Context, db DBTX, arg *AccountDisableRefusedParams) (int64, error) {
+	result, err := db.Exec(ctx, AccountDisableRefused,
+		arg.DisabledReason,
+		arg.TenantID,
+		arg.ID,
+		arg.CredentialsEnc,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const AccountGet = `-- name: AccountGet :one
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason FROM mio.accounts WHERE tenant_id = $1 AND id = $2
 `
 
 type AccountGetParams struct {
@@ -41,12 +70,13 @@ func (q *Queries) AccountGet(ctx context.Context, db DBTX, arg *AccountGetParams
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }
 
 const AccountGetMany = `-- name: AccountGetMany :many
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason FROM mio.accounts WHERE tenant_id = $1 AND id = ANY($2::uuid[])
 `
 
 type AccountGetManyParams struct {
@@ -80,6 +110,7 @@ func (q *Queries) AccountGetMany(ctx context.Context, db DBTX, arg *AccountGetMa
 			&i.UpdatedAt,
 			&i.WebhookSecretPrevEnc,
 			&i.WebhookSecretPrevUntil,
+			&i.DisabledReason,
 		); err != nil {
 			return nil, err
 		}
@@ -99,7 +130,7 @@ INSERT INTO mio.accounts (
     $1, $2, $3, $4, $5, $6,
     $7, $8, $9, $10, $11
 )
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason
 `
 
 type AccountInsertParams struct {
@@ -148,12 +179,13 @@ func (q *Queries) AccountInsert(ctx context.Context, db DBTX, arg *AccountInsert
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }
 
 const AccountList = `-- name: AccountList :many
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason FROM mio.accounts
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR channel_type = $2)
 ORDER BY created_at, id
@@ -190,6 +222,7 @@ func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListPara
 			&i.UpdatedAt,
 			&i.WebhookSecretPrevEnc,
 			&i.WebhookSecretPrevUntil,
+			&i.DisabledReason,
 		); err != nil {
 			return nil, err
 		}
@@ -202,7 +235,7 @@ func (q *Queries) AccountList(ctx context.Context, db DBTX, arg *AccountListPara
 }
 
 const AccountPage = `-- name: AccountPage :many
-SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until FROM mio.accounts
+SELECT tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason FROM mio.accounts
 WHERE tenant_id = $1 AND (created_at, id) > ($2, $3::uuid)
 ORDER BY created_at, id
 LIMIT $4
@@ -247,6 +280,7 @@ func (q *Queries) AccountPage(ctx context.Context, db DBTX, arg *AccountPagePara
 			&i.UpdatedAt,
 			&i.WebhookSecretPrevEnc,
 			&i.WebhookSecretPrevUntil,
+			&i.DisabledReason,
 		); err != nil {
 			return nil, err
 		}
@@ -276,9 +310,9 @@ func (q *Queries) AccountRoute(ctx context.Context, db DBTX, arg *AccountRoutePa
 }
 
 const AccountSetStatus = `-- name: AccountSetStatus :one
-UPDATE mio.accounts SET status = $1, updated_at = now()
+UPDATE mio.accounts SET status = $1, disabled_reason = '', updated_at = now()
 WHERE tenant_id = $2 AND id = $3
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason
 `
 
 type AccountSetStatusParams struct {
@@ -287,6 +321,7 @@ type AccountSetStatusParams struct {
 	ID       uuid.UUID
 }
 
+// An operator's enable or disable: either clears why MIO disabled it.
 func (q *Queries) AccountSetStatus(ctx context.Context, db DBTX, arg *AccountSetStatusParams) (MioAccount, error) {
 	row := db.QueryRow(ctx, AccountSetStatus, arg.Status, arg.TenantID, arg.ID)
 	var i MioAccount
@@ -307,6 +342,7 @@ func (q *Queries) AccountSetStatus(ctx context.Context, db DBTX, arg *AccountSet
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }

@@ -17,7 +17,7 @@ UPDATE mio.accounts
 SET webhook_secret_prev_enc = webhook_secret_enc, webhook_secret_prev_until = $1,
     webhook_secret_enc = $2, updated_at = now()
 WHERE tenant_id = $3 AND id = $4
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason
 `
 
 type AccountRotateWebhookSecretParams struct {
@@ -53,14 +53,18 @@ func (q *Queries) AccountRotateWebhookSecret(ctx context.Context, db DBTX, arg *
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }
 
 const AccountSetCredentials = `-- name: AccountSetCredentials :one
-UPDATE mio.accounts SET credentials_enc = $1, updated_at = now()
+UPDATE mio.accounts
+SET credentials_enc = $1,
+    status = CASE WHEN disabled_reason <> '' THEN 'active' ELSE status END,
+    disabled_reason = '', updated_at = now()
 WHERE tenant_id = $2 AND id = $3
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason
 `
 
 type AccountSetCredentialsParams struct {
@@ -69,6 +73,8 @@ type AccountSetCredentialsParams struct {
 	ID             uuid.UUID
 }
 
+// New credentials undo MIO's own disabling for a refused grant (a
+// disabled_reason); an account an operator disabled stays disabled.
 func (q *Queries) AccountSetCredentials(ctx context.Context, db DBTX, arg *AccountSetCredentialsParams) (MioAccount, error) {
 	row := db.QueryRow(ctx, AccountSetCredentials, arg.CredentialsEnc, arg.TenantID, arg.ID)
 	var i MioAccount
@@ -89,6 +95,7 @@ func (q *Queries) AccountSetCredentials(ctx context.Context, db DBTX, arg *Accou
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }
@@ -99,7 +106,7 @@ SET settings = $1, display_name = $2,
     rate_limit_per_sec = $3, rate_limit_burst = $4,
     max_attempts = $5, updated_at = now()
 WHERE tenant_id = $6 AND id = $7
-RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until
+RETURNING tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason
 `
 
 type AccountUpdateLimitsParams struct {
@@ -142,6 +149,7 @@ func (q *Queries) AccountUpdateLimits(ctx context.Context, db DBTX, arg *Account
 		&i.UpdatedAt,
 		&i.WebhookSecretPrevEnc,
 		&i.WebhookSecretPrevUntil,
+		&i.DisabledReason,
 	)
 	return i, err
 }

@@ -28,6 +28,17 @@ type MioAccount struct {
 	UpdatedAt              time.Time
 	WebhookSecretPrevEnc   []byte
 	WebhookSecretPrevUntil *time.Time
+	DisabledReason         string
+}
+
+type MioAccountAccessToken struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	CredentialsEnc []byte
+	TokenEnc       []byte
+	ExpiresAt      time.Time
+	RenewAt        time.Time
+	UpdatedAt      time.Time
 }
 
 type MioAccountRoute struct {

@@ -1,0 +1,31 @@
+-- name: AccessTokenGet :one
+SELECT credentials_enc, token_enc, expires_at, renew_at FROM mio.account_access_tokens
+WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
+-- name: AccessTokenLock :exec
+-- Waits for the account's renewal lock, held until the transaction ends:
+-- one renewal at a time per account across processes.
+SELECT pg_advisory_xact_lock(hashtextextended(@lock_key::text, 0));
+
+-- name: AccessTokenTryLock :one
+-- The account's renewal lock when it is free; false while another
+-- transaction holds it.
+SELECT pg_try_advisory_xact_lock(hashtextextended(@lock_key::text, 0));
+
+-- name: AccessTokenPut :execrows
+-- Stores the account's new token, only while it is active and still has
+-- the credentials the token was obtained with: 0 rows otherwise.
+INSERT INTO mio.account_access_tokens AS t (tenant_id, account_id, credentials_enc, token_enc, expires_at, renew_at)
+SELECT a.tenant_id, a.id, a.credentials_enc, @token_enc, @expires_at, @renew_at
+FROM mio.accounts AS a
+WHERE a.tenant_id = @tenant_id AND a.id = @account_id AND a.status = 'active' AND a.credentials_enc = @credentials_enc
+ON CONFLICT (tenant_id, account_id) DO UPDATE
+    SET credentials_enc = excluded.credentials_enc, token_enc = excluded.token_enc,
+        expires_at = excluded.expires_at, renew_at = excluded.renew_at, updated_at = now();
+
+-- name: AccessTokenDelete :exec
+DELETE FROM mio.account_access_tokens WHERE tenant_id = @tenant_id AND account_id = @account_id;
+
+-- name: AccessTokenExpiry :one
+-- When the account's stored token expires (account show); no row: none.
+SELECT expires_at FROM mio.account_access_tokens WHERE tenant_id = @tenant_id AND account_id = @account_id;
