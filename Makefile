@@ -9,7 +9,7 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TOOL    := $(GO) tool -modfile=tools/go.mod
 
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/...
+RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/... ./top/...
 
 .PHONY: browser sdk-tools run test test-deploy test-pgbouncer lint generate check-generated build image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
 
