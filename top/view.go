@@ -90,7 +90,7 @@ func (s *screen) render() string {
 	shown := rows[first:]
 	if len(shown) > room {
 		shown = shown[:room-1]
-		shown = append(shown, fit(fmt.Sprintf("… %d more (↑↓ to scroll)", len(rows)-first-len(shown)), w))
+		shown = append(shown, fit(fmt.Sprintf("… %d more lines (↑↓ to scroll)", len(rows)-first-len(shown)), w))
 	}
 	lines = append(lines, shown...)
 	for len(lines) < h-1 {
@@ -219,9 +219,11 @@ func (s *screen) rateRows(w int) (string, []string) {
 	return t.header(), rows
 }
 
+// deadRows shows each dead letter on two lines: what and where, then its
+// last error, which is what an operator reads it for.
 func (s *screen) deadRows(w int) (string, []string) {
 	t := table{width: w, cols: []column{{"AGE", 6, true}, {"KIND", 8, false}, {"CHANNEL", 9, false}, {"TENANT", 10, false},
-		{"ATT", 3, true}, {"LAST ERROR", 0, false}}}
+		{"ATT", 3, true}, {"ID / LAST ERROR", 0, false}}}
 	var rows []string
 	for _, d := range s.snap.Dead {
 		at := d.CreatedAt
@@ -229,7 +231,7 @@ func (s *screen) deadRows(w int) (string, []string) {
 			at = *d.DeadAt
 		}
 		rows = append(rows, t.row(age(s.snap.At.Sub(at)), d.Kind, d.ChannelType, s.snap.tenantName(d.TenantID),
-			strconv.Itoa(d.Attempts), d.LastError))
+			strconv.Itoa(d.Attempts), d.ID), fit("       "+oneLine(d.LastError), w))
 	}
 	if len(rows) == 0 {
 		rows = []string{"no dead letters"}

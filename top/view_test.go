@@ -78,7 +78,7 @@ func TestRenderFits80x24(t *testing.T) {
 			require.Contains(t, lines[0], fmt.Sprintf("[%d %s]", v+1, viewNames[v]))
 			require.Contains(t, lines[23], "q quit")
 			if v != viewQueues && v != viewRates {
-				require.Contains(t, out, "more (↑↓ to scroll)")
+				require.Contains(t, out, "more lines (↑↓ to scroll)")
 			}
 		})
 	}
@@ -109,7 +109,8 @@ func TestRenderViews(t *testing.T) {
 		"a channel first counted late was at zero before")
 
 	lines = show(viewDead)
-	require.Equal(t, " 3m00s outbound slack     acme         5 slack: chat.postMessage: channel_not_f…", lines[3])
+	require.Equal(t, " 3m00s outbound slack     acme         5 0190cccc-0000-7000-8000-000000000000", lines[3])
+	require.Equal(t, "       slack: chat.postMessage: channel_not_found [31mand a second line that is…", lines[4])
 
 	lines = show(viewTail)
 	require.Equal(t, at.Local().Format("15:04:05")+" a tenant … telegram -100123456789012 message 0: 你好 ]0;owned a long t…", lines[3],
