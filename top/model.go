@@ -2,7 +2,9 @@ package top
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +26,9 @@ type model struct {
 	again bool
 	// first is the snapshot Run read before starting the view.
 	first *Snapshot
+	// tick numbers the scheduled refresh: a refresh asked for by a key
+	// schedules its own, and only the newest counts.
+	tick int
 }
 
 // Messages of the model besides bubbletea's own.
@@ -32,7 +37,7 @@ type (
 		snap *Snapshot
 		err  error
 	}
-	tickMsg  struct{}
+	tickMsg  struct{ n int }
 	tailMsg  tailEvent
 	quitting struct{}
 )
@@ -92,6 +97,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case snapMsg:
 		return m, m.snapshot(msg)
 	case tickMsg:
+		if msg.n != m.tick {
+			return m, nil
+		}
 		return m, m.refresh()
 	case tailMsg:
 		m.tailEvent(tailEvent(msg))
@@ -110,7 +118,9 @@ func (m *model) snapshot(msg snapMsg) tea.Cmd {
 		m.again = false
 		return m.refresh()
 	}
-	next := tea.Tick(m.interval, func(time.Time) tea.Msg { return tickMsg{} })
+	m.tick++
+	n := m.tick
+	next := tea.Tick(m.interval, func(time.Time) tea.Msg { return tickMsg{n: n} })
 	m.err = msg.err
 	if msg.err != nil {
 		return next
@@ -221,7 +231,7 @@ func (m *model) promptKey(k tea.KeyMsg) tea.Cmd {
 		if id, ok := matchTenant(m.snap, want); ok {
 			return m.setTenant(id)
 		}
-		m.err = &apiError{message: "no tenant named or with an id starting " + want}
+		m.err = errors.New("no tenant named " + strconv.Quote(want) + " or with an id starting so")
 	case tea.KeyBackspace:
 		if r := []rune(*m.prompt); len(r) > 0 {
 			*m.prompt = string(r[:len(r)-1])

@@ -134,15 +134,17 @@ func (s *screen) tailSummary() string {
 			other = st
 		}
 	}
-	switch {
-	case len(s.tailState) == 0:
+	if len(s.tailState) == 0 {
 		return "off"
-	case live == len(s.tailState):
-		return "live"
-	case other == "connecting":
-		return "connecting"
 	}
-	return other
+	state := other
+	if live == len(s.tailState) {
+		state = "live"
+	}
+	if s.tenant == "" && s.snap != nil && len(s.snap.Tenants) > len(s.tailState) {
+		state += fmt.Sprintf(" (%d of %d tenants)", len(s.tailState), len(s.snap.Tenants))
+	}
+	return state
 }
 
 // viewRows is the current view's header and rows, each fitted to w.

@@ -96,7 +96,8 @@ func TestRenderViews(t *testing.T) {
 	lines := show(viewConsumers)
 	require.Equal(t, "TENANT       CONSUMER                    PENDING ACK PEND REDELIV   DEAD  OLDEST", lines[2])
 	require.Equal(t, "a tenant wi… agent-37-with-a-long-con…        12       37       0      0  37m00s", lines[3])
-	require.Contains(t, lines[1], "tenant all · 15:04:05 every 2s · tail live · http://127.0.0.1:9090")
+	require.Equal(t, "tenant all · 15:04:05 every 2s · tail live (1 of 2 tenants) · http://127.0.0.1:…", lines[1],
+		"the tail follows the first tenants only; the URL comes last, cut")
 
 	lines = show(viewQueues)
 	require.Contains(t, lines[4], "dispatch")
@@ -200,6 +201,30 @@ func TestRates(t *testing.T) {
 		"spans older than the window dropped; a long quiet span covers every column")
 }
 
+// TestRefreshSchedule: a refresh asked for by a key schedules the next
+// one itself, and the tick scheduled before it no longer counts (else
+// each r would add a refresh every interval).
+func TestRefreshSchedule(t *testing.T) {
+	t.Parallel()
+	s := fixture()
+	m := newModel(t.Context(), NewClient("http://127.0.0.1:1", "mioadm_x"), Options{Interval: time.Second}, s)
+	m.Init()
+	m.Update(snapMsg{snap: s})
+	require.Equal(t, 1, m.tick)
+	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("r")})
+	require.NotNil(t, cmd, "r reads a snapshot")
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("r")})
+	require.Nil(t, cmd, "one read at a time")
+	m.Update(snapMsg{snap: s}) // the first r's read; the second r asks again
+	require.True(t, m.fetching)
+	m.Update(snapMsg{snap: s})
+	require.False(t, m.fetching)
+	_, cmd = m.Update(tickMsg{n: 1})
+	require.Nil(t, cmd, "the tick scheduled before r")
+	_, cmd = m.Update(tickMsg{n: m.tick})
+	require.NotNil(t, cmd)
+}
+
 // TestParseCounters reads the two counters per channel from /metrics.
 func TestParseCounters(t *testing.T) {
 	t.Parallel()
@@ -265,6 +290,10 @@ func TestKeys(t *testing.T) {
 		m.Update(tea.KeyMsg{Type: tea.KeyDown})
 	}
 	require.Equal(t, 40-20, m.scroll[viewConsumers], "scrolls no further than the last row")
+	press("/nobody")
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	require.Contains(t, m.View(), `! no tenant named "nobody"`)
+
 	_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("q")})
 	require.NotNil(t, cmd)
 	require.Equal(t, tea.QuitMsg{}, cmd())
