@@ -121,7 +121,11 @@ func (c *Client) request(ctx context.Context, path string, q url.Values, accept 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("cannot reach the admin API at %s: %w", c.base, errors.Unwrap(err))
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the method and URL are said once
+		}
+		return nil, fmt.Errorf("cannot reach the admin API at %s: %w", c.base, err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

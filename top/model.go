@@ -24,7 +24,8 @@ type model struct {
 	fetching bool
 	// again is a refresh asked for while one was running.
 	again bool
-	// first is the snapshot Run read before starting the view.
+	// first is the snapshot Run read before starting the view, of the
+	// tenant shown first.
 	first *Snapshot
 	// tick numbers the scheduled refresh: a refresh asked for by a key
 	// schedules its own, and only the newest counts.
@@ -45,15 +46,12 @@ type (
 func newModel(ctx context.Context, c *Client, opts Options, first *Snapshot) *model {
 	return &model{first: first,
 		screen: screen{url: opts.AdminURL, interval: opts.Interval, width: defaultWidth, height: defaultHeight,
-			tenant: opts.TenantID, rates: NewRates(RateWindow), tailState: map[string]string{}},
+			tenant: first.TenantID, rates: NewRates(RateWindow), tailState: map[string]string{}},
 		ctx: ctx, client: c, tails: newTailer(c),
 	}
 }
 
 func (m *model) Init() tea.Cmd {
-	if m.first == nil {
-		return tea.Batch(m.refresh(), m.waitTail())
-	}
 	m.fetching = true
 	first := m.first
 	return tea.Batch(func() tea.Msg { return snapMsg{snap: first} }, m.waitTail())

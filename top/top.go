@@ -30,8 +30,6 @@ type Options struct {
 	// Tenant shows one tenant (a name, an id or the start of an id); ""
 	// every tenant.
 	Tenant string
-	// TenantID is Tenant resolved (set by Run).
-	TenantID string
 	// Token is an admin token (the viewer role is enough). Required.
 	Token string
 }
@@ -54,7 +52,6 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 		if !ok {
 			return fmt.Errorf("no tenant named %q or with an id starting with it", opts.Tenant)
 		}
-		opts.TenantID = id
 		if first, err = c.Snapshot(ctx, id); err != nil {
 			return err
 		}
@@ -80,7 +77,7 @@ func runPlain(ctx context.Context, c *Client, opts Options, s *Snapshot, out io.
 			return nil
 		case <-t.C:
 		}
-		next, err := c.Snapshot(ctx, opts.TenantID)
+		next, err := c.Snapshot(ctx, s.TenantID)
 		if ctx.Err() != nil {
 			return nil
 		}
