@@ -39,7 +39,7 @@ type (
 		err  error
 	}
 	tickMsg  struct{ n int }
-	tailMsg  tailEvent
+	tailMsg  []tailEvent
 	quitting struct{}
 )
 
@@ -74,17 +74,33 @@ func (m *model) refresh() tea.Cmd {
 	}
 }
 
+// waitTail waits for the tail's next events: those already waiting come
+// together (up to maxTailBatch), so a busy tail redraws once per batch,
+// not once per message.
 func (m *model) waitTail() tea.Cmd {
 	ctx, events := m.ctx, m.tails.events
 	return func() tea.Msg {
+		var batch tailMsg
 		select {
 		case e := <-events:
-			return tailMsg(e)
+			batch = append(batch, e)
 		case <-ctx.Done():
 			return quitting{}
 		}
+		for len(batch) < maxTailBatch {
+			select {
+			case e := <-events:
+				batch = append(batch, e)
+			default:
+				return batch
+			}
+		}
+		return batch
 	}
 }
+
+// maxTailBatch bounds the tail events taken in one update.
+const maxTailBatch = 200
 
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
@@ -100,7 +116,9 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.refresh()
 	case tailMsg:
-		m.tailEvent(tailEvent(msg))
+		for _, e := range msg {
+			m.tailEvent(e)
+		}
 		return m, m.waitTail()
 	case quitting:
 		return m, tea.Quit

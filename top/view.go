@@ -187,7 +187,7 @@ func (s *screen) queueRows(w int) (string, []string) {
 		rows = append(rows, t.row(q.Name, num(q.Available), num(q.Running), num(q.Retryable), age(q.OldestAvailableAge)))
 	}
 	if len(rows) == 0 {
-		rows = []string{"no River queues"}
+		rows = []string{"no River jobs available, running or to retry"}
 	}
 	return t.header(), rows
 }
