@@ -44,10 +44,10 @@ type (
 )
 
 func newModel(ctx context.Context, c *Client, opts Options, first *Snapshot) *model {
-	return &model{first: first,
+	return &model{
 		screen: screen{url: opts.AdminURL, interval: opts.Interval, width: defaultWidth, height: defaultHeight,
 			tenant: first.TenantID, rates: NewRates(RateWindow), tailState: map[string]string{}},
-		ctx: ctx, client: c, tails: newTailer(c),
+		ctx: ctx, client: c, tails: newTailer(c), first: first,
 	}
 }
 
@@ -144,14 +144,14 @@ func (m *model) snapshot(msg snapMsg) tea.Cmd {
 	m.snap = msg.snap
 	m.rates.Add(msg.snap.At, msg.snap.Counters)
 	m.clampScroll()
-	m.retail()
+	m.followTail()
 	return next
 }
 
-// retail points the tail at the tenant shown, or at the first
+// followTail points the tail at the tenant shown, or at the first
 // maxTailTenants tenants when every tenant is shown. It starts the
 // streams at once: they only start goroutines.
-func (m *model) retail() {
+func (m *model) followTail() {
 	ids := []string{m.tenant}
 	if m.tenant == "" {
 		ids = nil
@@ -247,7 +247,7 @@ func (m *model) promptKey(k tea.KeyMsg) tea.Cmd {
 		if id, ok := matchTenant(m.snap, want); ok {
 			return m.setTenant(id)
 		}
-		m.err = errors.New("no tenant named " + strconv.Quote(want) + " or with an id starting so")
+		m.err = errors.New("no tenant named " + strconv.Quote(want) + ", and none whose id starts with it")
 	case tea.KeyBackspace:
 		if r := []rune(*m.prompt); len(r) > 0 {
 			*m.prompt = string(r[:len(r)-1])
@@ -301,7 +301,7 @@ func (m *model) setTenant(id string) tea.Cmd {
 	m.tenant = id
 	m.tail = nil
 	m.scroll = [numViews]int{}
-	m.retail()
+	m.followTail()
 	return m.refresh()
 }
 

@@ -50,7 +50,7 @@ func Run(ctx context.Context, opts Options, in io.Reader, out io.Writer) error {
 	if opts.Tenant != "" {
 		id, ok := matchTenant(first, opts.Tenant)
 		if !ok {
-			return fmt.Errorf("no tenant named %q or with an id starting with it", opts.Tenant)
+			return fmt.Errorf("no tenant named %q, and none whose id starts with it", opts.Tenant)
 		}
 		if first, err = c.Snapshot(ctx, id); err != nil {
 			return err
