@@ -10,16 +10,16 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 TOOL    := $(GO) tool -modfile=tools/go.mod
 
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/...
+RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/... ./top/...
 
-.PHONY: browser sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
+.PHONY: browser tmux sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
 	./$(BIN) dev
 
 ## test: lint, check generated code, run every test (real PostgreSQL; the SDK suites need python3 and node)
-test: postgres sdk-tools browser lint check-generated
+test: postgres sdk-tools browser tmux lint check-generated
 	$(GO) test -count=1 -timeout 15m ./...
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 	$(MAKE) test-deploy
@@ -116,6 +116,10 @@ postgres:
 ## browser: headless Chromium for the web console's browser test (Debian package when missing)
 browser:
 	@deploy/scripts/ensure-browser.sh
+
+## tmux: tmux for the terminal test of mio top (Debian package when missing)
+tmux:
+	@deploy/scripts/ensure-tmux.sh
 
 ## sdk-tools: python3 and Node.js for the SDK suites (Debian packages when missing)
 sdk-tools:

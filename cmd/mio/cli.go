@@ -26,6 +26,8 @@ Usage:
                                run the production process
   mio migrate up|down|status   apply, roll back one, or list schema migrations
   mio admin ...                operator commands (tenants, accounts, tokens)
+  mio top [--once] [--interval 2s] [--tenant T]
+                               live terminal view over the admin listener (read-only)
   mio send-test [--text T]     send a signed test webhook to the mio dev demo account
   mio version                  version, commit and schema version
 
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		err = cmdMigrate(ctx, rest, getenv, stdout, stderr)
 	case "admin":
 		err = cmdAdmin(ctx, rest, getenv, stdout, stderr)
+	case "top":
+		err = cmdTop(ctx, rest, getenv, stdout, stderr)
 	case "send-test":
 		err = cmdSendTest(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":

@@ -1,5 +1,5 @@
 // Command mio is MIO's single binary: mio dev, mio serve, mio migrate,
-// mio admin and mio version (see `mio help`).
+// mio admin, mio top and mio version (see `mio help`).
 package main
 
 import (
