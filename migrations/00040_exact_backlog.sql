@@ -171,51 +171,6 @@ SELECT (SELECT count(*) FROM mio.log_ready(p_tenant, p_lo, coalesce(p_hi, pg_cur
 $$;
 -- +goose StatementEnd
 
--- The messages of a consumer's stream it has not taken yet (what pending
--- adds to its waiting deliveries), as the calling statement's snapshot
--- sees them: from the counters (matching deltas - base - taken), or row by
--- row for the consumers mio.consumer_counts_rows names.
--- +goose StatementBegin
-CREATE FUNCTION mio.consumer_untaken(
-    p_tenant uuid, p_stage text, p_lo pg_snapshot, p_hi pg_snapshot, p_cursor_xid xid8, p_cursor_seq bigint,
-    p_channel_types text[], p_account_ids uuid[], p_conversation_ids text[], p_start_time timestamptz,
-    p_created_at timestamptz, p_base bigint, p_taken bigint)
-RETURNS bigint
-LANGUAGE sql STABLE
-AS $$
-SELECT CASE WHEN mio.consumer_counts_rows(p_conversation_ids, p_start_time, p_created_at)
-            THEN mio.consumer_untaken_rows(p_tenant, p_stage, p_lo, p_hi, p_cursor_xid, p_cursor_seq,
-                                           p_channel_types, p_account_ids, p_conversation_ids, p_start_time)
-            ELSE mio.stream_appended(p_tenant, p_stage, p_channel_types, p_account_ids) - p_base - p_taken
-       END
-$$;
--- +goose StatementEnd
-
--- When the first message a consumer has not taken was received (its
--- stream's next row for the consumer), NULL when there is none.
--- +goose StatementBegin
-CREATE FUNCTION mio.consumer_next_untaken_at(
-    p_tenant uuid, p_stage text, p_lo pg_snapshot, p_hi pg_snapshot, p_cursor_xid xid8, p_cursor_seq bigint,
-    p_channel_types text[], p_account_ids uuid[], p_conversation_ids text[], p_start_time timestamptz)
-RETURNS timestamptz
-LANGUAGE sql STABLE
-AS $$
-SELECT coalesce(
-    (SELECT i.received_at FROM mio.log_ready(p_tenant, p_lo, coalesce(p_hi, pg_current_snapshot()), p_cursor_xid, p_cursor_seq,
-         coalesce(p_channel_types, '{}'), coalesce(p_account_ids, '{}'), coalesce(p_conversation_ids, '{}'), p_start_time, 1) AS i
-     WHERE p_stage = 'ready'),
-    (SELECT i.received_at FROM mio.log_ready(p_tenant, p_hi, pg_current_snapshot(), '0', 0,
-         coalesce(p_channel_types, '{}'), coalesce(p_account_ids, '{}'), coalesce(p_conversation_ids, '{}'), p_start_time, 1) AS i
-     WHERE p_stage = 'ready' AND p_hi IS NOT NULL),
-    (SELECT i.received_at FROM mio.log_received(p_tenant, p_lo, coalesce(p_hi, pg_current_snapshot()), p_cursor_xid, p_cursor_seq,
-         coalesce(p_channel_types, '{}'), coalesce(p_account_ids, '{}'), coalesce(p_conversation_ids, '{}'), p_start_time, 1) AS i
-     WHERE p_stage = 'received'),
-    (SELECT i.received_at FROM mio.log_received(p_tenant, p_hi, pg_current_snapshot(), '0', 0,
-         coalesce(p_channel_types, '{}'), coalesce(p_account_ids, '{}'), coalesce(p_conversation_ids, '{}'), p_start_time, 1) AS i
-     WHERE p_stage = 'received' AND p_hi IS NOT NULL))
-$$;
--- +goose StatementEnd
-
 -- The base of a consumer being created: the matching rows before its
 -- starting position, as the creating statement's snapshot (its lo, for
 -- deliver_policy new) sees them. all: none. new: every one. by_start_time:
@@ -549,15 +504,17 @@ $$;
 -- +goose StatementEnd
 
 -- mio.queue_health: pending is exact, for any backlog (no cap): the
--- deliveries waiting plus mio.consumer_untaken. oldest_pending_age: the
--- oldest waiting delivery or the first message not taken yet.
+-- deliveries waiting plus the stream messages not taken yet — from the
+-- counters (the matching deltas less base and taken: a sum over a few
+-- rows per key), or row by row for the consumers mio.consumer_counts_rows
+-- names. oldest_pending_age: the oldest waiting delivery, or the first
+-- message not taken yet (the next row of its window, or after it).
+-- Inline, not in functions: inlined, mio.log_ready's LIMIT 1 is a
+-- constant the planner sees (one index probe per consumer).
 CREATE OR REPLACE VIEW mio.queue_health WITH (security_invoker = true) AS
 SELECT 'consumer'::text AS kind, c.tenant_id, c.name AS consumer, NULL::text AS queue,
        d.pending + u.untaken AS pending, d.ack_pending + l.leased AS ack_pending, d.redelivered, d.dead,
-       coalesce(now() - least(d.oldest_pending, CASE WHEN u.untaken > 0 THEN mio.consumer_next_untaken_at(
-                    c.tenant_id, c.stage, c.log_lo, c.log_hi, c.cursor_xid, c.cursor_seq,
-                    c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time) END),
-                interval '0') AS oldest_pending_age,
+       coalesce(now() - least(d.oldest_pending, o.next_untaken_at), interval '0') AS oldest_pending_age,
        c.last_delivered_at,
        NULL::bigint AS available, NULL::bigint AS running, NULL::bigint AS retryable,
        NULL::interval AS oldest_available_age
@@ -581,10 +538,44 @@ CROSS JOIN LATERAL (
     WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
 ) AS l
 CROSS JOIN LATERAL (
-    SELECT mio.consumer_untaken(c.tenant_id, c.stage, c.log_lo, c.log_hi, c.cursor_xid, c.cursor_seq,
-                                c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time,
-                                c.created_at, c.backlog_base, c.taken) AS untaken
+    SELECT CASE WHEN mio.consumer_counts_rows(c.filter_conversation_ids, c.start_time, c.created_at)
+                THEN mio.consumer_untaken_rows(c.tenant_id, c.stage, c.log_lo, c.log_hi, c.cursor_xid, c.cursor_seq,
+                                               c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time)
+                ELSE (SELECT coalesce(sum(k.n), 0) FROM mio.stream_counts AS k
+                      WHERE k.tenant_id = c.tenant_id AND k.stage = c.stage
+                        AND (cardinality(coalesce(c.filter_channel_types, '{}')) = 0 OR k.channel_type = ANY (c.filter_channel_types))
+                        AND (cardinality(coalesce(c.filter_account_ids, '{}')) = 0 OR k.account_id = ANY (c.filter_account_ids)))
+                     - c.backlog_base - c.taken
+           END::bigint AS untaken
 ) AS u
+CROSS JOIN LATERAL (
+    SELECT min(f.received_at) AS next_untaken_at
+    FROM (
+        (SELECT i.received_at
+         FROM mio.log_ready(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                            coalesce(c.filter_channel_types, '{}'), coalesce(c.filter_account_ids, '{}'),
+                            coalesce(c.filter_conversation_ids, '{}'), c.start_time, 1) AS i
+         WHERE u.untaken > 0 AND c.stage = 'ready')
+        UNION ALL
+        (SELECT i.received_at
+         FROM mio.log_ready(c.tenant_id, c.log_hi, pg_current_snapshot(), '0', 0,
+                            coalesce(c.filter_channel_types, '{}'), coalesce(c.filter_account_ids, '{}'),
+                            coalesce(c.filter_conversation_ids, '{}'), c.start_time, 1) AS i
+         WHERE u.untaken > 0 AND c.stage = 'ready' AND c.log_hi IS NOT NULL)
+        UNION ALL
+        (SELECT i.received_at
+         FROM mio.log_received(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
+                               coalesce(c.filter_channel_types, '{}'), coalesce(c.filter_account_ids, '{}'),
+                               coalesce(c.filter_conversation_ids, '{}'), c.start_time, 1) AS i
+         WHERE u.untaken > 0 AND c.stage = 'received')
+        UNION ALL
+        (SELECT i.received_at
+         FROM mio.log_received(c.tenant_id, c.log_hi, pg_current_snapshot(), '0', 0,
+                               coalesce(c.filter_channel_types, '{}'), coalesce(c.filter_account_ids, '{}'),
+                               coalesce(c.filter_conversation_ids, '{}'), c.start_time, 1) AS i
+         WHERE u.untaken > 0 AND c.stage = 'received' AND c.log_hi IS NOT NULL)
+    ) AS f
+) AS o
 UNION ALL
 SELECT 'river_queue'::text AS kind, NULL::uuid AS tenant_id, NULL::text AS consumer, q.queue,
        NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::interval, NULL::timestamptz,
@@ -872,9 +863,6 @@ $$;
 DROP FUNCTION mio.stream_counts_fold();
 DROP FUNCTION mio.consumer_rebase(uuid, text);
 DROP FUNCTION mio.consumer_base_at_create(uuid, text, text, text[], uuid[], text[], timestamptz);
-DROP FUNCTION mio.consumer_next_untaken_at(uuid, text, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[], timestamptz);
-DROP FUNCTION mio.consumer_untaken(uuid, text, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[], timestamptz,
-    timestamptz, bigint, bigint);
 DROP FUNCTION mio.consumer_untaken_rows(uuid, text, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[], timestamptz);
 DROP FUNCTION mio.consumer_counts_rows(text[], timestamptz, timestamptz);
 DROP FUNCTION mio.stream_appended(uuid, text, text[], uuid[]);
