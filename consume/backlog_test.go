@@ -525,3 +525,46 @@ FROM generate_series(1, 17) AS g`, b.tenant, b.account)
 	require.Len(t, ds, 25)
 	b.requirePending(t, "all", 0)
 }
+
+// TestPendingMadeReady: messages received with attachments to settle are
+// on the received stage at once and join the ready stage when the enrich
+// worker settles them (an UPDATE): each stage's consumers count them then.
+func TestPendingMadeReady(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for name, stage := range map[string]string{"ready": "ready", "received": "received"} {
+		_, err := b.client.PutConsumer(ctx, name, client.ConsumerConfig{Stage: stage})
+		require.NoError(t, err)
+	}
+	rows := make([]db.InboxRow, 7)
+	for i := range rows {
+		id := uuid.Must(uuid.NewV7())
+		rows[i] = db.InboxRow{ID: id, AccountID: b.account, ChannelType: "webhook", SourceMessageID: id.String(),
+			ConversationID: "c", State: db.InboxReceived, Envelope: []byte(`{"text":"with a file"}`), ReceivedAt: time.Now()}
+	}
+	var ids []uuid.UUID
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		var err error
+		ids, err = db.InboxInsertBatch(ctx, tx, b.tenant, rows)
+		return err
+	}))
+	require.Len(t, ids, 7)
+	b.requirePending(t, "ready", 0)
+	b.requirePending(t, "received", 7)
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		for _, id := range ids[:5] {
+			ok, err := db.InboxSettle(ctx, tx, b.tenant, id, []byte(`{"text":"settled"}`))
+			if err != nil || !ok {
+				return fmt.Errorf("settle %s: %v %v", id, ok, err)
+			}
+		}
+		return nil
+	}))
+	b.requirePending(t, "ready", 5)
+	b.requirePending(t, "received", 7)
+	ds, err := b.client.Pull(ctx, "ready", 100, time.Second)
+	require.NoError(t, err)
+	require.Len(t, ds, 5)
+	b.requirePending(t, "ready", 0)
+}
