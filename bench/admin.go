@@ -147,7 +147,7 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 			return nil, fmt.Errorf("create consumer: %w", err)
 		}
 	}
-	// The maintenance job folds the count deltas every 15 s; fold now.
+	// Worker processes fold the count deltas every 2 s; fold now.
 	if _, err := db.StreamCountsFold(ctx, pool); err != nil {
 		return nil, fmt.Errorf("fold stream counts: %w", err)
 	}

@@ -568,3 +568,76 @@ func TestPendingMadeReady(t *testing.T) {
 	require.Len(t, ds, 5)
 	b.requirePending(t, "ready", 0)
 }
+
+// TestPendingPreviousRelease: while the pods roll, a process of the
+// previous release takes with the old take's arguments (the counters stay
+// exact) or appends a position without a taken count (an ordered
+// consumer's advance); CALL mio.consumers_rebase() makes pending exact.
+func TestPendingPreviousRelease(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	b.bulk(t, b.tenant, b.account, "webhook", "c", 90, time.Now())
+	_, err := b.client.PutConsumer(ctx, "old-take", client.ConsumerConfig{})
+	require.NoError(t, err)
+	_, err = b.client.PutConsumer(ctx, "old-advance", client.ConsumerConfig{Ordering: "conversation"})
+	require.NoError(t, err)
+	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM mio.consumers WHERE tenant_id = $1 FOR NO KEY UPDATE`, b.tenant); err != nil {
+			return err
+		}
+		// The previous release's take: 16 arguments.
+		_, err := tx.Exec(ctx, `
+SELECT count(*) FROM mio.consumer_state AS s,
+LATERAL mio.consumer_take_ready(s.tenant_id, s.log_lo, pg_current_snapshot(), s.cursor_xid, s.cursor_seq, '{}', '{}', '{}', NULL,
+    30, s.name, interval '1 minute', s.swept, false, s.last_delivered_at, false) AS t
+WHERE s.tenant_id = $1 AND s.name = 'old-take'`, b.tenant)
+		if err != nil {
+			return err
+		}
+		// The previous release's ConsumerAdvance: no taken (the window read
+		// to its end, as if 90 rows went into the pending backlog).
+		_, err = tx.Exec(ctx, `
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+SELECT $1, 'old-advance', g.gen, pg_current_snapshot(), NULL, '0', 0, 0, now() FROM mio.consumer_log_gen AS g`, b.tenant)
+		return err
+	}))
+	b.requirePending(t, "old-take", 60)
+	view, truth := b.pendingTruth(t, b.tenant, "old-advance")
+	require.Equal(t, int64(0), truth)
+	require.Equal(t, int64(90), view, "not exact before the rebase")
+	_, err = b.env.Pool.Exec(ctx, "CALL mio.consumers_rebase()")
+	require.NoError(t, err)
+	b.requirePending(t, "old-advance", 0)
+	b.requirePending(t, "old-take", 60)
+}
+
+// TestCountsFold: the fold loop leaves one delta row per key, and pending
+// does not move.
+func TestCountsFold(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	_, err := b.client.PutConsumer(ctx, "c", client.ConsumerConfig{})
+	require.NoError(t, err)
+	for range 5 {
+		b.insert(t, b.tenant, b.account, "c", "a", "b")
+	}
+	rows := func() (n int) {
+		require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT count(*) FROM mio.stream_counts WHERE tenant_id = $1 AND stage = 'ready'`, b.tenant).Scan(&n)
+		}))
+		return n
+	}
+	require.Equal(t, 5, rows(), "a delta row per commit")
+	fctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		consume.New(b.env.Pool, nil, nil, nil, consume.Options{}).RunCountsFold(fctx, 20*time.Millisecond)
+	}()
+	require.Eventually(t, func() bool { return rows() == 1 }, 10*time.Second, 20*time.Millisecond)
+	cancel()
+	<-done
+	b.requirePending(t, "c", 10)
+}

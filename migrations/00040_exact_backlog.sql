@@ -138,7 +138,7 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION mio.consumer_counts_rows(p_conversation_ids text[], p_start_time timestamptz, p_created_at timestamptz)
 RETURNS boolean
-LANGUAGE sql IMMUTABLE PARALLEL SAFE
+LANGUAGE sql STABLE PARALLEL SAFE
 AS $$
 SELECT cardinality(coalesce(p_conversation_ids, '{}')) > 0
        OR (p_start_time IS NOT NULL AND p_start_time > p_created_at - interval '5 minutes')
@@ -336,6 +336,57 @@ $$;
 -- +goose StatementEnd
 GRANT EXECUTE ON FUNCTION mio.consumer_take_ready(uuid, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[],
     timestamptz, int, text, interval, bigint, boolean, timestamptz, boolean, bigint) TO mio_runtime;
+
+-- The previous release's call (no taken argument) keeps working while the
+-- pods roll: the caller holds the consumer's row lock and passes the
+-- position it read under it, so the newest position's taken is the one
+-- that goes with it.
+-- +goose StatementBegin
+CREATE FUNCTION mio.consumer_take_ready(
+    p_tenant uuid, p_lo pg_snapshot, p_hi pg_snapshot, p_cursor_xid xid8, p_cursor_seq bigint,
+    p_channel_types text[], p_account_ids uuid[], p_conversation_ids text[], p_start_time timestamptz,
+    p_max int, p_name text, p_ack_wait interval, p_swept bigint, p_delivered boolean,
+    p_last_delivered_at timestamptz, p_persist boolean)
+RETURNS TABLE (id uuid, xid xid8, seq bigint, message_seq bigint, envelope jsonb, raw bytea, lease_id bigint)
+LANGUAGE sql
+AS $$
+SELECT * FROM mio.consumer_take_ready(p_tenant, p_lo, p_hi, p_cursor_xid, p_cursor_seq, p_channel_types, p_account_ids,
+    p_conversation_ids, p_start_time, p_max, p_name, p_ack_wait, p_swept, p_delivered, p_last_delivered_at, p_persist,
+    (SELECT s.taken FROM mio.consumer_state AS s WHERE s.tenant_id = p_tenant AND s.name = p_name))
+$$;
+-- +goose StatementEnd
+GRANT EXECUTE ON FUNCTION mio.consumer_take_ready(uuid, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[],
+    timestamptz, int, text, interval, bigint, boolean, timestamptz, boolean) TO mio_runtime;
+
+-- Rebases every consumer, one transaction each (its row lock, then its
+-- unread rows counted once): after a roll during which processes of the
+-- previous release moved positions without taken counts (received-stage
+-- and ordered consumers, seeks, creations, ring steps), CALL
+-- mio.consumers_rebase() makes every pending exact again.
+-- +goose StatementBegin
+CREATE PROCEDURE mio.consumers_rebase()
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    t uuid;
+    names text[];
+    n text;
+BEGIN
+    FOR t IN SELECT x.id FROM mio.tenants AS x ORDER BY x.id LOOP
+        PERFORM set_config('app.current_tenant_id', t::text, true);
+        SELECT coalesce(array_agg(c.name ORDER BY c.name), '{}') INTO names FROM mio.consumers AS c WHERE c.tenant_id = t;
+        COMMIT;
+        FOREACH n IN ARRAY names LOOP
+            PERFORM set_config('app.current_tenant_id', t::text, true);
+            PERFORM 1 FROM mio.consumers AS c WHERE c.tenant_id = t AND c.name = n FOR NO KEY UPDATE;
+            PERFORM mio.consumer_rebase(t, n);
+            COMMIT;
+        END LOOP;
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+GRANT EXECUTE ON PROCEDURE mio.consumers_rebase() TO mio_runtime;
 
 -- mio.consumer_pull_steady: the steady-state pull of consumer p_name of
 -- tenant p_tenant, a whole pull transaction in one statement (the caller
@@ -728,6 +779,9 @@ BEGIN
 END
 $$;
 -- +goose StatementEnd
+DROP PROCEDURE mio.consumers_rebase();
+DROP FUNCTION mio.consumer_take_ready(uuid, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[],
+    timestamptz, int, text, interval, bigint, boolean, timestamptz, boolean);
 DROP FUNCTION mio.consumer_take_ready(uuid, pg_snapshot, pg_snapshot, xid8, bigint, text[], uuid[], text[],
     timestamptz, int, text, interval, bigint, boolean, timestamptz, boolean, bigint);
 -- mio.consumer_take_ready: ordering none, ready stage: read the next rows

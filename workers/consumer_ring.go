@@ -36,15 +36,9 @@ type ConsumerRingWorker struct {
 	Log    *slog.Logger
 }
 
-// Work folds the stream count deltas, then runs one step of the ring, and
-// a second when the first retired a generation (so the ring advances in
-// the same tick when it is due).
+// Work runs one step, then a second when the first retired a generation
+// (so the ring advances in the same tick when it is due).
 func (w *ConsumerRingWorker) Work(ctx context.Context, _ *river.Job[ConsumerRingArgs]) error {
-	// The streams' count deltas fold on the same tick (migration 00040):
-	// a few rows per key keep every backlog count a short sum.
-	if _, err := db.StreamCountsFold(ctx, w.Pool); err != nil {
-		return fmt.Errorf("stream counts fold: %w", err)
-	}
 	for range 2 {
 		st, err := db.ConsumerRingStep(ctx, w.Pool, w.Period)
 		if errors.Is(err, db.ErrRingBusy) {
