@@ -567,6 +567,14 @@ func TestPendingMadeReady(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds, 5)
 	b.requirePending(t, "ready", 0)
+	ds, err = b.client.Pull(ctx, "received", 4, time.Second)
+	require.NoError(t, err)
+	require.Len(t, ds, 4)
+	b.requirePending(t, "received", 3)
+	ds, err = b.client.Pull(ctx, "received", 100, time.Second)
+	require.NoError(t, err)
+	require.Len(t, ds, 3)
+	b.requirePending(t, "received", 0)
 }
 
 // TestPendingPreviousRelease: while the pods roll, a process of the
