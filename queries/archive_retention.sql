@@ -56,6 +56,16 @@ WITH doomed AS (
 SELECT (SELECT count(*) FROM doomed)::bigint AS deleted, (SELECT count(*) FROM unref)::bigint AS blobs_released,
        (SELECT count(*) FROM rebased)::bigint AS consumers_rebased;
 
+-- name: InboxArchivedPruneDue :one
+-- Whether InboxArchivedPrune has anything to delete (the same rows, the
+-- first one found), so that a run with nothing to do takes no lock.
+SELECT EXISTS (
+    SELECT 1 FROM mio.inbox AS i
+    JOIN mio.archive_cursors AS c ON c.tenant_id = @tenant_id::uuid
+    WHERE i.tenant_id = @tenant_id::uuid AND i.received_at < @before::timestamptz AND i.ready_xid IS NOT NULL
+      AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
+) AS due;
+
 -- name: ConsumersLockTenant :exec
 -- Takes the pull locks of every consumer of the tenant (name order), so
 -- that a later statement reads their current positions and no pull moves

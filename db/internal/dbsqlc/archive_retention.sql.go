@@ -107,6 +107,29 @@ func (q *Queries) InboxArchivedPrune(ctx context.Context, db DBTX, arg *InboxArc
 	return i, err
 }
 
+const InboxArchivedPruneDue = `-- name: InboxArchivedPruneDue :one
+SELECT EXISTS (
+    SELECT 1 FROM mio.inbox AS i
+    JOIN mio.archive_cursors AS c ON c.tenant_id = $1::uuid
+    WHERE i.tenant_id = $1::uuid AND i.received_at < $2::timestamptz AND i.ready_xid IS NOT NULL
+      AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
+) AS due
+`
+
+type InboxArchivedPruneDueParams struct {
+	TenantID uuid.UUID
+	Before   time.Time
+}
+
+// Whether InboxArchivedPrune has anything to delete (the same rows, the
+// first one found), so that a run with nothing to do takes no lock.
+func (q *Queries) InboxArchivedPruneDue(ctx context.Context, db DBTX, arg *InboxArchivedPruneDueParams) (bool, error) {
+	row := db.QueryRow(ctx, InboxArchivedPruneDue, arg.TenantID, arg.Before)
+	var due bool
+	err := row.Scan(&due)
+	return due, err
+}
+
 const InboxPartitionRetire = `-- name: InboxPartitionRetire :many
 SELECT r.partition_name::text AS partition_name, r.messages::bigint AS messages, r.blobs_released::bigint AS blobs_released
 FROM mio.inbox_partition_retire($1::timestamptz) AS r
