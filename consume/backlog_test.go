@@ -162,7 +162,7 @@ func TestPendingThroughTheLifecycle(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	b.bulk(t, b.tenant, b.account, "webhook", "c", 250, time.Now())
-	_, err := b.client.PutConsumer(ctx, "c", client.ConsumerConfig{AckWait: client.Duration(time.Second), MaxAckPending: 100000})
+	_, err := b.client.PutConsumer(ctx, "c", client.ConsumerConfig{AckWait: client.Duration(3 * time.Second), MaxAckPending: 100000})
 	require.NoError(t, err)
 	b.requirePending(t, "c", 250)
 
@@ -177,11 +177,11 @@ func TestPendingThroughTheLifecycle(t *testing.T) {
 	res, err = b.client.Nak(ctx, "c", time.Hour, ds[2].DeliveryID, ds[3].DeliveryID, ds[4].DeliveryID)
 	require.NoError(t, err)
 	require.True(t, res[0].OK)
-	b.requirePending(t, "c", 153) // naked deliveries wait for redelivery
+	b.requirePending(t, "c", 153) // nak'd deliveries wait for redelivery
 
-	// The rest of the batch expires (ack_wait 1 s): the next pull moves
+	// The rest of the batch expires (ack_wait 3 s): the next pull moves
 	// them out and hands them out again.
-	time.Sleep(1100 * time.Millisecond)
+	time.Sleep(3100 * time.Millisecond)
 	again, err := b.client.Pull(ctx, "c", 1000, time.Second)
 	require.NoError(t, err)
 	require.Len(t, again, 95+150, "expired leases and the rest of the stream")
