@@ -13,24 +13,19 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// backlogCap bounds the count of stream messages a consumer has not taken
-// (no unbounded count over the inbox).
-const backlogCap = 100
-
 // ConsumerInfo is a consumer with its live statistics.
 type ConsumerInfo struct {
 	TenantID uuid.UUID `json:"tenant_id"`
 	Name     string    `json:"name"`
-	Pending  int64     `json:"pending"`
-	// Backlog counts matching messages not yet taken, up to BacklogCap;
-	// lag is Backlog + Pending.
-	Backlog     int64 `json:"backlog"`
-	BacklogCap  int64 `json:"backlog_cap"`
+	// Pending counts, exactly, the matching messages not taken yet plus
+	// the deliveries waiting to be redelivered (mio.queue_health's
+	// pending, the lag gauge's value).
+	Pending     int64 `json:"pending"`
 	AckPending  int64 `json:"ack_pending"`
 	Redelivered int64 `json:"redelivered"`
 	Dead        int64 `json:"dead"`
-	// OldestPendingAgeSeconds is the age of the oldest delivery waiting to
-	// be redelivered.
+	// OldestPendingAgeSeconds is the age of the oldest pending message or
+	// delivery.
 	OldestPendingAgeSeconds float64    `json:"oldest_pending_age_seconds"`
 	LastDeliveredAt         *time.Time `json:"last_delivered_at,omitempty"`
 	DeliverPolicy           string     `json:"deliver_policy"`
@@ -185,18 +180,17 @@ func consumerInfos(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID, cs []*db.
 	for i, c := range cs {
 		names[i] = c.Name
 	}
-	health, err := db.ConsumerHealthMany(ctx, tx, tenantID, names, backlogCap)
+	health, err := db.ConsumerHealthMany(ctx, tx, tenantID, names)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*ConsumerInfo, 0, len(cs))
 	for _, c := range cs {
-		h := health[c.Name]
-		if h == nil { // deleted meanwhile
-			h = &db.ConsumerHealth{}
+		st := health[c.Name]
+		if st == nil { // deleted meanwhile
+			st = &db.ConsumerStats{}
 		}
-		st := h.Stats
-		out = append(out, &ConsumerInfo{TenantID: c.TenantID, Name: c.Name, Pending: st.Pending, Backlog: h.Untaken, BacklogCap: backlogCap,
+		out = append(out, &ConsumerInfo{TenantID: c.TenantID, Name: c.Name, Pending: st.Pending,
 			AckPending: st.AckPending, Redelivered: st.Redelivered, Dead: st.Dead,
 			OldestPendingAgeSeconds: st.OldestPendingAge.Seconds(), LastDeliveredAt: c.LastDeliveredAt,
 			DeliverPolicy: c.DeliverPolicy, Ordering: c.Ordering, Stage: c.Stage, MaxDeliver: c.MaxDeliver,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,8 +22,6 @@ const (
 	DefaultMaxAckPending = 1000
 	MaxBatch             = 1000
 	MaxWait              = 60 * time.Second
-	// backlogCap bounds the stream rows counted for lag.
-	backlogCap = 1_000_000
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
@@ -121,12 +120,12 @@ func (c *Config) normalize() error {
 	return nil
 }
 
-// Info is a consumer's settings and live statistics.
+// Info is a consumer's settings and live statistics, as mio.queue_health
+// answers them: Stats.Pending counts the matching stream messages not yet
+// taken plus the deliveries waiting to be redelivered, exactly.
 type Info struct {
 	Consumer *db.Consumer
 	Stats    *db.ConsumerStats
-	// Backlog counts matching stream messages not yet taken (capped).
-	Backlog int64
 }
 
 // Put creates or updates a consumer. Settings fixed at creation (deliver
@@ -172,6 +171,14 @@ func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 		if err != nil {
 			return err
 		}
+		if !isNew && prev != nil && !sameFilter(prev, c) {
+			// The backlog counters count what the filter matches: under
+			// the row lock the upsert took, count the unread rows the new
+			// filter matches once (docs/architecture.md, "Exact backlog").
+			if err := db.ConsumerRebase(ctx, tx, tenantID, name); err != nil {
+				return err
+			}
+		}
 		created = isNew
 		info, err = s.info(ctx, tx, c)
 		return err
@@ -208,15 +215,21 @@ func (s *Service) Delete(ctx context.Context, tenantID uuid.UUID, name string) e
 }
 
 func (s *Service) info(ctx context.Context, tx pgx.Tx, c *db.Consumer) (*Info, error) {
-	st, err := db.ConsumerStatsGet(ctx, tx, c.TenantID, c.Name)
+	st, err := db.ConsumerHealthMany(ctx, tx, c.TenantID, []string{c.Name})
 	if err != nil {
 		return nil, err
 	}
-	backlog, err := db.StreamBacklog(ctx, tx, c, backlogCap)
-	if err != nil {
-		return nil, err
+	if st[c.Name] == nil {
+		return nil, ErrNotFound
 	}
-	return &Info{Consumer: c, Stats: st, Backlog: backlog}, nil
+	return &Info{Consumer: c, Stats: st[c.Name]}, nil
+}
+
+// sameFilter reports whether two versions of a consumer match the same
+// messages.
+func sameFilter(a, b *db.Consumer) bool {
+	return slices.Equal(a.FilterChannelTypes, b.FilterChannelTypes) && slices.Equal(a.FilterAccountIDs, b.FilterAccountIDs) &&
+		slices.Equal(a.FilterConversationIDs, b.FilterConversationIDs)
 }
 
 func sameTime(a, b *time.Time) bool {

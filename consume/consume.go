@@ -280,8 +280,8 @@ func (s *Service) claimOrdered(ctx context.Context, tx db.DBTX, c *db.Consumer, 
 }
 
 // advance takes up to want new stream rows into the consumer's pending
-// backlog, moves its log position in memory (db.LogPos.Next), and returns
-// how many rows it read.
+// backlog, moves its log position and taken count in memory
+// (db.LogPos.Next), and returns how many rows it read.
 func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want int) (int, error) {
 	rows, hi, err := db.StreamNext(ctx, tx, c, want)
 	if err != nil {
@@ -295,6 +295,7 @@ func (s *Service) advance(ctx context.Context, tx db.DBTX, c *db.Consumer, want 
 		last = rows[len(rows)-1].Pos
 	}
 	c.Pos = c.Pos.Next(hi, last, len(rows), want)
+	c.Taken += int64(len(rows))
 	return len(rows), nil
 }
 

@@ -10,8 +10,9 @@ import (
 	"github.com/miohq/mio/metrics"
 )
 
-// RunGauges refreshes mio_consumer_lag and mio_consumer_ack_pending every
-// interval until ctx is done. Consumer names are chosen by tenants: the
+// RunGauges refreshes mio_consumer_lag (pending, exactly as
+// mio.queue_health counts it) and mio_consumer_ack_pending every interval
+// until ctx is done. Consumer names are chosen by tenants: the
 // same name in several tenants is summed (no tenant label), and only the
 // metrics.MaxConsumerLabels largest keep their name, the rest summed under
 // one label (metrics.CapLabels), so the series stay bounded.
@@ -43,16 +44,20 @@ func (s *Service) refreshGauges(ctx context.Context) error {
 	for _, t := range tenants {
 		err := db.InTenantTx(ctx, s.pool, t.ID, func(tx pgx.Tx) error {
 			cs, err := db.ConsumerList(ctx, tx, t.ID)
+			if err != nil || len(cs) == 0 {
+				return err
+			}
+			names := make([]string, len(cs))
+			for i, c := range cs {
+				names[i] = c.Name
+			}
+			stats, err := db.ConsumerHealthMany(ctx, tx, t.ID, names)
 			if err != nil {
 				return err
 			}
-			for _, c := range cs {
-				info, err := s.info(ctx, tx, c)
-				if err != nil {
-					return err
-				}
-				lag[c.Name] += float64(info.Backlog + info.Stats.Pending + info.Stats.AckPending)
-				pending[c.Name] += float64(info.Stats.AckPending)
+			for name, st := range stats {
+				lag[name] += float64(st.Pending)
+				pending[name] += float64(st.AckPending)
 			}
 			return nil
 		})

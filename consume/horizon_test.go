@@ -194,7 +194,7 @@ func TestHeldTransactionConversationOrder(t *testing.T) {
 // The backlog (stats.pending: what the consumer has not taken) counts the
 // rows of a transaction that was running when the consumer's window began
 // once it commits, and rows committed after the window, but not what was
-// read: both index probes of StreamReadyBacklog are exercised.
+// read: the held transaction's count delta becomes visible with its rows.
 func TestBacklogCountsRowsOfHeldTransaction(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -147,9 +147,19 @@ func ArchivePartUpsert(ctx context.Context, tx DBTX, tenantID uuid.UUID, first, 
 
 // InboxArchivedPrune deletes at most maxRows of the tenant's messages
 // received before before that are already archived — never an unarchived
-// one — with their attachment rows, releasing their blob references. It
-// returns how many messages it deleted.
+// one — with their attachment rows, releasing their blob references. A
+// deleted message a consumer had not read yet is counted into that
+// consumer's backlog base, under the pull locks of the tenant's consumers
+// (taken first, so the positions the delete reads are current; not when
+// nothing is due). It returns how many messages it deleted.
 func InboxArchivedPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before time.Time, maxRows int) (int64, error) {
+	due, err := queries().InboxArchivedPruneDue(ctx, tx, &dbsqlc.InboxArchivedPruneDueParams{TenantID: tenantID, Before: before})
+	if err != nil || !due {
+		return 0, translate(err)
+	}
+	if err := queries().ConsumersLockTenant(ctx, tx, &dbsqlc.ConsumersLockTenantParams{TenantID: tenantID}); err != nil {
+		return 0, translate(err)
+	}
 	r, err := queries().InboxArchivedPrune(ctx, tx, &dbsqlc.InboxArchivedPruneParams{TenantID: tenantID, Before: before, MaxRows: int32(maxRows)})
 	if err != nil {
 		return 0, translate(err)

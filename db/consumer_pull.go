@@ -64,7 +64,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 		return row.Scan(&c.TenantID, &c.Name, &c.FilterChannelTypes, &c.FilterAccountIds, &c.FilterConversationIds,
 			&c.DeliverPolicy, &c.StartTime, &c.AckWaitMs, &c.MaxDeliver, &c.MaxAckPending, &c.Ordering, &c.Stage,
 			&c.CursorXid, &c.CursorSeq, &c.LogLo, &c.LogHi, &c.LastDeliveredAt, &c.CreatedAt, &c.UpdatedAt,
-			&c.Swept, &c.PositionWrittenAt)
+			&c.Swept, &c.PositionWrittenAt, &c.Taken)
 	})
 	b.Queue(pullStateSQL, tenantID, name).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&st.Leased, &st.Due, &st.Ranges, &st.RangesExpired, &st.Swept, &st.Hi)
@@ -136,7 +136,8 @@ func (p *PullTx) DB() DBTX { return p.conn }
 
 // TakeCommit reads up to max rows of the consumer's log window (its Lo to
 // the pull state's Hi) after its position, leases them as one lease range,
-// appends the new position and sweep (stamping the last delivery) when
+// appends the new position and sweep (stamping the last delivery, and the
+// consumer's taken count plus the rows read) when
 // rows were read, delivered, or PositionDue, and commits: one round trip. It returns the leases in window
 // order, with their bodies.
 func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]TakenDelivery, error) {
@@ -149,7 +150,7 @@ func (p *PullTx) TakeCommit(ctx context.Context, max int, delivered bool) ([]Tak
 	b := &pgx.Batch{}
 	b.Queue(query, c.TenantID, c.Pos.Lo, p.State.Hi, c.Pos.After.xid8(),
 		c.Pos.After.Seq, nonNil(c.FilterChannelTypes), nonNilUUIDs(c.FilterAccountIDs), nonNil(c.FilterConversationIDs),
-		c.StartTime, int32(max), c.Name, interval(c.AckWait), c.Swept, delivered, c.LastDeliveredAt, p.PositionDue).Query(func(rows pgx.Rows) error {
+		c.StartTime, int32(max), c.Name, interval(c.AckWait), c.Swept, delivered, c.LastDeliveredAt, c.Taken, p.PositionDue).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var (
 				r  dbsqlc.LeaseTakeReceivedRow // the ready take's columns are the same
@@ -280,13 +281,13 @@ const (
 FROM mio.consumer_pull_state($1::uuid, $2::text) AS s`
 	// takeReadySQL: ordering none, ready stage — read the next rows of
 	// the window ($2, $3] after the position ($4, $5) under the filter,
-	// lease them as one range and append the new position (when rows were
-	// read, $14 delivered, or $16 persist). Its parameters are
-	// dbsqlc.LeaseTakeReceived's.
+	// lease them as one range and append the new position with $16 taken
+	// plus the rows read (when rows were read, $14 delivered, or $17
+	// persist). Its parameters are dbsqlc.LeaseTakeReceived's.
 	takeReadySQL = `SELECT t.id, t.xid, t.seq, t.message_seq, t.envelope, t.raw, t.lease_id
 FROM mio.consumer_take_ready($1::uuid, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
     $6::text[], $7::uuid[], $8::text[], $9::timestamptz, $10::int, $11::text, $12::interval, $13::bigint,
-    $14::bool, $15::timestamptz, $16::bool) AS t`
+    $14::bool, $15::timestamptz, $17::bool, $16::bigint) AS t`
 	// pullSteadySQL: the steady-state pull of consumer $2, up to $3 rows
 	// (see PullSteady).
 	pullSteadySQL = `SELECT s.status, s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, s.lease_id

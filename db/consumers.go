@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -45,7 +46,10 @@ type Consumer struct {
 	Pos LogPos
 	// Swept: every lease range of the consumer with an id up to it is
 	// settled (migration 00008); ranges are only looked at above it.
-	Swept           int64
+	Swept int64
+	// Taken counts the matching stream rows the position has read
+	// (appended with it; docs/architecture.md, "Exact backlog").
+	Taken           int64
 	LastDeliveredAt *time.Time
 	// posWrittenAt is when the position was last appended (the epoch when
 	// it is the consumer row's own).
@@ -60,7 +64,7 @@ func consumerFrom(r dbsqlc.ConsumerGetRow) *Consumer {
 		FilterConversationIDs: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWait: time.Duration(r.AckWaitMs) * time.Millisecond, MaxDeliver: int(r.MaxDeliver), MaxAckPending: int(r.MaxAckPending),
 		Ordering: r.Ordering, Stage: r.Stage, Pos: logPosFrom(r.LogLo, &r.LogHi, r.CursorXid.Uint64, r.CursorSeq),
-		Swept: r.Swept, LastDeliveredAt: r.LastDeliveredAt, posWrittenAt: r.PositionWrittenAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Swept: r.Swept, Taken: r.Taken, LastDeliveredAt: r.LastDeliveredAt, posWrittenAt: r.PositionWrittenAt, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
 
@@ -88,7 +92,7 @@ func ConsumerUpsert(ctx context.Context, tx DBTX, c *Consumer) (out *Consumer, c
 		FilterConversationIds: r.FilterConversationIds, DeliverPolicy: r.DeliverPolicy, StartTime: r.StartTime,
 		AckWaitMs: r.AckWaitMs, MaxDeliver: r.MaxDeliver, MaxAckPending: r.MaxAckPending, Ordering: r.Ordering,
 		Stage: r.Stage, CursorXid: r.CursorXid, CursorSeq: r.CursorSeq, LogLo: r.LogLo, LogHi: r.LogHi, LastDeliveredAt: r.LastDeliveredAt,
-		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Swept: r.Swept, PositionWrittenAt: r.PositionWrittenAt,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Swept: r.Swept, PositionWrittenAt: r.PositionWrittenAt, Taken: r.Taken,
 	}), r.Created, nil
 }
 
@@ -140,13 +144,13 @@ func ConsumerPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after string
 	return out, nil
 }
 
-// ConsumerAdvance appends a consumer's log position and sweep (a pull
-// never updates a row: migration 00008) and, when delivered, stamps its
-// last delivery time.
+// ConsumerAdvance appends a consumer's log position, sweep and taken count
+// (a pull never updates a row: migration 00008) and, when delivered,
+// stamps its last delivery time.
 func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to LogPos, delivered bool) error {
 	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
 		TenantID: c.TenantID, Name: c.Name, LogLo: to.Lo, LogHi: to.hiArg(), CursorXid: to.After.xid8(), CursorSeq: to.After.Seq,
-		Swept: c.Swept, Delivered: delivered, LastDeliveredAt: c.LastDeliveredAt}))
+		Swept: c.Swept, Delivered: delivered, LastDeliveredAt: c.LastDeliveredAt, Taken: c.Taken}))
 }
 
 // positionRefresh is how old a stored position may grow before a pull
@@ -316,16 +320,6 @@ type ConsumerStats struct {
 	OldestPendingAge time.Duration
 }
 
-// ConsumerStatsGet returns live counts of a consumer's deliveries.
-func ConsumerStatsGet(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (*ConsumerStats, error) {
-	r, err := queries().ConsumerStats(ctx, tx, &dbsqlc.ConsumerStatsParams{TenantID: tenantID, ConsumerName: name})
-	if err != nil {
-		return nil, translate(err)
-	}
-	return &ConsumerStats{Pending: r.Pending, AckPending: r.AckPending, Redelivered: r.Redelivered, Dead: r.Dead,
-		OldestPendingAge: time.Duration(r.OldestPendingAgeSeconds * float64(time.Second))}, nil
-}
-
 // InboxGetMany returns messages by id (envelope and raw).
 func InboxGetMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]*InboxMessage, error) {
 	rows, err := queries().InboxGetMany(ctx, tx, &dbsqlc.InboxGetManyParams{TenantID: tenantID, Ids: ids})
@@ -367,46 +361,37 @@ func derefUUIDs(in []*uuid.UUID) []uuid.UUID {
 	return out
 }
 
-// ConsumerHealth is a consumer's statistics for operators: its
-// deliveries (Stats) and the stream messages it has not taken yet, counted
-// up to a cap (Untaken).
-type ConsumerHealth struct {
-	Stats   ConsumerStats
-	Untaken int64
-}
-
 // ConsumerHealthMany returns the statistics of the tenant's consumers
-// named, in one statement, by name; untaken messages are counted up to
-// max each.
-func ConsumerHealthMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, names []string, max int) (map[string]*ConsumerHealth, error) {
-	rows, err := queries().ConsumerHealthMany(ctx, tx, &dbsqlc.ConsumerHealthManyParams{TenantID: tenantID, Names: names, MaxRows: int32(max)})
+// named, by name, in one statement: their rows of mio.queue_health, so
+// Pending is the same exact count the view, the APIs and the lag gauge
+// show (stream messages not taken yet plus deliveries waiting).
+func ConsumerHealthMany(ctx context.Context, tx DBTX, tenantID uuid.UUID, names []string) (map[string]*ConsumerStats, error) {
+	rows, err := queries().ConsumerHealthMany(ctx, tx, &dbsqlc.ConsumerHealthManyParams{TenantID: tenantID, Names: names})
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make(map[string]*ConsumerHealth, len(rows))
+	out := make(map[string]*ConsumerStats, len(rows))
 	for _, r := range rows {
-		out[r.Name] = &ConsumerHealth{Untaken: r.Untaken, Stats: ConsumerStats{Pending: r.Pending, AckPending: r.AckPending,
-			Redelivered: r.Redelivered, Dead: r.Dead, OldestPendingAge: time.Duration(r.OldestPendingAgeSeconds * float64(time.Second))}}
+		out[r.Name] = &ConsumerStats{Pending: r.Pending, AckPending: r.AckPending, Redelivered: r.Redelivered, Dead: r.Dead,
+			OldestPendingAge: time.Duration(r.OldestPendingAgeSeconds * float64(time.Second))}
 	}
 	return out, nil
 }
 
-// StreamBacklog counts stream rows the consumer has not read that match
-// its filter, up to max.
-func StreamBacklog(ctx context.Context, tx DBTX, c *Consumer, max int) (int64, error) {
-	if err := customPlans(ctx, tx); err != nil {
-		return 0, err
-	}
-	p := c.Pos
-	if c.Stage == StageReceived {
-		n, err := queries().StreamReceivedBacklog(ctx, tx, &dbsqlc.StreamReceivedBacklogParams{TenantID: c.TenantID,
-			Lo: p.Lo, Hi: p.hiArg(), CursorXid: p.After.xid8(), CursorSeq: p.After.Seq,
-			ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
-		return n, translate(err)
-	}
-	n, err := queries().StreamReadyBacklog(ctx, tx, &dbsqlc.StreamReadyBacklogParams{TenantID: c.TenantID,
-		Lo: p.Lo, Hi: p.hiArg(), CursorXid: p.After.xid8(), CursorSeq: p.After.Seq,
-		ChannelTypes: nonNil(c.FilterChannelTypes), AccountIds: nonNilUUIDs(c.FilterAccountIDs), ConversationIds: nonNil(c.FilterConversationIDs), MaxRows: int32(max)})
+// ConsumerRebase makes a consumer's backlog counters agree with its
+// position by counting its unread messages once, row by row (after a seek
+// or a filter change). The caller's transaction must hold the consumer's
+// row lock from an earlier statement.
+func ConsumerRebase(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) error {
+	_, err := queries().ConsumerRebase(ctx, tx, &dbsqlc.ConsumerRebaseParams{TenantID: tenantID, Name: name})
+	return translate(err)
+}
+
+// StreamCountsFold folds the streams' count deltas into one row per
+// tenant, stage, channel type and account (migration 00040) and returns
+// how many rows it folded away. It runs in a transaction of its own.
+func StreamCountsFold(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	n, err := queries().StreamCountsFold(ctx, pool)
 	return n, translate(err)
 }
 

@@ -36,8 +36,8 @@ lo AS (
            END AS lo
     FROM p
 )
-INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
-SELECT $1, $2, g.gen, lo.lo::pg_snapshot, NULL, '0', 0, k.swept, k.last_delivered_at
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
+SELECT $1, $2, g.gen, lo.lo::pg_snapshot, NULL, '0', 0, k.swept, k.last_delivered_at, k.taken
 FROM lo, c, mio.consumer_log_gen AS g, mio.consumer_state AS k
 WHERE k.tenant_id = $1 AND k.name = $2
 RETURNING log_lo::text`
@@ -46,7 +46,8 @@ RETURNING log_lo::text`
 // (appending its new position, as a pull does: migration 00008):
 // those are delivered (again), earlier ones are skipped. Its pending and
 // leased deliveries are dropped (their acks then match nothing); dead
-// ones stay dead letters. Returns the new position.
+// ones stay dead letters; its backlog counters are rebased on the new
+// position (ConsumerRebase). Returns the new position.
 func ConsumerSeek(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string, t time.Time) (string, error) {
 	var lo string
 	if err := tx.QueryRow(ctx, consumerSeekSQL, tenantID, name, t, IDFloor(t)).Scan(&lo); err != nil {
@@ -58,6 +59,9 @@ func ConsumerSeek(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string,
 	if _, err := tx.Exec(ctx, `DELETE FROM mio.consumer_deliveries WHERE tenant_id = $1 AND consumer_name = $2 AND state <> 'dead'`,
 		tenantID, name); err != nil {
 		return "", translate(err)
+	}
+	if err := ConsumerRebase(ctx, tx, tenantID, name); err != nil {
+		return "", err
 	}
 	return lo, nil
 }

@@ -6,8 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
 // QueueHealth is one row of mio.queue_health: a consumer (Kind
@@ -53,15 +51,4 @@ func QueueHealthList(ctx context.Context, tx DBTX) ([]*QueueHealth, error) {
 		return &h, err
 	})
 	return out, translate(err)
-}
-
-// ConsumerOldestPendingAge is a consumer's oldest_pending_age in
-// mio.queue_health: the age of the oldest delivery waiting or message of
-// its stream not yet taken (0 when none).
-func ConsumerOldestPendingAge(ctx context.Context, tx DBTX, tenantID uuid.UUID, name string) (time.Duration, error) {
-	s, err := queries().ConsumerOldestPendingAge(ctx, tx, &dbsqlc.ConsumerOldestPendingAgeParams{TenantID: tenantID, ConsumerName: name})
-	if err != nil {
-		return 0, translate(err)
-	}
-	return time.Duration(s * float64(time.Second)), nil
 }

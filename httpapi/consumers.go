@@ -8,10 +8,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/consume"
-	"github.com/miohq/mio/db"
 )
 
 // consumerRequest is the body of PUT /v1/consumers/{name}.
@@ -53,8 +51,9 @@ type consumerResponse struct {
 }
 
 type consumerStats struct {
-	// Pending counts messages waiting to be delivered: taken into the
-	// consumer but not leased, plus matching messages not yet taken.
+	// Pending counts messages waiting to be delivered, exactly (no cap):
+	// matching messages not yet taken plus deliveries waiting to be
+	// redelivered — mio.queue_health's pending.
 	Pending          int64      `json:"pending"`
 	AckPending       int64      `json:"ack_pending"`
 	Redelivered      int64      `json:"redelivered"`
@@ -69,7 +68,7 @@ func consumerJSON(info *consume.Info) *consumerResponse {
 		MaxDeliver: c.MaxDeliver, MaxAckPending: c.MaxAckPending, Ordering: c.Ordering, Stage: c.Stage,
 		CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	r.Filter.ChannelTypes, r.Filter.AccountIDs, r.Filter.ConversationIDs = c.FilterChannelTypes, c.FilterAccountIDs, c.FilterConversationIDs
-	r.Stats = consumerStats{Pending: info.Stats.Pending + info.Backlog, AckPending: info.Stats.AckPending,
+	r.Stats = consumerStats{Pending: info.Stats.Pending, AckPending: info.Stats.AckPending,
 		Redelivered: info.Stats.Redelivered, Dead: info.Stats.Dead, OldestPendingAge: Duration(info.Stats.OldestPendingAge),
 		LastDelivered: c.LastDeliveredAt}
 	return r
@@ -109,17 +108,6 @@ func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
 func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	info, err := s.consumers.Get(r.Context(), p.TenantID, chi.URLParam(r, "name"))
-	if err != nil {
-		s.consumerError(w, "get consumer", err)
-		return
-	}
-	// stats.oldest_pending_age counts messages not yet taken too
-	// (mio.queue_health's definition), not only deliveries waiting.
-	err = db.InTenantTx(r.Context(), s.pool, p.TenantID, func(tx pgx.Tx) error {
-		age, err := db.ConsumerOldestPendingAge(r.Context(), tx, p.TenantID, info.Consumer.Name)
-		info.Stats.OldestPendingAge = max(info.Stats.OldestPendingAge, age)
-		return err
-	})
 	if err != nil {
 		s.consumerError(w, "get consumer", err)
 		return

@@ -83,7 +83,7 @@ func New() *Metrics {
 		}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mio_consumer_lag",
-			Help: "Messages a consumer has not yet acknowledged (pending, leased and not yet taken from the stream), summed over tenants.",
+			Help: "Messages waiting for a consumer: not yet taken from its stream, or waiting to be redelivered (pending in mio.queue_health, exact), summed over tenants. Leased ones are mio_consumer_ack_pending.",
 		}, []string{"consumer"}),
 		ConsumerAckPending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mio_consumer_ack_pending",

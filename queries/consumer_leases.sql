@@ -36,9 +36,10 @@ nc AS (
     FROM k
 ),
 adv AS (
-    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
     SELECT @tenant_id::uuid, @consumer_name::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
-           @swept::bigint, CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END
+           @swept::bigint, CASE WHEN nc.n > 0 OR @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END,
+           sqlc.arg('taken')::bigint + nc.n
     FROM nc
     WHERE nc.n > 0 OR @delivered::bool OR @persist::bool
 )
@@ -176,9 +177,9 @@ SELECT DISTINCT t.consumer_name::text AS consumer_name FROM (
 -- is in generation @gen, about to be retired.
 UPDATE mio.consumers AS c
 SET log_lo = p.log_lo, log_hi = p.log_hi, cursor_xid = p.cursor_xid, cursor_seq = p.cursor_seq, swept = p.swept,
-    last_delivered_at = p.last_delivered_at
+    last_delivered_at = p.last_delivered_at, taken = p.taken
 FROM (
-    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at
+    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at, q.taken
     FROM mio.consumer_positions AS q
     WHERE q.tenant_id = @tenant_id AND q.consumer_name = @consumer_name
     ORDER BY q.n DESC

@@ -4,11 +4,17 @@
 INSERT INTO mio.consumers (
     tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids,
     deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage,
-    cursor_xid, cursor_seq, log_lo
+    cursor_xid, cursor_seq, log_lo, backlog_base
 ) VALUES (
     @tenant_id, @name, @filter_channel_types, @filter_account_ids, @filter_conversation_ids,
     @deliver_policy, sqlc.narg('start_time'), @ack_wait_ms, @max_deliver, @max_ack_pending, @ordering, @stage,
-    '0', 0, CASE WHEN @deliver_policy::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END
+    '0', 0, CASE WHEN @deliver_policy::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
+    -- The rows before the starting position, in this statement's snapshot
+    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
+    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = @tenant_id AND e.name = @name)
+         THEN mio.consumer_base_at_create(@tenant_id, @stage, @deliver_policy, @filter_channel_types, @filter_account_ids,
+                                          @filter_conversation_ids, sqlc.narg('start_time'))
+         ELSE 0 END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -22,13 +28,13 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
 RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, 'epoch'::timestamptz AS position_written_at, (xmax = 0) AS created;
+       swept, 'epoch'::timestamptz AS position_written_at, taken, (xmax = 0) AS created;
 
 -- name: ConsumerGet :one
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name = @name;
 
 -- name: ConsumerLock :one
@@ -50,7 +56,7 @@ DELETE FROM mio.consumers WHERE tenant_id = @tenant_id AND name = @name;
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = @tenant_id ORDER BY name;
 
 -- name: ConsumerPage :many
@@ -58,16 +64,17 @@ FROM mio.consumer_state WHERE tenant_id = @tenant_id ORDER BY name;
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name > @after_name::text ORDER BY name LIMIT @max_rows;
 
 -- name: ConsumerAdvance :exec
 -- Appends a consumer's position (migration 00008: a pull never updates a
--- row), stamping its last delivery when @delivered.
-INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+-- row), stamping its last delivery when @delivered, with @taken: the
+-- matching rows its position has read (migration 00040).
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
 SELECT @tenant_id::uuid, @name::text, g.gen, (@log_lo::text)::pg_snapshot, (sqlc.narg('log_hi')::text)::pg_snapshot,
        @cursor_xid::xid8, @cursor_seq::bigint, @swept::bigint,
-       CASE WHEN @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END
+       CASE WHEN @delivered::bool THEN now() ELSE sqlc.narg('last_delivered_at')::timestamptz END, @taken::bigint
 FROM mio.consumer_log_gen AS g;
 
 -- name: StreamReady :many
@@ -223,109 +230,27 @@ WHERE tenant_id = @tenant_id AND consumer_name = @consumer_name AND state = 'lea
   AND delivery_id = ANY (@delivery_ids::uuid[])
 RETURNING delivery_id;
 
--- name: ConsumerStats :one
-WITH c AS (SELECT swept FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name = @consumer_name)
-SELECT
-    count(*) FILTER (WHERE d.state = 'pending') AS pending,
-    (count(*) FILTER (WHERE d.state = 'leased')
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
-        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
-        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0)), 0)
-       FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = @tenant_id AND r.consumer_name = @consumer_name AND r.id > (SELECT swept FROM c)))::bigint AS ack_pending,
-    count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
-    count(*) FILTER (WHERE d.state = 'dead') AS dead,
-    coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
-FROM mio.consumer_deliveries AS d
-WHERE d.tenant_id = @tenant_id AND d.consumer_name = @consumer_name;
-
 -- name: InboxGetMany :many
 SELECT id, envelope, raw FROM mio.inbox WHERE tenant_id = @tenant_id AND id = ANY (@ids::uuid[]);
 
--- name: StreamReadyBacklog :one
--- Rows of the ready stage the consumer has not read (not visible in its
--- lo, and not already read in its window) matching the filter, counted up
--- to @max_rows. Rows of transactions still running are not visible here.
--- Two index scans, as in mio.log_ready: by xid equality for the
--- transactions running at lo (the LIMIT keeps each probe a nested index
--- lookup), and a range from pg_snapshot_xmax(lo). (One OR of the two was
--- planned as a walk over every row of the tenant: ~0.13 s per million rows
--- of history, on every lag gauge refresh of every consumer.)
-SELECT count(*) FROM (
-    SELECT 1 FROM (
-        SELECT r.ready_xid, r.ready_seq, r.channel_type, r.account_id, r.conversation_id
-        FROM pg_snapshot_xip((@lo::text)::pg_snapshot) AS x (xid)
-        CROSS JOIN LATERAL (SELECT i.* FROM mio.inbox AS i WHERE i.tenant_id = @tenant_id AND i.ready_xid = x.xid LIMIT @max_rows) AS r
-        UNION ALL
-        SELECT i.ready_xid, i.ready_seq, i.channel_type, i.account_id, i.conversation_id
-        FROM mio.inbox AS i
-        WHERE i.tenant_id = @tenant_id AND i.ready_xid >= pg_snapshot_xmax((@lo::text)::pg_snapshot)
-    ) AS i
-    WHERE NOT mio.log_read(i.ready_xid, i.ready_seq, (@lo::text)::pg_snapshot, (sqlc.narg('hi')::text)::pg_snapshot,
-                           @cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-    LIMIT @max_rows
-) AS t;
-
--- name: StreamReceivedBacklog :one
--- As StreamReadyBacklog, for the received stage.
-SELECT count(*) FROM (
-    SELECT 1 FROM (
-        SELECT r.xid, r.seq, r.channel_type, r.account_id, r.conversation_id
-        FROM pg_snapshot_xip((@lo::text)::pg_snapshot) AS x (xid)
-        CROSS JOIN LATERAL (SELECT i.* FROM mio.inbox AS i WHERE i.tenant_id = @tenant_id AND i.xid = x.xid LIMIT @max_rows) AS r
-        UNION ALL
-        SELECT i.xid, i.seq, i.channel_type, i.account_id, i.conversation_id
-        FROM mio.inbox AS i
-        WHERE i.tenant_id = @tenant_id AND i.xid >= pg_snapshot_xmax((@lo::text)::pg_snapshot)
-    ) AS i
-    WHERE NOT mio.log_read(i.xid, i.seq, (@lo::text)::pg_snapshot, (sqlc.narg('hi')::text)::pg_snapshot,
-                           @cursor_xid::xid8, @cursor_seq::bigint)
-      AND (cardinality(@channel_types::text[]) = 0 OR i.channel_type = ANY (@channel_types::text[]))
-      AND (cardinality(@account_ids::uuid[]) = 0 OR i.account_id = ANY (@account_ids::uuid[]))
-      AND (cardinality(@conversation_ids::text[]) = 0 OR i.conversation_id = ANY (@conversation_ids::text[]))
-    LIMIT @max_rows
-) AS t;
-
 -- name: ConsumerHealthMany :many
--- The statistics of several consumers of a tenant in one statement (an
--- admin page of consumers): deliveries waiting, leased (lease-range
--- members outstanding included), redelivered and dead, the oldest waiting
--- delivery's age, and the stream messages not yet taken counted up to
--- @max_rows — as mio.queue_health computes them.
-SELECT c.name::text AS name, d.pending, (d.ack_pending + l.leased)::bigint AS ack_pending, d.redelivered, d.dead,
-       coalesce(extract(epoch FROM now() - d.oldest_pending), 0)::float8 AS oldest_pending_age_seconds, u.untaken
-FROM mio.consumer_state AS c
-CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE x.state = 'pending') AS pending,
-           count(*) FILTER (WHERE x.state = 'leased') AS ack_pending,
-           count(*) FILTER (WHERE x.state <> 'dead' AND x.delivery_count > 1) AS redelivered,
-           count(*) FILTER (WHERE x.state = 'dead') AS dead,
-           min(x.created_at) FILTER (WHERE x.state = 'pending') AS oldest_pending
-    FROM mio.consumer_deliveries AS x
-    WHERE x.tenant_id = c.tenant_id AND x.consumer_name = c.name
-) AS d
-CROSS JOIN LATERAL (
-    SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
-               SELECT sum(cardinality(s.idxs)) FROM mio.consumer_settles AS s
-               WHERE s.tenant_id = r.tenant_id AND s.consumer_name = r.consumer_name AND s.lease_id = r.id), 0)), 0)::bigint AS leased
-    FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
-) AS l
-CROSS JOIN LATERAL (
-    SELECT count(*) AS untaken
-    FROM (
-        SELECT i.received_at
-        FROM mio.log_ready(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
-                           c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, @max_rows::int) AS i
-        WHERE c.stage = 'ready'
-        UNION ALL
-        SELECT i.received_at
-        FROM mio.log_received(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
-                              c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, @max_rows::int) AS i
-        WHERE c.stage = 'received'
-    ) AS s
-) AS u
-WHERE c.tenant_id = @tenant_id AND c.name = ANY (@names::text[]);
+-- The statistics of several consumers of a tenant in one statement, as
+-- mio.queue_health answers them: pending (stream messages not taken yet
+-- plus deliveries waiting, exact), leased (lease-range members
+-- outstanding included), redelivered, dead, and the age of the oldest
+-- pending one.
+SELECT h.consumer::text AS name, h.pending::bigint AS pending, h.ack_pending::bigint AS ack_pending,
+       h.redelivered::bigint AS redelivered, h.dead::bigint AS dead,
+       coalesce(extract(epoch FROM h.oldest_pending_age), 0)::float8 AS oldest_pending_age_seconds
+FROM mio.queue_health AS h
+WHERE h.kind = 'consumer' AND h.tenant_id = @tenant_id AND h.consumer = ANY (@names::text[]);
+
+-- name: ConsumerRebase :one
+-- Resets a consumer's backlog base to agree with its position (a seek, a
+-- filter change): its unread rows counted once, row by row. The caller
+-- holds the consumer's row lock, taken by an earlier statement.
+SELECT mio.consumer_rebase(@tenant_id, @name)::bigint AS backlog_base;
+
+-- name: StreamCountsFold :one
+-- Folds the stream count deltas into one row per key (migration 00040).
+SELECT mio.stream_counts_fold()::bigint AS folded;

@@ -43,6 +43,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		loader   string
 		limited  bool
 		server   string
+		adminCs  int
+		requests int
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
@@ -54,6 +56,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput; the reply phase POSTs at 20/s)")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
 		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 400000); dispatch: sends of the throughput phase (default 50000)")
+		fs.IntVar(&adminCs, "consumers", 0, "admin: consumers created, each --messages behind (default 100)")
+		fs.IntVar(&requests, "requests", 0, "admin: queries of mio.queue_health and requests per admin call (default 200)")
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
@@ -152,7 +156,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Admin(ctx, env, bench.AdminOptions{Messages: messages})
+		res, err := bench.Admin(ctx, env, bench.AdminOptions{Messages: messages, Consumers: adminCs, Requests: requests})
 		if res != nil {
 			res.Print(stdout)
 		}

@@ -213,6 +213,9 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		Logger: log.With("component", "reply")})
 	defer stopReplies() // after a failed start; harmless after shutdown
 	go consumers.RunGauges(bg, 15*time.Second)
+	if cfg.Role == "all" || cfg.Role == "worker" {
+		go consumers.RunCountsFold(bg, 2*time.Second)
+	}
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
 	adminSvc := admin.New(pool, box, cfg.PublicURL).WithRegistry(registry)

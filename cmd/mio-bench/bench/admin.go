@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
@@ -19,8 +21,8 @@ import (
 
 // AdminOptions configure the admin benchmark.
 type AdminOptions struct {
-	Messages    int // inbox rows seeded; default 1,000,000
-	Consumers   int // consumers created; default 100
+	Messages    int // inbox rows seeded (webhook, one account); default 1,000,000
+	Consumers   int // consumers created, each Messages behind; default 100
 	DeadLetters int // dead outbound rows seeded; default 10,000
 	Requests    int // requests per endpoint; default 200
 	Clients     int // concurrent clients per endpoint; default 4
@@ -40,13 +42,30 @@ type AdminEndpoint struct {
 type AdminResult struct {
 	Messages, Consumers, DeadLetters int
 	SeedTime                         time.Duration
-	Endpoints                        []AdminEndpoint
+	// QueueHealth: SELECT * FROM mio.queue_health, run Requests times
+	// under the tenant, every answer's pending checked exact.
+	QueueHealth QueueHealthFigures
+	Endpoints   []AdminEndpoint
 }
 
-// Admin seeds a tenant with Messages inbox rows, Consumers consumers and
-// DeadLetters dead outbound messages, then calls every admin API list
-// call and every console page Requests times from Clients clients and
-// reports their latency percentiles (target: p99 <= 200 ms each).
+// QueueHealthFigures are the latencies of mio.queue_health over the
+// seeded consumers.
+type QueueHealthFigures struct {
+	Queries  int
+	Checked  int // consumer rows whose pending was checked
+	P50, P95 time.Duration
+	Max      time.Duration
+}
+
+// Admin seeds a tenant with Messages inbox rows (and a tenth as many of
+// another account and channel type), Consumers consumers each Messages
+// behind or more — a third unfiltered, a third filtered by channel type, a
+// third by account — and DeadLetters dead outbound messages. It runs
+// SELECT * FROM mio.queue_health Requests times, failing when any
+// consumer's pending is not exactly its backlog, and reports p50/p95
+// (target: p95 <= 50 ms); then calls every admin API list call and every
+// console page Requests times from Clients clients and reports their
+// latency percentiles (target: p99 <= 200 ms each).
 func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, error) {
 	if opts.Messages == 0 {
 		opts.Messages = 1_000_000
@@ -90,7 +109,15 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := insertReady(ctx, env, tenant.ID, acct.ID, opts.Messages); err != nil {
+	other, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "slack"})
+	if err != nil {
+		return nil, err
+	}
+	others := opts.Messages / 10
+	if err := insertReadyOf(ctx, env, tenant.ID, acct.ID, "webhook", opts.Messages); err != nil {
+		return nil, err
+	}
+	if err := insertReadyOf(ctx, env, tenant.ID, other.ID, "slack", others); err != nil {
 		return nil, err
 	}
 	if err := env.Exec(ctx, fmt.Sprintf(`
@@ -103,11 +130,26 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 		return nil, fmt.Errorf("seed dead letters: %w", err)
 	}
 	client := &http.Client{Timeout: 30 * time.Second}
+	// Unfiltered consumers are behind by every message; those filtered
+	// by channel type (webhook) or account (acct) by the first account's.
+	want := map[string]int64{}
 	for i := range opts.Consumers {
-		body := `{"deliver_policy":"all","ack_wait":"30s"}`
-		if err := call(ctx, client, http.MethodPut, fmt.Sprintf("%s/v1/consumers/bench-%03d", env.BaseURL, i), "Bearer "+token, "", body, nil); err != nil {
+		name, body := fmt.Sprintf("bench-%03d", i), `{"deliver_policy":"all","ack_wait":"30s"}`
+		want[name] = int64(opts.Messages + others)
+		switch i % 3 {
+		case 1:
+			body, want[name] = `{"deliver_policy":"all","ack_wait":"30s","filter":{"channel_types":["webhook"]}}`, int64(opts.Messages)
+		case 2:
+			body = fmt.Sprintf(`{"deliver_policy":"all","ack_wait":"30s","filter":{"account_ids":[%q]}}`, acct.ID)
+			want[name] = int64(opts.Messages)
+		}
+		if err := call(ctx, client, http.MethodPut, env.BaseURL+"/v1/consumers/"+name, "Bearer "+token, "", body, nil); err != nil {
 			return nil, fmt.Errorf("create consumer: %w", err)
 		}
+	}
+	// Worker processes fold the count deltas every 2 s; fold now.
+	if _, err := db.StreamCountsFold(ctx, pool); err != nil {
+		return nil, fmt.Errorf("fold stream counts: %w", err)
 	}
 	// A message, a dead letter and a consumer to show one of.
 	var page struct {
@@ -125,6 +167,9 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 		return nil, fmt.Errorf("find a message: %w", err)
 	}
 	res.SeedTime = time.Since(seeded)
+	if res.QueueHealth, err = measureQueueHealth(ctx, pool, tenant.ID, want, opts.Requests); err != nil {
+		return res, err
+	}
 
 	t := tenant.ID.String()
 	api := func(name, path string) AdminEndpoint {
@@ -167,6 +212,67 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 		res.Endpoints = append(res.Endpoints, measureEndpoint(ctx, client, ep, auth, cookie, opts.Requests, opts.Clients))
 	}
 	return res, nil
+}
+
+// measureQueueHealth runs SELECT * FROM mio.queue_health requests times
+// under the tenant, one at a time, and checks every consumer row's pending
+// against want (an error at the first difference).
+func measureQueueHealth(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, want map[string]int64, requests int) (QueueHealthFigures, error) {
+	var (
+		out  QueueHealthFigures
+		lats []time.Duration
+	)
+	for range requests {
+		var (
+			lat  time.Duration
+			seen int
+		)
+		err := db.InTenantTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
+			start := time.Now()
+			rows, err := tx.Query(ctx, "SELECT * FROM mio.queue_health")
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				v, err := rows.Values()
+				if err != nil {
+					return err
+				}
+				kind, _ := v[0].(string)
+				name, _ := v[2].(string)
+				pending, _ := v[4].(int64)
+				if kind != "consumer" {
+					continue
+				}
+				w, ok := want[name]
+				if !ok {
+					continue
+				}
+				if pending != w {
+					return fmt.Errorf("mio.queue_health: consumer %s pending %d, want %d (not exact)", name, pending, w)
+				}
+				seen++
+			}
+			lat = time.Since(start)
+			return rows.Err()
+		})
+		if err != nil {
+			return out, fmt.Errorf("bench admin: %w", err)
+		}
+		if seen != len(want) {
+			return out, fmt.Errorf("bench admin: mio.queue_health showed %d of the %d consumers", seen, len(want))
+		}
+		out.Queries++
+		out.Checked += seen
+		lats = append(lats, lat)
+	}
+	SortDurations(lats)
+	out.P50, out.P95 = Percentile(lats, 50), Percentile(lats, 95)
+	if len(lats) > 0 {
+		out.Max = lats[len(lats)-1]
+	}
+	return out, nil
 }
 
 // measureEndpoint GETs ep.Path requests times from clients clients.
@@ -247,6 +353,9 @@ func call(ctx context.Context, client *http.Client, method, url, auth, cookie, b
 func (r *AdminResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "mio-bench admin — %d inbox rows, %d consumers, %d dead letters (seeded in %s)\n",
 		r.Messages, r.Consumers, r.DeadLetters, r.SeedTime.Round(time.Second))
+	q := r.QueueHealth
+	fmt.Fprintf(w, "  SELECT * FROM mio.queue_health: %d queries, p50 %s p95 %s max %s (target p95 <= 50ms); pending exact in all %d consumer rows\n",
+		q.Queries, q.P50.Round(10*time.Microsecond), q.P95.Round(10*time.Microsecond), q.Max.Round(10*time.Microsecond), q.Checked)
 	fmt.Fprintf(w, "  %-34s %8s %10s %10s %10s\n", "call", "requests", "p50", "p99", "max")
 	worst := time.Duration(0)
 	for _, e := range r.Endpoints {

@@ -361,19 +361,24 @@ func webhookLoad(url, secret string, rate int, d time.Duration, acked func(id st
 // statements of 50k, then analyzes the inbox. Their ids are UUIDv7 of the
 // insert time, like ingest's: they go to the live day partition.
 func insertReady(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, n int) error {
+	return insertReadyOf(ctx, env, tenantID, accountID, "webhook", n)
+}
+
+// insertReadyOf is insertReady for messages of a channel type.
+func insertReadyOf(ctx context.Context, env *Env, tenantID, accountID uuid.UUID, channelType string, n int) error {
 	for done := 0; done < n; done += 50_000 {
 		k := min(50_000, n-done)
 		err := env.Exec(ctx, fmt.Sprintf(`
 			SELECT set_config('app.current_tenant_id', '%[1]s', false);
 			WITH ids AS (SELECT `+uuidV7SQL("clock_timestamp()")+` AS id, g FROM generate_series(1, %[3]d) AS g)
 			INSERT INTO mio.inbox (tenant_id, id, account_id, channel_type, source_message_id, conversation_id, state, envelope, raw, received_at, ready_xid, ready_seq, ready_at)
-			SELECT '%[1]s', id, '%[2]s', 'webhook', 'pre-' || id, 'conv-' || (g %% 100), 'ready',
-			       jsonb_build_object('id', id, 'tenant_id', '%[1]s', 'account_id', '%[2]s', 'channel_type', 'webhook',
+			SELECT '%[1]s', id, '%[2]s', '%[4]s', 'pre-' || id, 'conv-' || (g %% 100), 'ready',
+			       jsonb_build_object('id', id, 'tenant_id', '%[1]s', 'account_id', '%[2]s', 'channel_type', '%[4]s',
 			         'source_message_id', 'pre-' || id, 'conversation', jsonb_build_object('id', 'conv-' || (g %% 100), 'type', 'dm'),
 			         'sender', jsonb_build_object('id', 'u1', 'is_bot', false), 'text', repeat('x', 300), 'attachments', '[]'::jsonb,
 			         'edited', false, 'deleted', false),
 			       NULL, now(), pg_current_xact_id(), nextval('mio.inbox_ready_seq'), now()
-			FROM ids`, tenantID, accountID, k))
+			FROM ids`, tenantID, accountID, k, channelType))
 		if err != nil {
 			return fmt.Errorf("preload: %w", err)
 		}

@@ -13,6 +13,22 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const ConsumersLockTenant = `-- name: ConsumersLockTenant :exec
+SELECT count(*) FROM (SELECT 1 FROM mio.consumers WHERE tenant_id = $1 ORDER BY name FOR NO KEY UPDATE) AS l
+`
+
+type ConsumersLockTenantParams struct {
+	TenantID uuid.UUID
+}
+
+// Takes the pull locks of every consumer of the tenant (name order), so
+// that a later statement reads their current positions and no pull moves
+// them until the commit.
+func (q *Queries) ConsumersLockTenant(ctx context.Context, db DBTX, arg *ConsumersLockTenantParams) error {
+	_, err := db.Exec(ctx, ConsumersLockTenant, arg.TenantID)
+	return err
+}
+
 const InboxArchivedPrune = `-- name: InboxArchivedPrune :one
 WITH doomed AS (
     DELETE FROM mio.inbox
@@ -23,7 +39,27 @@ WITH doomed AS (
           AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
         LIMIT $3::int
     ))
-    RETURNING id
+    RETURNING id, xid, seq, ready_xid, ready_seq, channel_type, account_id, conversation_id, received_at
+), unread AS (
+    -- Deleted rows a consumer had not read yet, which it would have taken:
+    -- counted into its base (migration 00040). The caller holds the
+    -- consumers' pull locks (ConsumersLockTenant), so positions read here
+    -- are current.
+    SELECT s.name, count(*) AS n
+    FROM mio.consumer_state AS s
+    JOIN doomed AS d ON CASE WHEN s.stage = 'ready' THEN NOT mio.log_read(d.ready_xid, d.ready_seq, s.log_lo, s.log_hi, s.cursor_xid, s.cursor_seq)
+                             ELSE NOT mio.log_read(d.xid, d.seq, s.log_lo, s.log_hi, s.cursor_xid, s.cursor_seq) END
+    WHERE s.tenant_id = $1::uuid
+      AND (cardinality(coalesce(s.filter_channel_types, '{}')) = 0 OR d.channel_type = ANY (s.filter_channel_types))
+      AND (cardinality(coalesce(s.filter_account_ids, '{}')) = 0 OR d.account_id = ANY (s.filter_account_ids))
+      AND (cardinality(coalesce(s.filter_conversation_ids, '{}')) = 0 OR d.conversation_id = ANY (s.filter_conversation_ids))
+      AND (s.start_time IS NULL OR d.received_at >= s.start_time)
+    GROUP BY s.name
+), rebased AS (
+    UPDATE mio.consumers AS c SET backlog_base = c.backlog_base + u.n
+    FROM unread AS u
+    WHERE c.tenant_id = $1::uuid AND c.name = u.name
+    RETURNING 1
 ), gone AS (
     DELETE FROM mio.attachments AS a
     USING doomed
@@ -41,7 +77,8 @@ WITH doomed AS (
     WHERE b.content_sha256 = r.content_sha256
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM doomed)::bigint AS deleted, (SELECT count(*) FROM unref)::bigint AS blobs_released
+SELECT (SELECT count(*) FROM doomed)::bigint AS deleted, (SELECT count(*) FROM unref)::bigint AS blobs_released,
+       (SELECT count(*) FROM rebased)::bigint AS consumers_rebased
 `
 
 type InboxArchivedPruneParams struct {
@@ -51,8 +88,9 @@ type InboxArchivedPruneParams struct {
 }
 
 type InboxArchivedPruneRow struct {
-	Deleted       int64
-	BlobsReleased int64
+	Deleted          int64
+	BlobsReleased    int64
+	ConsumersRebased int64
 }
 
 // Deletes at most @max_rows of the tenant's inbox messages received before
@@ -65,8 +103,31 @@ type InboxArchivedPruneRow struct {
 func (q *Queries) InboxArchivedPrune(ctx context.Context, db DBTX, arg *InboxArchivedPruneParams) (InboxArchivedPruneRow, error) {
 	row := db.QueryRow(ctx, InboxArchivedPrune, arg.TenantID, arg.Before, arg.MaxRows)
 	var i InboxArchivedPruneRow
-	err := row.Scan(&i.Deleted, &i.BlobsReleased)
+	err := row.Scan(&i.Deleted, &i.BlobsReleased, &i.ConsumersRebased)
 	return i, err
+}
+
+const InboxArchivedPruneDue = `-- name: InboxArchivedPruneDue :one
+SELECT EXISTS (
+    SELECT 1 FROM mio.inbox AS i
+    JOIN mio.archive_cursors AS c ON c.tenant_id = $1::uuid
+    WHERE i.tenant_id = $1::uuid AND i.received_at < $2::timestamptz AND i.ready_xid IS NOT NULL
+      AND mio.log_read(i.ready_xid, i.ready_seq, c.log_lo, c.log_hi, c.ready_xid, c.ready_seq)
+) AS due
+`
+
+type InboxArchivedPruneDueParams struct {
+	TenantID uuid.UUID
+	Before   time.Time
+}
+
+// Whether InboxArchivedPrune has anything to delete (the same rows, the
+// first one found), so that a run with nothing to do takes no lock.
+func (q *Queries) InboxArchivedPruneDue(ctx context.Context, db DBTX, arg *InboxArchivedPruneDueParams) (bool, error) {
+	row := db.QueryRow(ctx, InboxArchivedPruneDue, arg.TenantID, arg.Before)
+	var due bool
+	err := row.Scan(&due)
+	return due, err
 }
 
 const InboxPartitionRetire = `-- name: InboxPartitionRetire :many

@@ -84,9 +84,9 @@ func (q *Queries) ConsumerLogGenLock(ctx context.Context, db DBTX) (ConsumerLogG
 const ConsumerPositionKeep = `-- name: ConsumerPositionKeep :exec
 UPDATE mio.consumers AS c
 SET log_lo = p.log_lo, log_hi = p.log_hi, cursor_xid = p.cursor_xid, cursor_seq = p.cursor_seq, swept = p.swept,
-    last_delivered_at = p.last_delivered_at
+    last_delivered_at = p.last_delivered_at, taken = p.taken
 FROM (
-    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at
+    SELECT q.gen, q.log_lo, q.log_hi, q.cursor_xid, q.cursor_seq, q.swept, q.last_delivered_at, q.taken
     FROM mio.consumer_positions AS q
     WHERE q.tenant_id = $1 AND q.consumer_name = $2
     ORDER BY q.n DESC
@@ -382,11 +382,12 @@ nc AS (
     FROM k
 ),
 adv AS (
-    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+    INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
     SELECT $1::uuid, $11::text, (SELECT gen FROM g), nc.lo::pg_snapshot, nc.hi::pg_snapshot, nc.xid, nc.seq,
-           $13::bigint, CASE WHEN nc.n > 0 OR $14::bool THEN now() ELSE $15::timestamptz END
+           $13::bigint, CASE WHEN nc.n > 0 OR $14::bool THEN now() ELSE $15::timestamptz END,
+           $16::bigint + nc.n
     FROM nc
-    WHERE nc.n > 0 OR $14::bool OR $16::bool
+    WHERE nc.n > 0 OR $14::bool OR $17::bool
 )
 SELECT s.id, s.xid, s.seq, s.message_seq, s.envelope, s.raw, l.id::bigint AS lease_id
 FROM s CROSS JOIN l
@@ -409,6 +410,7 @@ type LeaseTakeReceivedParams struct {
 	Swept           int64
 	Delivered       bool
 	LastDeliveredAt *time.Time
+	Taken           int64
 	Persist         bool
 }
 
@@ -445,6 +447,7 @@ func (q *Queries) LeaseTakeReceived(ctx context.Context, db DBTX, arg *LeaseTake
 		arg.Swept,
 		arg.Delivered,
 		arg.LastDeliveredAt,
+		arg.Taken,
 		arg.Persist,
 	)
 	if err != nil {

@@ -14,10 +14,10 @@ import (
 )
 
 const ConsumerAdvance = `-- name: ConsumerAdvance :exec
-INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at)
+INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
 SELECT $1::uuid, $2::text, g.gen, ($3::text)::pg_snapshot, ($4::text)::pg_snapshot,
        $5::xid8, $6::bigint, $7::bigint,
-       CASE WHEN $8::bool THEN now() ELSE $9::timestamptz END
+       CASE WHEN $8::bool THEN now() ELSE $9::timestamptz END, $10::bigint
 FROM mio.consumer_log_gen AS g
 `
 
@@ -31,10 +31,12 @@ type ConsumerAdvanceParams struct {
 	Swept           int64
 	Delivered       bool
 	LastDeliveredAt *time.Time
+	Taken           int64
 }
 
 // Appends a consumer's position (migration 00008: a pull never updates a
-// row), stamping its last delivery when @delivered.
+// row), stamping its last delivery when @delivered, with @taken: the
+// matching rows its position has read (migration 00040).
 func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdvanceParams) error {
 	_, err := db.Exec(ctx, ConsumerAdvance,
 		arg.TenantID,
@@ -46,6 +48,7 @@ func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdv
 		arg.Swept,
 		arg.Delivered,
 		arg.LastDeliveredAt,
+		arg.Taken,
 	)
 	return err
 }
@@ -71,7 +74,7 @@ const ConsumerGet = `-- name: ConsumerGet :one
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = $1 AND name = $2
 `
 
@@ -102,6 +105,7 @@ type ConsumerGetRow struct {
 	UpdatedAt             time.Time
 	Swept                 int64
 	PositionWrittenAt     time.Time
+	Taken                 int64
 }
 
 func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetParams) (ConsumerGetRow, error) {
@@ -129,49 +133,20 @@ func (q *Queries) ConsumerGet(ctx context.Context, db DBTX, arg *ConsumerGetPara
 		&i.UpdatedAt,
 		&i.Swept,
 		&i.PositionWrittenAt,
+		&i.Taken,
 	)
 	return i, err
 }
 
 const ConsumerHealthMany = `-- name: ConsumerHealthMany :many
-SELECT c.name::text AS name, d.pending, (d.ack_pending + l.leased)::bigint AS ack_pending, d.redelivered, d.dead,
-       coalesce(extract(epoch FROM now() - d.oldest_pending), 0)::float8 AS oldest_pending_age_seconds, u.untaken
-FROM mio.consumer_state AS c
-CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE x.state = 'pending') AS pending,
-           count(*) FILTER (WHERE x.state = 'leased') AS ack_pending,
-           count(*) FILTER (WHERE x.state <> 'dead' AND x.delivery_count > 1) AS redelivered,
-           count(*) FILTER (WHERE x.state = 'dead') AS dead,
-           min(x.created_at) FILTER (WHERE x.state = 'pending') AS oldest_pending
-    FROM mio.consumer_deliveries AS x
-    WHERE x.tenant_id = c.tenant_id AND x.consumer_name = c.name
-) AS d
-CROSS JOIN LATERAL (
-    SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
-               SELECT sum(cardinality(s.idxs)) FROM mio.consumer_settles AS s
-               WHERE s.tenant_id = r.tenant_id AND s.consumer_name = r.consumer_name AND s.lease_id = r.id), 0)), 0)::bigint AS leased
-    FROM mio.consumer_leases AS r
-    WHERE r.tenant_id = c.tenant_id AND r.consumer_name = c.name AND r.id > c.swept
-) AS l
-CROSS JOIN LATERAL (
-    SELECT count(*) AS untaken
-    FROM (
-        SELECT i.received_at
-        FROM mio.log_ready(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
-                           c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, $1::int) AS i
-        WHERE c.stage = 'ready'
-        UNION ALL
-        SELECT i.received_at
-        FROM mio.log_received(c.tenant_id, c.log_lo, coalesce(c.log_hi, pg_current_snapshot()), c.cursor_xid, c.cursor_seq,
-                              c.filter_channel_types, c.filter_account_ids, c.filter_conversation_ids, c.start_time, $1::int) AS i
-        WHERE c.stage = 'received'
-    ) AS s
-) AS u
-WHERE c.tenant_id = $2 AND c.name = ANY ($3::text[])
+SELECT h.consumer::text AS name, h.pending::bigint AS pending, h.ack_pending::bigint AS ack_pending,
+       h.redelivered::bigint AS redelivered, h.dead::bigint AS dead,
+       coalesce(extract(epoch FROM h.oldest_pending_age), 0)::float8 AS oldest_pending_age_seconds
+FROM mio.queue_health AS h
+WHERE h.kind = 'consumer' AND h.tenant_id = $1 AND h.consumer = ANY ($2::text[])
 `
 
 type ConsumerHealthManyParams struct {
-	MaxRows  int32
 	TenantID uuid.UUID
 	Names    []string
 }
@@ -183,16 +158,15 @@ type ConsumerHealthManyRow struct {
 	Redelivered             int64
 	Dead                    int64
 	OldestPendingAgeSeconds float64
-	Untaken                 int64
 }
 
-// The statistics of several consumers of a tenant in one statement (an
-// admin page of consumers): deliveries waiting, leased (lease-range
-// members outstanding included), redelivered and dead, the oldest waiting
-// delivery's age, and the stream messages not yet taken counted up to
-// @max_rows — as mio.queue_health computes them.
+// The statistics of several consumers of a tenant in one statement, as
+// mio.queue_health answers them: pending (stream messages not taken yet
+// plus deliveries waiting, exact), leased (lease-range members
+// outstanding included), redelivered, dead, and the age of the oldest
+// pending one.
 func (q *Queries) ConsumerHealthMany(ctx context.Context, db DBTX, arg *ConsumerHealthManyParams) ([]ConsumerHealthManyRow, error) {
-	rows, err := db.Query(ctx, ConsumerHealthMany, arg.MaxRows, arg.TenantID, arg.Names)
+	rows, err := db.Query(ctx, ConsumerHealthMany, arg.TenantID, arg.Names)
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +181,6 @@ func (q *Queries) ConsumerHealthMany(ctx context.Context, db DBTX, arg *Consumer
 			&i.Redelivered,
 			&i.Dead,
 			&i.OldestPendingAgeSeconds,
-			&i.Untaken,
 		); err != nil {
 			return nil, err
 		}
@@ -223,7 +196,7 @@ const ConsumerList = `-- name: ConsumerList :many
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = $1 ORDER BY name
 `
 
@@ -253,6 +226,7 @@ type ConsumerListRow struct {
 	UpdatedAt             time.Time
 	Swept                 int64
 	PositionWrittenAt     time.Time
+	Taken                 int64
 }
 
 func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListParams) ([]ConsumerListRow, error) {
@@ -286,6 +260,7 @@ func (q *Queries) ConsumerList(ctx context.Context, db DBTX, arg *ConsumerListPa
 			&i.UpdatedAt,
 			&i.Swept,
 			&i.PositionWrittenAt,
+			&i.Taken,
 		); err != nil {
 			return nil, err
 		}
@@ -326,7 +301,7 @@ const ConsumerPage = `-- name: ConsumerPage :many
 SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at
+       swept, coalesce(position_written_at, 'epoch'::timestamptz)::timestamptz AS position_written_at, taken
 FROM mio.consumer_state WHERE tenant_id = $1 AND name > $2::text ORDER BY name LIMIT $3
 `
 
@@ -358,6 +333,7 @@ type ConsumerPageRow struct {
 	UpdatedAt             time.Time
 	Swept                 int64
 	PositionWrittenAt     time.Time
+	Taken                 int64
 }
 
 // Keyset page of the tenant's consumers by name.
@@ -392,6 +368,7 @@ func (q *Queries) ConsumerPage(ctx context.Context, db DBTX, arg *ConsumerPagePa
 			&i.UpdatedAt,
 			&i.Swept,
 			&i.PositionWrittenAt,
+			&i.Taken,
 		); err != nil {
 			return nil, err
 		}
@@ -403,58 +380,40 @@ func (q *Queries) ConsumerPage(ctx context.Context, db DBTX, arg *ConsumerPagePa
 	return items, nil
 }
 
-const ConsumerStats = `-- name: ConsumerStats :one
-WITH c AS (SELECT swept FROM mio.consumer_state WHERE tenant_id = $1 AND name = $2)
-SELECT
-    count(*) FILTER (WHERE d.state = 'pending') AS pending,
-    (count(*) FILTER (WHERE d.state = 'leased')
-    + (SELECT coalesce(sum(cardinality(r.message_ids) - coalesce((
-        SELECT sum(cardinality(x.idxs)) FROM mio.consumer_settles AS x
-        WHERE x.tenant_id = r.tenant_id AND x.consumer_name = r.consumer_name AND x.lease_id = r.id), 0)), 0)
-       FROM mio.consumer_leases AS r
-       WHERE r.tenant_id = $1 AND r.consumer_name = $2 AND r.id > (SELECT swept FROM c)))::bigint AS ack_pending,
-    count(*) FILTER (WHERE d.state <> 'dead' AND d.delivery_count > 1) AS redelivered,
-    count(*) FILTER (WHERE d.state = 'dead') AS dead,
-    coalesce(extract(epoch FROM now() - min(d.created_at) FILTER (WHERE d.state = 'pending')), 0)::float8 AS oldest_pending_age_seconds
-FROM mio.consumer_deliveries AS d
-WHERE d.tenant_id = $1 AND d.consumer_name = $2
+const ConsumerRebase = `-- name: ConsumerRebase :one
+SELECT mio.consumer_rebase($1, $2)::bigint AS backlog_base
 `
 
-type ConsumerStatsParams struct {
-	TenantID     uuid.UUID
-	ConsumerName string
+type ConsumerRebaseParams struct {
+	TenantID uuid.UUID
+	Name     string
 }
 
-type ConsumerStatsRow struct {
-	Pending                 int64
-	AckPending              int64
-	Redelivered             int64
-	Dead                    int64
-	OldestPendingAgeSeconds float64
-}
-
-func (q *Queries) ConsumerStats(ctx context.Context, db DBTX, arg *ConsumerStatsParams) (ConsumerStatsRow, error) {
-	row := db.QueryRow(ctx, ConsumerStats, arg.TenantID, arg.ConsumerName)
-	var i ConsumerStatsRow
-	err := row.Scan(
-		&i.Pending,
-		&i.AckPending,
-		&i.Redelivered,
-		&i.Dead,
-		&i.OldestPendingAgeSeconds,
-	)
-	return i, err
+// Resets a consumer's backlog base to agree with its position (a seek, a
+// filter change): its unread rows counted once, row by row. The caller
+// holds the consumer's row lock, taken by an earlier statement.
+func (q *Queries) ConsumerRebase(ctx context.Context, db DBTX, arg *ConsumerRebaseParams) (int64, error) {
+	row := db.QueryRow(ctx, ConsumerRebase, arg.TenantID, arg.Name)
+	var backlog_base int64
+	err := row.Scan(&backlog_base)
+	return backlog_base, err
 }
 
 const ConsumerUpsert = `-- name: ConsumerUpsert :one
 INSERT INTO mio.consumers (
     tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids,
     deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage,
-    cursor_xid, cursor_seq, log_lo
+    cursor_xid, cursor_seq, log_lo, backlog_base
 ) VALUES (
     $1, $2, $3, $4, $5,
     $6, $7, $8, $9, $10, $11, $12,
-    '0', 0, CASE WHEN $6::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END
+    '0', 0, CASE WHEN $6::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
+    -- The rows before the starting position, in this statement's snapshot
+    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
+    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = $1 AND e.name = $2)
+         THEN mio.consumer_base_at_create($1, $12, $6, $3, $4,
+                                          $5, $7)
+         ELSE 0 END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -468,7 +427,7 @@ ON CONFLICT (tenant_id, name) DO UPDATE SET
 RETURNING tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time,
        ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, log_lo::text AS log_lo,
        coalesce(log_hi::text, ''::text)::text AS log_hi, last_delivered_at, created_at, updated_at,
-       swept, 'epoch'::timestamptz AS position_written_at, (xmax = 0) AS created
+       swept, 'epoch'::timestamptz AS position_written_at, taken, (xmax = 0) AS created
 `
 
 type ConsumerUpsertParams struct {
@@ -508,6 +467,7 @@ type ConsumerUpsertRow struct {
 	UpdatedAt             time.Time
 	Swept                 int64
 	PositionWrittenAt     time.Time
+	Taken                 int64
 	Created               bool
 }
 
@@ -551,6 +511,7 @@ func (q *Queries) ConsumerUpsert(ctx context.Context, db DBTX, arg *ConsumerUpse
 		&i.UpdatedAt,
 		&i.Swept,
 		&i.PositionWrittenAt,
+		&i.Taken,
 		&i.Created,
 	)
 	return i, err
@@ -1029,6 +990,18 @@ func (q *Queries) SnapshotNow(ctx context.Context, db DBTX) (string, error) {
 	return snapshot, err
 }
 
+const StreamCountsFold = `-- name: StreamCountsFold :one
+SELECT mio.stream_counts_fold()::bigint AS folded
+`
+
+// Folds the stream count deltas into one row per key (migration 00040).
+func (q *Queries) StreamCountsFold(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, StreamCountsFold)
+	var folded int64
+	err := row.Scan(&folded)
+	return folded, err
+}
+
 const StreamReady = `-- name: StreamReady :many
 SELECT i.id, i.ready_xid AS xid, i.ready_seq AS seq, i.seq AS message_seq, i.account_id, i.conversation_id
 FROM mio.log_ready($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
@@ -1101,63 +1074,6 @@ func (q *Queries) StreamReady(ctx context.Context, db DBTX, arg *StreamReadyPara
 	return items, nil
 }
 
-const StreamReadyBacklog = `-- name: StreamReadyBacklog :one
-SELECT count(*) FROM (
-    SELECT 1 FROM (
-        SELECT r.ready_xid, r.ready_seq, r.channel_type, r.account_id, r.conversation_id
-        FROM pg_snapshot_xip(($1::text)::pg_snapshot) AS x (xid)
-        CROSS JOIN LATERAL (SELECT i.tenant_id, i.id, i.seq, i.xid, i.ready_xid, i.ready_seq, i.account_id, i.channel_type, i.conversation_id, i.source_message_id, i.state, i.envelope, i.raw, i.received_at, i.ready_at, i.archived_at FROM mio.inbox AS i WHERE i.tenant_id = $2 AND i.ready_xid = x.xid LIMIT $3) AS r
-        UNION ALL
-        SELECT i.ready_xid, i.ready_seq, i.channel_type, i.account_id, i.conversation_id
-        FROM mio.inbox AS i
-        WHERE i.tenant_id = $2 AND i.ready_xid >= pg_snapshot_xmax(($1::text)::pg_snapshot)
-    ) AS i
-    WHERE NOT mio.log_read(i.ready_xid, i.ready_seq, ($1::text)::pg_snapshot, ($4::text)::pg_snapshot,
-                           $5::xid8, $6::bigint)
-      AND (cardinality($7::text[]) = 0 OR i.channel_type = ANY ($7::text[]))
-      AND (cardinality($8::uuid[]) = 0 OR i.account_id = ANY ($8::uuid[]))
-      AND (cardinality($9::text[]) = 0 OR i.conversation_id = ANY ($9::text[]))
-    LIMIT $3
-) AS t
-`
-
-type StreamReadyBacklogParams struct {
-	Lo              string
-	TenantID        uuid.UUID
-	MaxRows         int32
-	Hi              *string
-	CursorXid       pgtype.Uint64
-	CursorSeq       int64
-	ChannelTypes    []string
-	AccountIds      []uuid.UUID
-	ConversationIds []string
-}
-
-// Rows of the ready stage the consumer has not read (not visible in its
-// lo, and not already read in its window) matching the filter, counted up
-// to @max_rows. Rows of transactions still running are not visible here.
-// Two index scans, as in mio.log_ready: by xid equality for the
-// transactions running at lo (the LIMIT keeps each probe a nested index
-// lookup), and a range from pg_snapshot_xmax(lo). (One OR of the two was
-// planned as a walk over every row of the tenant: ~0.13 s per million rows
-// of history, on every lag gauge refresh of every consumer.)
-func (q *Queries) StreamReadyBacklog(ctx context.Context, db DBTX, arg *StreamReadyBacklogParams) (int64, error) {
-	row := db.QueryRow(ctx, StreamReadyBacklog,
-		arg.Lo,
-		arg.TenantID,
-		arg.MaxRows,
-		arg.Hi,
-		arg.CursorXid,
-		arg.CursorSeq,
-		arg.ChannelTypes,
-		arg.AccountIds,
-		arg.ConversationIds,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const StreamReceived = `-- name: StreamReceived :many
 SELECT i.id, i.xid, i.seq, i.seq AS message_seq, i.account_id, i.conversation_id
 FROM mio.log_received($1, ($2::text)::pg_snapshot, ($3::text)::pg_snapshot, $4::xid8, $5::bigint,
@@ -1224,54 +1140,4 @@ func (q *Queries) StreamReceived(ctx context.Context, db DBTX, arg *StreamReceiv
 		return nil, err
 	}
 	return items, nil
-}
-
-const StreamReceivedBacklog = `-- name: StreamReceivedBacklog :one
-SELECT count(*) FROM (
-    SELECT 1 FROM (
-        SELECT r.xid, r.seq, r.channel_type, r.account_id, r.conversation_id
-        FROM pg_snapshot_xip(($1::text)::pg_snapshot) AS x (xid)
-        CROSS JOIN LATERAL (SELECT i.tenant_id, i.id, i.seq, i.xid, i.ready_xid, i.ready_seq, i.account_id, i.channel_type, i.conversation_id, i.source_message_id, i.state, i.envelope, i.raw, i.received_at, i.ready_at, i.archived_at FROM mio.inbox AS i WHERE i.tenant_id = $2 AND i.xid = x.xid LIMIT $3) AS r
-        UNION ALL
-        SELECT i.xid, i.seq, i.channel_type, i.account_id, i.conversation_id
-        FROM mio.inbox AS i
-        WHERE i.tenant_id = $2 AND i.xid >= pg_snapshot_xmax(($1::text)::pg_snapshot)
-    ) AS i
-    WHERE NOT mio.log_read(i.xid, i.seq, ($1::text)::pg_snapshot, ($4::text)::pg_snapshot,
-                           $5::xid8, $6::bigint)
-      AND (cardinality($7::text[]) = 0 OR i.channel_type = ANY ($7::text[]))
-      AND (cardinality($8::uuid[]) = 0 OR i.account_id = ANY ($8::uuid[]))
-      AND (cardinality($9::text[]) = 0 OR i.conversation_id = ANY ($9::text[]))
-    LIMIT $3
-) AS t
-`
-
-type StreamReceivedBacklogParams struct {
-	Lo              string
-	TenantID        uuid.UUID
-	MaxRows         int32
-	Hi              *string
-	CursorXid       pgtype.Uint64
-	CursorSeq       int64
-	ChannelTypes    []string
-	AccountIds      []uuid.UUID
-	ConversationIds []string
-}
-
-// As StreamReadyBacklog, for the received stage.
-func (q *Queries) StreamReceivedBacklog(ctx context.Context, db DBTX, arg *StreamReceivedBacklogParams) (int64, error) {
-	row := db.QueryRow(ctx, StreamReceivedBacklog,
-		arg.Lo,
-		arg.TenantID,
-		arg.MaxRows,
-		arg.Hi,
-		arg.CursorXid,
-		arg.CursorSeq,
-		arg.ChannelTypes,
-		arg.AccountIds,
-		arg.ConversationIds,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
 }

@@ -158,6 +158,8 @@ type MioConsumer struct {
 	LogLo                 interface{}
 	LogHi                 interface{}
 	Swept                 int64
+	Taken                 int64
+	BacklogBase           int64
 }
 
 type MioConsumerDelivery struct {
@@ -211,6 +213,7 @@ type MioConsumerPosition struct {
 	Swept           int64
 	LastDeliveredAt *time.Time
 	WrittenAt       time.Time
+	Taken           int64
 }
 
 type MioConsumerSettle struct {
@@ -243,6 +246,8 @@ type MioConsumerState struct {
 	PositionWrittenAt     time.Time
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	Taken                 int64
+	BacklogBase           int64
 }
 
 type MioDeadLetter struct {
@@ -438,6 +443,14 @@ type MioSourceCursor struct {
 	ActiveAt         time.Time
 	GapAfter         string
 	GapBefore        string
+}
+
+type MioStreamCount struct {
+	TenantID    uuid.UUID
+	Stage       string
+	ChannelType string
+	AccountID   uuid.UUID
+	N           int64
 }
 
 type MioTelegramPoller struct {
