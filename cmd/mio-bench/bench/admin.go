@@ -186,7 +186,7 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 		api("tokens", "/admin/v1/tenants/"+t+"/tokens"),
 		api("admin tokens", "/admin/v1/admin-tokens"),
 		api("consumers (100 per page)", "/admin/v1/consumers?limit=100"),
-		api("consumer", "/admin/v1/tenants/"+t+"/consumers/bench-042"),
+		api("consumer", "/admin/v1/tenants/"+t+"/consumers/"+fmt.Sprintf("bench-%03d", opts.Consumers/2)),
 		api("queue health", "/admin/v1/queue-health"),
 		api("dead letters", "/admin/v1/dead-letters"),
 		api("dead letter", "/admin/v1/dead-letters/"+deadID.String()),
