@@ -87,12 +87,16 @@ func (s *Server) adminTenantCreate(w http.ResponseWriter, r *http.Request) {
 	if !decodeAdmin(w, r, &req) {
 		return
 	}
-	t, err := s.adminService(r).TenantCreate(r.Context(), req.Name)
+	t, created, err := s.adminService(r).TenantCreate(r.Context(), req.Name)
 	if err != nil {
 		s.adminError(w, "create tenant", err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, t)
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK // the name is taken: the existing tenant
+	}
+	writeJSON(w, status, t)
 }
 
 func (s *Server) adminTenantList(w http.ResponseWriter, r *http.Request) {
