@@ -51,7 +51,8 @@ func TestClientDisconnectIsNotADatabaseOutage(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	var logs logBuffer
-	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: metrics.New(), Logger: logs.logger(),
+	m := metrics.New()
+	api := httpapi.New(httpapi.Deps{Pool: b.env.Pool, Metrics: m, Logger: logs.logger(),
 		Consumers: consume.New(b.env.Pool, b.hub, nil, nil, consume.Options{})})
 	srv := httptest.NewServer(api.PublicHandler())
 	t.Cleanup(srv.Close)
@@ -99,6 +100,12 @@ func TestClientDisconnectIsNotADatabaseOutage(t *testing.T) {
 	require.NotContains(t, out, "database unavailable")
 	require.Contains(t, out, `level=DEBUG msg="client disconnected" method=POST path=/v1/consumers/agent/pull`)
 	require.NoError(t, tx.Rollback(ctx))
+	// The hung-up pull is counted with the 4xx (a series exists only once
+	// observed), not as a success.
+	require.Eventually(t, func() bool {
+		return m.HTTPRequestDuration.DeleteLabelValues("/v1/consumers/{name}/pull", "POST", "4xx")
+	}, 10*time.Second, 10*time.Millisecond)
+	require.False(t, m.HTTPRequestDuration.DeleteLabelValues("/v1/consumers/{name}/pull", "POST", "2xx"))
 
 	// A real outage: the pool is closed.
 	closed, err := db.Open(ctx, b.env.OwnerURL, db.PoolOptions{MaxConns: 1, RuntimeRole: dbtest.RuntimeRole})
