@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/miohq/mio/httpapi"
 )
@@ -42,6 +43,7 @@ func FuzzGuardFraming(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		go func() { _, _ = io.Copy(io.Discard, client) }() // a 400 goes here
 		go func() {
 			step := int(chunk%64) + 1
 			for rest := in; len(rest) > 0; {
@@ -53,7 +55,17 @@ func FuzzGuardFraming(f *testing.F) {
 			}
 			_ = client.Close()
 		}()
-		out, _ := io.ReadAll(c)
+		read := make(chan []byte, 1)
+		go func() {
+			out, _ := io.ReadAll(c)
+			read <- out
+		}()
+		var out []byte
+		select {
+		case out = <-read:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stalled on %q", in)
+		}
 		_ = c.Close()
 		if !bytes.HasPrefix(in, out) {
 			t.Fatalf("handed on %q, not a prefix of %q", out, in)
