@@ -10,21 +10,21 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// TenantCreate creates a tenant.
-func (s *Service) TenantCreate(ctx context.Context, name string) (*db.Tenant, error) {
+// TenantCreate creates a tenant. Names are unique, compared
+// case-insensitively: when the name is taken, it returns the existing
+// tenant with created false and changes nothing.
+func (s *Service) TenantCreate(ctx context.Context, name string) (t *db.Tenant, created bool, err error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 200 {
-		return nil, invalidf("tenant name must be 1 to 200 characters")
+		return nil, false, invalidf("tenant name must be 1 to 200 characters")
 	}
-	var t *db.Tenant
-	err := db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		if t, err = db.TenantInsert(ctx, tx, uuid.Nil, name); err != nil {
+	err = db.InTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if t, created, err = db.TenantCreate(ctx, tx, name); err != nil || !created {
 			return err
 		}
 		return s.audit(ctx, tx, "tenant.create", t.ID, t.ID.String(), nil, t)
 	})
-	return t, err
+	return t, created, err
 }
 
 // TenantList lists every tenant, oldest first.

@@ -92,7 +92,7 @@ func setup(t *testing.T) *bundle {
 func (b *bundle) newTenant(t *testing.T) (tenant, account uuid.UUID) {
 	t.Helper()
 	ctx := context.Background()
-	tn, err := b.admin.TenantCreate(ctx, "bridge")
+	tn, _, err := b.admin.TenantCreate(ctx, "bridge-"+uuid.NewString())
 	require.NoError(t, err)
 	a, err := b.admin.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: envelope.ChannelWebhook,
 		WebhookSecret: "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"})

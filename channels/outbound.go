@@ -49,6 +49,10 @@ type SendResult struct {
 	// ConversationID is set when the platform moved the conversation
 	// (Telegram migrate_to_chat_id); the message was sent there.
 	ConversationID string
+	// IdempotencyKey is the key the adapter put on the wire for this
+	// call (the webhook channel's webhook-id, Discord's nonce); empty when
+	// the platform took none. The outbox's audit trail records it.
+	IdempotencyKey string
 }
 
 // Outbound sends messages for one account. Errors are one of

@@ -207,6 +207,8 @@ func (c *Console) session(next http.Handler) http.Handler {
 				c.fail(w, r, http.StatusUnauthorized, "not signed in (or the admin token was revoked)")
 			}
 			return
+		case c.clientGone(r, "authenticate", err):
+			return
 		default:
 			c.fail(w, r, http.StatusServiceUnavailable, "database unavailable")
 			c.log.Error("console: authenticate", "err", err)
@@ -276,6 +278,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		err = db.AdminTokenTouch(r.Context(), c.pool, tok.ID)
 	}
 	if err != nil {
+		if c.clientGone(r, "login", err) {
+			return
+		}
 		c.log.Error("console: login", "err", err)
 		c.renderLogin(w, r, http.StatusServiceUnavailable, "database unavailable")
 		return

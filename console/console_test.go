@@ -49,7 +49,7 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	srv := httptest.NewServer(con.Handler())
 	t.Cleanup(srv.Close)
-	tenant, err := svc.TenantCreate(ctx, "console")
+	tenant, _, err := svc.TenantCreate(ctx, "console")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: "whsec_c2VjcmV0c2VjcmV0c2VjcmV0"})
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,8 +123,20 @@ func (c *Console) failErr(w http.ResponseWriter, r *http.Request, what string, e
 		c.fail(w, r, http.StatusNotFound, what+": not found")
 	case errors.Is(err, db.ErrConflict):
 		c.fail(w, r, http.StatusConflict, what+": already exists")
+	case c.clientGone(r, what, err):
 	default:
 		c.log.Error("console: "+what, "err", err)
 		c.fail(w, r, http.StatusServiceUnavailable, what+": failed (see the server log)")
 	}
+}
+
+// clientGone reports whether err is the request's context cancelled: the
+// client hung up, which is not a database failure. It logs that at debug;
+// there is no one to answer, so nothing is written.
+func (c *Console) clientGone(r *http.Request, what string, err error) bool {
+	if !errors.Is(err, context.Canceled) || !errors.Is(r.Context().Err(), context.Canceled) {
+		return false
+	}
+	c.log.Debug("console: client disconnected", "method", r.Method, "path", r.URL.Path, "step", what)
+	return true
 }

@@ -51,11 +51,12 @@ func setup(t *testing.T) *testBundle {
 	return b
 }
 
-// newTenant creates a tenant with a webhook account and a token.
+// newTenant creates a tenant (a name of its own: names are unique) with a
+// webhook account and a token.
 func (b *testBundle) newTenant(t *testing.T, roles ...db.Role) (uuid.UUID, uuid.UUID, string) {
 	t.Helper()
 	ctx := context.Background()
-	tn, err := b.svc.TenantCreate(ctx, "t")
+	tn, _, err := b.svc.TenantCreate(ctx, "t-"+uuid.NewString())
 	require.NoError(t, err)
 	acct, err := b.svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook"})
 	require.NoError(t, err)

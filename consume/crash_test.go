@@ -57,7 +57,7 @@ func TestPostgresCrashAtLeastOnce(t *testing.T) {
 	}
 	pool := open()
 	adm := admin.New(pool, nil, "http://x")
-	tn, err := adm.TenantCreate(ctx, "crash")
+	tn, _, err := adm.TenantCreate(ctx, "crash")
 	require.NoError(t, err)
 	acct, err := adm.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook"})
 	require.NoError(t, err)

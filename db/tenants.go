@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -31,6 +33,25 @@ func TenantInsert(ctx context.Context, tx DBTX, id uuid.UUID, name string) (*Ten
 		return nil, translate(err)
 	}
 	return tenantFrom(r), nil
+}
+
+// TenantCreate creates a tenant named name unless a tenant of that name
+// exists, compared case-insensitively: then it returns that tenant and
+// created is false. Call it in a transaction: a concurrent create of the
+// same name is waited for, and its tenant returned once it commits.
+func TenantCreate(ctx context.Context, tx DBTX, name string) (t *Tenant, created bool, err error) {
+	r, err := queries().TenantInsertNew(ctx, tx, &dbsqlc.TenantInsertNewParams{ID: uuid.New(), Name: name})
+	if err == nil {
+		return tenantFrom(r), true, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, translate(err)
+	}
+	r, err = queries().TenantGetByName(ctx, tx, &dbsqlc.TenantGetByNameParams{Name: name})
+	if err != nil {
+		return nil, false, translate(err)
+	}
+	return tenantFrom(r), false, nil
 }
 
 // TenantGet returns one tenant.

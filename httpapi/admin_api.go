@@ -34,7 +34,7 @@ func decodeAdmin(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // adminError maps the admin service's errors: invalid input 400, not
 // found 404, conflict 409, anything else the database's.
-func (s *Server) adminError(w http.ResponseWriter, what string, err error) {
+func (s *Server) adminError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	switch {
 	case errors.Is(err, admin.ErrInvalid):
 		writeError(w, http.StatusBadRequest, "bad_request", strings.TrimPrefix(err.Error(), admin.ErrInvalid.Error()+": "))
@@ -43,7 +43,7 @@ func (s *Server) adminError(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, db.ErrConflict):
 		writeError(w, http.StatusConflict, "conflict", what+": already exists")
 	default:
-		s.dbError(w, what, err)
+		s.dbError(w, r, what, err)
 	}
 }
 
@@ -87,12 +87,16 @@ func (s *Server) adminTenantCreate(w http.ResponseWriter, r *http.Request) {
 	if !decodeAdmin(w, r, &req) {
 		return
 	}
-	t, err := s.adminService(r).TenantCreate(r.Context(), req.Name)
+	t, created, err := s.adminService(r).TenantCreate(r.Context(), req.Name)
 	if err != nil {
-		s.adminError(w, "create tenant", err)
+		s.adminError(w, r, "create tenant", err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, t)
+	status := http.StatusCreated
+	if !created {
+		status = http.StatusOK // the name is taken: the existing tenant
+	}
+	writeJSON(w, status, t)
 }
 
 func (s *Server) adminTenantList(w http.ResponseWriter, r *http.Request) {
@@ -102,7 +106,7 @@ func (s *Server) adminTenantList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.admin.TenantPage(r.Context(), after, limit)
 	if err != nil {
-		s.adminError(w, "list tenants", err)
+		s.adminError(w, r, "list tenants", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
@@ -115,7 +119,7 @@ func (s *Server) adminTenantShow(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.admin.TenantShow(r.Context(), id)
 	if err != nil {
-		s.adminError(w, "tenant", err)
+		s.adminError(w, r, "tenant", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
@@ -129,7 +133,7 @@ func (s *Server) adminTenantStatus(status string) http.HandlerFunc {
 		}
 		t, ch, err := s.adminService(r).TenantSetStatus(r.Context(), id, status)
 		if err != nil {
-			s.adminError(w, "tenant", err)
+			s.adminError(w, r, "tenant", err)
 			return
 		}
 		writeJSON(w, http.StatusOK, changed[*db.Tenant]{Item: t, Changed: ch})
@@ -161,7 +165,7 @@ func (s *Server) adminAccountCreate(w http.ResponseWriter, r *http.Request) {
 		ChannelType: req.ChannelType, DisplayName: req.DisplayName, ExternalID: req.ExternalID,
 		Settings: req.Settings, Credentials: req.Credentials, WebhookSecret: req.WebhookSecret, Registry: s.registry})
 	if err != nil {
-		s.adminError(w, "create account", err)
+		s.adminError(w, r, "create account", err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, info)
@@ -178,7 +182,7 @@ func (s *Server) adminAccountList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.admin.AccountPage(r.Context(), tid, after, limit)
 	if err != nil {
-		s.adminError(w, "list accounts", err)
+		s.adminError(w, r, "list accounts", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
@@ -192,7 +196,7 @@ func (s *Server) accountTarget(w http.ResponseWriter, r *http.Request) (tenantID
 	}
 	tenantID, err := s.admin.TenantOfAccount(r.Context(), id)
 	if err != nil {
-		s.adminError(w, "account", err)
+		s.adminError(w, r, "account", err)
 		return uuid.Nil, uuid.Nil, false
 	}
 	return tenantID, id, true
@@ -205,7 +209,7 @@ func (s *Server) adminAccountShow(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.admin.AccountShow(r.Context(), tid, id)
 	if err != nil {
-		s.adminError(w, "account", err)
+		s.adminError(w, r, "account", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
@@ -222,7 +226,7 @@ func (s *Server) adminAccountUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	info, err := s.adminService(r).AccountUpdate(r.Context(), tid, id, req)
 	if err != nil {
-		s.adminError(w, "update account", err)
+		s.adminError(w, r, "update account", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, info)
@@ -236,7 +240,7 @@ func (s *Server) adminAccountStatus(status string) http.HandlerFunc {
 		}
 		info, err := s.adminService(r).AccountSetStatus(r.Context(), tid, id, status)
 		if err != nil {
-			s.adminError(w, "account", err)
+			s.adminError(w, r, "account", err)
 			return
 		}
 		s.forgetAccount(id)
@@ -268,7 +272,7 @@ func (s *Server) adminAccountRotateSecret(w http.ResponseWriter, r *http.Request
 	}
 	info, err := s.adminService(r).AccountRotateWebhookSecret(r.Context(), tid, id, req.WebhookSecret, grace)
 	if err != nil {
-		s.adminError(w, "rotate webhook secret", err)
+		s.adminError(w, r, "rotate webhook secret", err)
 		return
 	}
 	s.forgetAccount(id)
@@ -288,7 +292,7 @@ func (s *Server) adminAccountRotateCredentials(w http.ResponseWriter, r *http.Re
 	}
 	info, err := s.adminService(r).AccountRotateCredentials(r.Context(), tid, id, req.Credentials)
 	if err != nil {
-		s.adminError(w, "rotate credentials", err)
+		s.adminError(w, r, "rotate credentials", err)
 		return
 	}
 	s.forgetAccount(id)
@@ -319,7 +323,7 @@ func (s *Server) adminTokenCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	token, meta, err := s.adminService(r).TokenCreate(r.Context(), tid, req.Name, req.Roles)
 	if err != nil {
-		s.adminError(w, "create token", err)
+		s.adminError(w, r, "create token", err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, struct {
@@ -339,7 +343,7 @@ func (s *Server) adminTokenList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.admin.TokenPage(r.Context(), tid, after, limit)
 	if err != nil {
-		s.adminError(w, "list tokens", err)
+		s.adminError(w, r, "list tokens", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
@@ -356,7 +360,7 @@ func (s *Server) adminTokenRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, ch, err := s.adminService(r).TokenRevoke(r.Context(), tid, id)
 	if err != nil {
-		s.adminError(w, "token", err)
+		s.adminError(w, r, "token", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, changed[*db.APIToken]{Item: tok, Changed: ch})
@@ -385,7 +389,7 @@ func (s *Server) adminAdminTokenCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	token, meta, err := s.adminService(r).AdminTokenCreate(r.Context(), p)
 	if err != nil {
-		s.adminError(w, "create admin token", err)
+		s.adminError(w, r, "create admin token", err)
 		return
 	}
 	writeJSON(w, http.StatusCreated, struct {
@@ -401,7 +405,7 @@ func (s *Server) adminAdminTokenList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.admin.AdminTokenList(r.Context(), after, limit)
 	if err != nil {
-		s.adminError(w, "list admin tokens", err)
+		s.adminError(w, r, "list admin tokens", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
@@ -414,7 +418,7 @@ func (s *Server) adminAdminTokenRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	tok, ch, err := s.adminService(r).AdminTokenRevoke(r.Context(), id)
 	if err != nil {
-		s.adminError(w, "admin token", err)
+		s.adminError(w, r, "admin token", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, changed[*db.AdminToken]{Item: tok, Changed: ch})
@@ -433,7 +437,7 @@ func (s *Server) adminConsumerList(w http.ResponseWriter, r *http.Request) {
 	}
 	p, err := s.admin.ConsumerPage(r.Context(), tid, after, limit)
 	if err != nil {
-		s.adminError(w, "list consumers", err)
+		s.adminError(w, r, "list consumers", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, p)
@@ -446,7 +450,7 @@ func (s *Server) adminConsumerShow(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.admin.ConsumerShow(r.Context(), tid, chi.URLParam(r, "name"))
 	if err != nil {
-		s.adminError(w, "consumer", err)
+		s.adminError(w, r, "consumer", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -458,7 +462,7 @@ func (s *Server) adminConsumerDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.adminService(r).ConsumerDelete(r.Context(), tid, chi.URLParam(r, "name")); err != nil {
-		s.adminError(w, "consumer", err)
+		s.adminError(w, r, "consumer", err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -478,7 +482,7 @@ func (s *Server) adminConsumerSeek(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.adminService(r).ConsumerSeek(r.Context(), tid, chi.URLParam(r, "name"), req.Time)
 	if err != nil {
-		s.adminError(w, "consumer", err)
+		s.adminError(w, r, "consumer", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -493,7 +497,7 @@ func (s *Server) adminQueueHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	rows, err := s.admin.QueueHealth(r.Context(), tid)
 	if err != nil {
-		s.adminError(w, "queue health", err)
+		s.adminError(w, r, "queue health", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, admin.Page[*db.QueueHealth]{Items: rows})
@@ -527,7 +531,7 @@ func (s *Server) adminAuditList(w http.ResponseWriter, r *http.Request) {
 	p.TenantID = tid
 	page, err := s.admin.AuditList(r.Context(), p)
 	if err != nil {
-		s.adminError(w, "audit log", err)
+		s.adminError(w, r, "audit log", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, page)

@@ -144,6 +144,14 @@ func TestAdminAPIRolesAndAudit(t *testing.T) {
 	status, m = a.call(t, http.MethodPost, "/admin/v1/tenants", operator, `{"name":"second"}`)
 	require.Equal(t, http.StatusCreated, status, m)
 	tid := m["id"].(string)
+	created := a.auditCount(t, "tenant.create")
+	for _, name := range []string{"second", "SECOND"} {
+		status, m = a.call(t, http.MethodPost, "/admin/v1/tenants", operator, fmt.Sprintf(`{"name":%q}`, name))
+		require.Equal(t, http.StatusOK, status, "a taken name (case-insensitively) answers the existing tenant: %v", m)
+		require.Equal(t, tid, m["id"])
+		require.Equal(t, "second", m["name"])
+	}
+	require.Equal(t, created, a.auditCount(t, "tenant.create"), "nothing created, nothing audited")
 	status, m = a.call(t, http.MethodPost, "/admin/v1/tenants/"+tid+"/disable", operator, "")
 	require.Equal(t, http.StatusOK, status, m)
 	require.Equal(t, true, m["changed"])
@@ -526,7 +534,7 @@ func TestAdminConsumerPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	ctx := context.Background()
-	other, err := b.svc.TenantCreate(ctx, "other")
+	other, _, err := b.svc.TenantCreate(ctx, "other")
 	require.NoError(t, err)
 	consumers := consume.New(b.env.Pool, b.hub, nil, nil, consume.Options{})
 	for _, tn := range []uuid.UUID{b.tenant, other.ID} {

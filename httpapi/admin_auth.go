@@ -65,7 +65,7 @@ func (s *Server) adminAuth(roles ...db.AdminRole) func(http.Handler) http.Handle
 				writeError(w, http.StatusUnauthorized, "unauthorized", "invalid or revoked admin token")
 				return
 			case err != nil:
-				s.dbError(w, "admin authenticate", err)
+				s.dbError(w, r, "admin authenticate", err)
 				return
 			}
 			allowed := false

@@ -70,7 +70,7 @@ func (s *Server) adminDeadList(w http.ResponseWriter, r *http.Request) {
 	}
 	items, err := db.DeadLettersList(r.Context(), s.pool, tenantID, p)
 	if err != nil {
-		s.dbError(w, "list dead letters", err)
+		s.dbError(w, r, "list dead letters", err)
 		return
 	}
 	if items == nil {
@@ -93,7 +93,7 @@ func (s *Server) adminDeadShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.dbError(w, "show dead letter", err)
+		s.dbError(w, r, "show dead letter", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, deadLetterPage{Items: items})
@@ -119,7 +119,7 @@ func (s *Server) adminDeadApply(w http.ResponseWriter, r *http.Request, action s
 	}
 	res, err := s.adminService(r).DeadApply(r.Context(), action, tenantID, id)
 	if err != nil {
-		s.adminError(w, action+" dead letter", err)
+		s.adminError(w, r, action+" dead letter", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -149,7 +149,7 @@ func (s *Server) adminDeadBulk(action string) http.HandlerFunc {
 		res, err := s.adminService(r).DeadApplyAll(r.Context(), action, admin.DeadFilter{TenantID: req.TenantID,
 			Kind: req.Kind, ChannelType: req.ChannelType, Limit: req.Limit})
 		if err != nil {
-			s.adminError(w, action+" dead letters", err)
+			s.adminError(w, r, action+" dead letters", err)
 			return
 		}
 		writeJSON(w, http.StatusOK, admin.Page[*admin.DeadResult]{Items: res})

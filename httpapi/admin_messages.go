@@ -49,7 +49,7 @@ func (s *Server) adminOutboundSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.admin.OutboundSearch(r.Context(), tid, admin.OutboundSearch{Filter: lp, Since: since, Until: until})
 	if err != nil {
-		s.adminError(w, "search outbound", err)
+		s.adminError(w, r, "search outbound", err)
 		return
 	}
 	out := outboundPage{Items: make([]*outboundView, len(page.Items))}

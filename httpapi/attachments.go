@@ -39,7 +39,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.dbError(w, "get attachment", err)
+		s.dbError(w, r, "get attachment", err)
 		return
 	}
 	if a.Status != db.AttachmentStored {
@@ -53,7 +53,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 	if signer, ok := s.blob.(blob.URLSigner); ok && s.attachmentTTL > 0 {
 		u, err := signer.SignedURL(r.Context(), a.StorageKey, s.attachmentTTL)
 		if err != nil {
-			s.blobError(w, "sign attachment URL", err)
+			s.blobError(w, r, "sign attachment URL", err)
 			return
 		}
 		w.Header().Set("Cache-Control", "private, no-store")
@@ -62,7 +62,7 @@ func (s *Server) getAttachment(w http.ResponseWriter, r *http.Request) {
 	}
 	rc, info, err := s.blob.Get(r.Context(), a.StorageKey)
 	if err != nil {
-		s.blobError(w, "open attachment", err)
+		s.blobError(w, r, "open attachment", err)
 		return
 	}
 	defer rc.Close()
@@ -113,7 +113,7 @@ func disposition(name, fallback string) string {
 
 // blobError answers a blob store failure: a missing object is a 404 (its
 // bytes were pruned or lost), anything else a 503 to retry.
-func (s *Server) blobError(w http.ResponseWriter, what string, err error) {
+func (s *Server) blobError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	if errors.Is(err, blob.ErrNotFound) {
 		s.log.Error("stored attachment missing from the blob store", "step", what, "err", err)
 		writeError(w, http.StatusNotFound, "not_found", "the attachment's bytes are no longer stored")

@@ -69,7 +69,7 @@ func newMediaServer(t *testing.T, store blob.Store, urlTTL time.Duration) *media
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "e2e")
+	tenant, _, err := svc.TenantCreate(ctx, "e2e")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: envelope.ChannelTelegram,
 		WebhookSecret: e2eTGSecret, Credentials: json.RawMessage(`{"bot_token":"` + e2eBotToken + `"}`)})
@@ -237,7 +237,7 @@ func TestAttachmentEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("OtherTenantSees404", func(t *testing.T) {
-		other, err := m.svc.TenantCreate(context.Background(), "other")
+		other, _, err := m.svc.TenantCreate(context.Background(), "other")
 		require.NoError(t, err)
 		tok, _, err := m.svc.TokenCreate(context.Background(), other.ID, "agent", []db.Role{db.RoleRead, db.RoleConsume})
 		require.NoError(t, err)

@@ -122,7 +122,7 @@ func (s *Server) authenticate(roles ...db.Role) func(http.Handler) http.Handler 
 					writeError(w, http.StatusForbidden, "tenant_disabled", "the token's tenant is disabled")
 					return
 				case err != nil:
-					s.dbError(w, "authenticate", err)
+					s.dbError(w, r, "authenticate", err)
 					return
 				}
 				p = &Principal{TenantID: tok.TenantID, TokenID: tok.ID, Roles: tok.Roles}

@@ -75,7 +75,7 @@ func setup(t testing.TB, opts ...bundleOpts) *testBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "t")
+	tenant, _, err := svc.TenantCreate(ctx, "t")
 	require.NoError(t, err)
 
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)

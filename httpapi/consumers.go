@@ -95,7 +95,7 @@ func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
 		MaxDeliver: deref(req.MaxDeliver), MaxAckPending: deref(req.MaxAckPending), Ordering: req.Ordering, Stage: req.Stage,
 	})
 	if err != nil {
-		s.consumerError(w, "put consumer", err)
+		s.consumerError(w, r, "put consumer", err)
 		return
 	}
 	status := http.StatusOK
@@ -109,7 +109,7 @@ func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	info, err := s.consumers.Get(r.Context(), p.TenantID, chi.URLParam(r, "name"))
 	if err != nil {
-		s.consumerError(w, "get consumer", err)
+		s.consumerError(w, r, "get consumer", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, consumerJSON(info))
@@ -118,7 +118,7 @@ func (s *Server) getConsumer(w http.ResponseWriter, r *http.Request) {
 func (s *Server) deleteConsumer(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	if err := s.consumers.Delete(r.Context(), p.TenantID, chi.URLParam(r, "name")); err != nil {
-		s.consumerError(w, "delete consumer", err)
+		s.consumerError(w, r, "delete consumer", err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -151,7 +151,7 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
 	}
 	ds, err := s.consumers.Pull(r.Context(), p.TenantID, chi.URLParam(r, "name"), batch, wait)
 	if err != nil {
-		s.consumerError(w, "pull", err)
+		s.consumerError(w, r, "pull", err)
 		return
 	}
 	writePull(w, ds)
@@ -230,14 +230,14 @@ func (s *Server) settle(action string) http.HandlerFunc {
 		res, err := s.consumers.Settle(r.Context(), p.TenantID, chi.URLParam(r, "name"), action, req.DeliveryIDs,
 			consume.SettleOptions{Delay: time.Duration(req.Delay), Reason: req.Reason})
 		if err != nil {
-			s.consumerError(w, action, err)
+			s.consumerError(w, r, action, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"results": res})
 	}
 }
 
-func (s *Server) consumerError(w http.ResponseWriter, what string, err error) {
+func (s *Server) consumerError(w http.ResponseWriter, r *http.Request, what string, err error) {
 	var ve *consume.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -245,7 +245,7 @@ func (s *Server) consumerError(w http.ResponseWriter, what string, err error) {
 	case errors.Is(err, consume.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "no such consumer")
 	default:
-		s.dbError(w, what, err)
+		s.dbError(w, r, what, err)
 	}
 }
 

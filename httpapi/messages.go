@@ -33,12 +33,12 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.dbError(w, "get message", err)
+		s.dbError(w, r, "get message", err)
 		return
 	}
 	msg, err := messageOf(m)
 	if err != nil {
-		s.dbError(w, "decode message", err)
+		s.dbError(w, r, "decode message", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, msg)

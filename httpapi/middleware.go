@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -43,6 +45,11 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 		}
 		if rec.status == 0 {
 			rec.status = http.StatusOK
+			if errors.Is(r.Context().Err(), context.Canceled) {
+				// Nothing written: the client hung up (nginx's 499,
+				// client closed request), counted with the 4xx.
+				rec.status = 499
+			}
 		}
 		s.metrics.HTTPRequestDuration.WithLabelValues(route, r.Method, strconv.Itoa(rec.status/100)+"xx").Observe(time.Since(start).Seconds())
 	})

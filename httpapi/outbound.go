@@ -46,7 +46,7 @@ func (s *Server) postOutbound(w http.ResponseWriter, r *http.Request) {
 	sent, err := s.outbox.Send(r.Context(), principalFrom(r.Context()).TenantID, &cmd)
 	switch {
 	case err != nil:
-		s.outboxError(w, "outbound enqueue", "could not enqueue the message; nothing was written, retry", err)
+		s.outboxError(w, r, "outbound enqueue", "could not enqueue the message; nothing was written, retry", err)
 	case sent.Replayed:
 		writeJSON(w, http.StatusOK, sendAccepted{ID: sent.ID, HandoffState: sent.HandoffState})
 	default:
@@ -65,7 +65,7 @@ func (s *Server) getOutbound(w http.ResponseWriter, r *http.Request) {
 	}
 	o, events, err := s.outbox.Get(r.Context(), principalFrom(r.Context()).TenantID, id)
 	if err != nil {
-		s.outboxError(w, "get outbound", "", err)
+		s.outboxError(w, r, "get outbound", "", err)
 		return
 	}
 	writeJSON(w, http.StatusOK, outboundViewOf(o, events))
@@ -88,7 +88,7 @@ func (s *Server) listOutbound(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := s.outbox.List(r.Context(), principalFrom(r.Context()).TenantID, lp)
 	if err != nil {
-		s.outboxError(w, "list outbound", "", err)
+		s.outboxError(w, r, "list outbound", "", err)
 		return
 	}
 	out := outboundPage{Items: make([]*outboundView, len(page.Items))}
@@ -178,7 +178,7 @@ func (s *Server) resendOutbound(w http.ResponseWriter, r *http.Request) {
 	}
 	attempt, err := s.outbox.Resend(r.Context(), principalFrom(r.Context()).TenantID, id)
 	if err != nil {
-		s.outboxError(w, "resend outbound", "could not enqueue the resend; nothing changed, retry", err)
+		s.outboxError(w, r, "resend outbound", "could not enqueue the resend; nothing changed, retry", err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, resendAccepted{ID: id, HandoffState: db.HandoffQueued, Attempt: attempt})
@@ -187,7 +187,10 @@ func (s *Server) resendOutbound(w http.ResponseWriter, r *http.Request) {
 // outboxError answers an error of the outbox package. retry, set for
 // writes, is the 503 message when the dispatch job could not be enqueued
 // or the database was unavailable (nothing was written).
-func (s *Server) outboxError(w http.ResponseWriter, what, retry string, err error) {
+func (s *Server) outboxError(w http.ResponseWriter, r *http.Request, what, retry string, err error) {
+	if s.clientGone(r, what, err) {
+		return
+	}
 	var invalid *outbox.ValidationError
 	var busy *outbox.InProgressError
 	switch {
@@ -207,7 +210,7 @@ func (s *Server) outboxError(w http.ResponseWriter, what, retry string, err erro
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, "unavailable", retry)
 	default:
-		s.dbError(w, what, err)
+		s.dbError(w, r, what, err)
 	}
 }
 

@@ -49,7 +49,7 @@ func (s *Server) postOutboundBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	items, err := s.outbox.SendBatch(r.Context(), principalFrom(r.Context()).TenantID, req.Commands)
 	if err != nil {
-		s.outboxError(w, "outbound batch", "could not enqueue the batch; nothing was written, retry", err)
+		s.outboxError(w, r, "outbound batch", "could not enqueue the batch; nothing was written, retry", err)
 		return
 	}
 	out := struct {

@@ -52,7 +52,7 @@ func newOutAPI(t *testing.T) *outAPI {
 	svc := admin.New(env.Pool, nil, "http://mio.test")
 	o := &outAPI{env: env, owner: env.OwnerPool(t)}
 	mk := func(name string) outTenant {
-		tn, err := svc.TenantCreate(ctx, name)
+		tn, _, err := svc.TenantCreate(ctx, name)
 		require.NoError(t, err)
 		ot := outTenant{id: tn.ID}
 		for _, st := range []string{"active", "disabled"} {

@@ -67,7 +67,7 @@ func (s *Server) replyWithAck(w http.ResponseWriter, r *http.Request, consumer s
 	case errors.Is(err, consume.ErrNotFound):
 		writeError(w, http.StatusNotFound, "not_found", "no such consumer")
 	case err != nil:
-		s.outboxError(w, "reply", "could not enqueue the reply; nothing was written, retry", err)
+		s.outboxError(w, r, "reply", "could not enqueue the reply; nothing was written, retry", err)
 	case sent.Replayed:
 		writeJSON(w, http.StatusOK, sendAccepted{ID: sent.ID, HandoffState: sent.HandoffState})
 	default:

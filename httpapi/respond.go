@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,8 +82,13 @@ func badRequest(w http.ResponseWriter, err error) {
 }
 
 // dbError answers a data-layer error that is not the caller's fault: 503
-// when the database is unavailable, else 500.
-func (s *Server) dbError(w http.ResponseWriter, what string, err error) {
+// when the database is unavailable, else 500. A request its client
+// cancelled (hung up mid-request) is not a database failure: it is logged
+// at debug and answered nothing.
+func (s *Server) dbError(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if s.clientGone(r, what, err) {
+		return
+	}
 	if db.IsUnavailable(err) {
 		s.log.Warn("database unavailable", "step", what, "err", err)
 		w.Header().Set("Retry-After", "1")
@@ -91,4 +97,15 @@ func (s *Server) dbError(w http.ResponseWriter, what string, err error) {
 	}
 	s.log.Error("database error", "step", what, "err", err)
 	writeError(w, http.StatusInternalServerError, "internal", "internal error")
+}
+
+// clientGone reports whether err is the request's context cancelled: the
+// client hung up (or the server is closing its connection). It logs that
+// at debug; there is no one to answer, so nothing is written.
+func (s *Server) clientGone(r *http.Request, what string, err error) bool {
+	if !errors.Is(err, context.Canceled) || !errors.Is(r.Context().Err(), context.Canceled) {
+		return false
+	}
+	s.log.Debug("client disconnected", "method", r.Method, "path", r.URL.Path, "step", what)
+	return true
 }

@@ -46,7 +46,7 @@ func (s *Server) postTyping(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, typing.ErrAccountDisabled):
 		writeError(w, http.StatusConflict, "conflict", "the account is not active")
 	case err != nil:
-		s.dbError(w, "typing", err)
+		s.dbError(w, r, "typing", err)
 	default:
 		writeJSON(w, http.StatusOK, res)
 	}

@@ -68,7 +68,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		outcome = outcomeUnavailable
-		s.unavailable(w, "resolve account", err)
+		s.unavailable(w, r, "resolve account", err)
 		return
 	}
 	body, err := readBody(w, r, s.webhookMaxBody)
@@ -120,7 +120,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if db.IsUnavailable(err) || errors.Is(err, ingest.ErrStopped) {
 			outcome = outcomeUnavailable
-			s.unavailable(w, "ingest", err)
+			s.unavailable(w, r, "ingest", err)
 			return
 		}
 		// The database refused the data itself: a client problem.
@@ -182,7 +182,10 @@ func (s *Server) reply(w http.ResponseWriter, rep *channels.Reply) {
 }
 
 // unavailable answers 503 with Retry-After so the platform redelivers.
-func (s *Server) unavailable(w http.ResponseWriter, what string, err error) {
+func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, what string, err error) {
+	if s.clientGone(r, what, err) {
+		return
+	}
 	s.log.Warn("webhook unavailable", "step", what, "err", err)
 	w.Header().Set("Retry-After", "2")
 	writeError(w, http.StatusServiceUnavailable, "unavailable", "temporarily unavailable, retry")

@@ -26,7 +26,7 @@ func setup(t *testing.T, tenants int) *bundle {
 	ctx := context.Background()
 	b := &bundle{env: dbtest.New(t), account: map[uuid.UUID]uuid.UUID{}}
 	for range tenants {
-		tn, err := db.TenantInsert(ctx, b.env.Pool, uuid.Nil, "t")
+		tn, err := db.TenantInsert(ctx, b.env.Pool, uuid.Nil, "t-"+uuid.NewString())
 		require.NoError(t, err)
 		require.NoError(t, db.InTenantTx(ctx, b.env.Pool, tn.ID, func(tx pgx.Tx) error {
 			a, err := db.AccountInsert(ctx, tx, &db.AccountInsertParams{TenantID: tn.ID, ChannelType: "webhook", DisplayName: "w"})

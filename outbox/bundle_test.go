@@ -39,7 +39,7 @@ func setup(t *testing.T) *testBundle {
 	env := dbtest.New(t)
 	adm := admin.New(env.Pool, nil, "http://mio.test")
 	mk := func(name string) testTenant {
-		tn, err := adm.TenantCreate(ctx, name)
+		tn, _, err := adm.TenantCreate(ctx, name)
 		require.NoError(t, err)
 		tt := testTenant{id: tn.ID}
 		a, err := adm.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook"})

@@ -46,7 +46,7 @@ func setup(t *testing.T) *bundle {
 	b := &bundle{env: dbtest.New(t), box: box, fake: channelstest.NewFakeTelegram(t),
 		tg: telegram.New(telegram.Options{APIBasePolicy: channels.APIBasePolicy{AllowHTTP: true}})}
 	svc := admin.New(b.env.Pool, box, "http://mio.test")
-	tn, err := svc.TenantCreate(ctx, "polling")
+	tn, _, err := svc.TenantCreate(ctx, "polling")
 	require.NoError(t, err)
 	b.tenant = tn.ID
 	settings, _ := json.Marshal(map[string]any{"mode": "polling", "delete_webhook": true, "api_base_url": b.fake.URL})

@@ -33,7 +33,7 @@ func setupGroup(t *testing.T) *groupBundle {
 	ctx := context.Background()
 	b := setup(t)
 	svc := admin.New(b.env.Pool, nil, "http://x")
-	tn, err := svc.TenantCreate(ctx, "t2")
+	tn, _, err := svc.TenantCreate(ctx, "t2")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook"})
 	require.NoError(t, err)

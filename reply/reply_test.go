@@ -51,7 +51,7 @@ func setup(t *testing.T) *testBundle {
 		Consumers: consume.New(b.env.Pool, nil, nil, nil, consume.Options{MaxPoll: 20 * time.Millisecond})})
 	b.srv = httptest.NewServer(api.PublicHandler())
 	t.Cleanup(b.srv.Close)
-	tn, err := svc.TenantCreate(ctx, "t")
+	tn, _, err := svc.TenantCreate(ctx, "t")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook"})
 	require.NoError(t, err)

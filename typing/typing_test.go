@@ -94,7 +94,7 @@ func setup(t *testing.T) *bundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	adm := admin.New(env.Pool, box, "http://x")
-	tn, err := adm.TenantCreate(ctx, "t")
+	tn, _, err := adm.TenantCreate(ctx, "t")
 	require.NoError(t, err)
 	b := &bundle{env: env, adm: adm, fake: &platform{}, tenant: tn.ID, accounts: map[string]uuid.UUID{}, now: time.Unix(1_700_000_000, 0)}
 	srv := httptest.NewServer(b.fake)

@@ -76,7 +76,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
 	}
 
-	detail := map[string]any{"operation": op, "idempotency_key": msg.IdempotencyKey}
+	detail := map[string]any{"operation": op}
 	if editAsNew != "" {
 		detail["edit_sent_as_new_message"] = editAsNew
 	}
@@ -89,6 +89,9 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		fin.ProviderMessageID = sent.ProviderMessageID
 		fin.AcceptProvider = c.ProviderState.Rank() < db.ProviderAccepted.Rank()
 		detail["provider_message_id"] = sent.ProviderMessageID
+		if sent.IdempotencyKey != "" {
+			detail["idempotency_key"] = sent.IdempotencyKey
+		}
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID
 		}

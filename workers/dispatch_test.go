@@ -62,7 +62,7 @@ func newOutBundle(t *testing.T, o outOpts) *outBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "outbound")
+	tenant, _, err := svc.TenantCreate(ctx, "outbound")
 	require.NoError(t, err)
 	b := &outBundle{env: env, box: box, tenant: tenant.ID, accounts: map[string]uuid.UUID{}, owner: env.OwnerPool(t)}
 	b.fake = newFakeProviders(t, o.script)
@@ -321,6 +321,53 @@ func TestDispatchChannelMatrix(t *testing.T) {
 			}
 			require.Equal(t, n, got[ch+" "+sc.name], "%s %s", ch, sc.name)
 		}
+	}
+}
+
+// TestDispatchEventRecordsTheKeySent: the handed_off event's
+// idempotency_key is the key the platform received on the successful call
+// (the webhook channel's webhook-id, Discord's nonce), and absent on
+// channels that take no key. Every first call fails, so the key is that
+// of attempt 2.
+func TestDispatchEventRecordsTheKeySent(t *testing.T) {
+	t.Parallel()
+	b := newOutBundle(t, outOpts{script: func(_, _ string, n int) action {
+		if n == 1 {
+			return actServerErr
+		}
+		return actOK
+	}})
+	ids := map[string]uuid.UUID{}
+	var all []uuid.UUID
+	for i, ch := range outChannels {
+		ids[ch] = b.send(t, ch, fmt.Sprintf("50000000000000000%d", i), "key "+ch, nil)
+		all = append(all, ids[ch])
+	}
+	b.waitTerminal(t, all, 30*time.Second)
+	sent := map[string]string{}
+	for _, c := range b.fake.Calls() {
+		sent[c.Channel] = c.Key
+	}
+	require.Equal(t, "mio-"+ids["webhook"].String(), sent["webhook"])
+	require.NotEmpty(t, sent["discord"])
+	for _, ch := range outChannels {
+		t.Run(ch, func(t *testing.T) {
+			o, ev := b.get(t, ids[ch])
+			require.Equal(t, db.HandoffHandedOff, o.HandoffState, "last_error %q", o.LastError)
+			var detail map[string]any
+			for _, e := range ev {
+				if e.Event == "handed_off" {
+					require.NoError(t, json.Unmarshal(e.Detail, &detail))
+				}
+			}
+			require.NotNil(t, detail, "no handed_off event")
+			key, recorded := detail["idempotency_key"]
+			if sent[ch] == "" {
+				require.False(t, recorded, "%s takes no key, the event records %v", ch, key)
+				return
+			}
+			require.Equal(t, sent[ch], key)
+		})
 	}
 }
 

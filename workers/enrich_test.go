@@ -119,7 +119,7 @@ func newMediaBundle(t testing.TB) *mediaBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "media")
+	tenant, _, err := svc.TenantCreate(ctx, "media")
 	require.NoError(t, err)
 	b := &mediaBundle{env: env, box: box, tenant: tenant.ID, accounts: map[string]uuid.UUID{},
 		platform: newFakePlatform(t), metrics: metrics.NewMedia(nil)}

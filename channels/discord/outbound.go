@@ -75,7 +75,8 @@ var defaultAllowedMentions = allowedMentions{Parse: []string{"users"}, RepliedUs
 
 // Send posts msg to channel ConversationID. ReplyToProviderID becomes a
 // message_reference; ThreadID is not used (a Discord thread is a channel
-// of its own, so it arrives as the conversation).
+// of its own, so it arrives as the conversation). The result's
+// IdempotencyKey is the nonce sent.
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	const op = "create message"
 	if err := checkMessage(msg); err != nil {
@@ -101,7 +102,11 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 		}
 		body.MessageReference = &messageReference{MessageID: msg.ReplyToProviderID}
 	}
-	return o.call(ctx, op, http.MethodPost, "/channels/"+msg.ConversationID+"/messages", body)
+	res, err := o.call(ctx, op, http.MethodPost, "/channels/"+msg.ConversationID+"/messages", body)
+	if err == nil {
+		res.IdempotencyKey = body.Nonce
+	}
+	return res, err
 }
 
 // Edit replaces the content, embeds and components of message

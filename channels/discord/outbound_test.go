@@ -173,7 +173,12 @@ func TestSend(t *testing.T) {
 				}
 				return
 			}
-			require.Equal(t, &channels.SendResult{ProviderMessageID: tt.wantID}, res)
+			var sent struct {
+				Nonce string `json:"nonce"`
+			}
+			require.NoError(t, json.Unmarshal(calls[0].Raw, &sent))
+			// The result names the nonce Discord received (none without a key).
+			require.Equal(t, &channels.SendResult{ProviderMessageID: tt.wantID, IdempotencyKey: sent.Nonce}, res)
 		})
 	}
 }

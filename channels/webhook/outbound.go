@@ -43,14 +43,16 @@ type outbound struct {
 var _ channels.Editor = (*outbound)(nil)
 
 // Send delivers msg as a message.created event. ProviderMessageID is the
-// id the endpoint answers ({"id": "..."}), else the webhook-id.
+// id the endpoint answers ({"id": "..."}), else the webhook-id;
+// IdempotencyKey is the webhook-id sent.
 func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	return o.deliver(ctx, EventMessageCreated, msg)
 }
 
 // Edit delivers msg as a message.updated event naming the edited message
 // in data.edit_of_provider_message_id. ProviderMessageID is the id the
-// endpoint answers, else the edited message's id.
+// endpoint answers, else the edited message's id; IdempotencyKey is the
+// webhook-id sent.
 func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
 	if msg != nil && msg.EditProviderMessageID == "" {
 		return nil, channels.Permanent(opDeliver, errors.New("no provider message id to edit"))
@@ -110,7 +112,7 @@ func (o *outbound) deliver(ctx context.Context, event string, msg *channels.Outb
 			providerID = msg.EditProviderMessageID
 		}
 	}
-	return &channels.SendResult{ProviderMessageID: providerID}, nil
+	return &channels.SendResult{ProviderMessageID: providerID, IdempotencyKey: id}, nil
 }
 
 // classify maps an endpoint's status to the Standard Webhooks sender

@@ -152,7 +152,8 @@ func TestSend(t *testing.T) {
 				}
 				return
 			}
-			require.Equal(t, &channels.SendResult{ProviderMessageID: tt.wantID}, res)
+			// The result names the webhook-id the endpoint received.
+			require.Equal(t, &channels.SendResult{ProviderMessageID: tt.wantID, IdempotencyKey: d.Header.Get(HeaderID)}, res)
 		})
 	}
 }

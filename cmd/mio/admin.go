@@ -61,6 +61,8 @@ give a file, '-' for standard input, or the name of an environment variable.
 Output is JSON; secrets are never printed back (a new token is shown once).
 Every change is written to mio.audit_log as cli:<os user>. Repeating an
 idempotent change (revoke, disable, requeue) exits 0 with "changed": false.
+Tenant names are unique (case-insensitively): creating a tenant whose name
+exists prints the existing tenant, says so on standard error and exits 0.
 `
 
 // adminCommand is what one admin command accepts on the command line
@@ -246,7 +248,11 @@ type changedResult struct {
 func runAdmin(ctx context.Context, svc *admin.Service, pool *pgxpool.Pool, command string, a *adminArgs, getenv env, stdout, stderr io.Writer) (any, error) {
 	switch command {
 	case "tenant create":
-		return svc.TenantCreate(ctx, a.name)
+		t, created, err := svc.TenantCreate(ctx, a.name)
+		if err == nil && !created {
+			fmt.Fprintf(stderr, "tenant %q already existed (%s): nothing created\n", t.Name, t.ID)
+		}
+		return t, err
 	case "tenant list":
 		return adminTenantList(ctx, svc, stdout)
 	case "tenant show":

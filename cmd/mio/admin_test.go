@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -157,6 +158,40 @@ func TestAdminCommandsTakeOnlyTheirFlags(t *testing.T) {
 			require.Empty(t, r.stdout)
 		})
 	}
+}
+
+// TestAdminTenantCreateIsIdempotent: tenant names are unique,
+// case-insensitively; creating a taken name prints the existing tenant,
+// says so and exits 0.
+func TestAdminTenantCreateIsIdempotent(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	base := []string{"MIO_DATABASE_URL=" + env.OwnerURL}
+	create := func(name string) (id, stderr string) {
+		t.Helper()
+		r := runMio(t, base, "admin", "tenant", "create", "--name", name)
+		require.Zero(t, r.code, r.stderr)
+		var tenant struct{ ID, Name string }
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &tenant), r.stdout)
+		require.Equal(t, "acme", tenant.Name, "the tenant printed is the one that exists")
+		return tenant.ID, r.stderr
+	}
+	first, msg := create("acme")
+	require.NotContains(t, msg, "already existed")
+	again, msg := create("acme")
+	require.Equal(t, first, again)
+	require.Contains(t, msg, `tenant "acme" already existed`)
+	variant, msg := create(" ACME ")
+	require.Equal(t, first, variant, "names are compared case-insensitively")
+	require.Contains(t, msg, "already existed")
+
+	var n, audited int
+	owner := env.OwnerPool(t)
+	require.NoError(t, owner.QueryRow(context.Background(), `SELECT count(*) FROM mio.tenants`).Scan(&n))
+	require.Equal(t, 1, n)
+	require.NoError(t, owner.QueryRow(context.Background(),
+		`SELECT count(*) FROM mio.audit_log WHERE action = 'tenant.create'`).Scan(&audited))
+	require.Equal(t, 1, audited, "only the create that created is audited")
 }
 
 // TestAdminCLIOperations: the operator commands beyond creation — token

@@ -77,7 +77,7 @@ func TestBridgeKill9Failover(t *testing.T) {
 	ctx := context.Background()
 	env := dbtest.New(t)
 	svc := admin.New(env.Pool, nil, "http://x")
-	tenant, err := svc.TenantCreate(ctx, "kill9")
+	tenant, _, err := svc.TenantCreate(ctx, "kill9")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook"})
 	require.NoError(t, err)
@@ -158,7 +158,7 @@ func TestAdminTenantNATS(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	env := dbtest.New(t)
-	tenant, err := admin.New(env.Pool, nil, "http://x").TenantCreate(ctx, "optout")
+	tenant, _, err := admin.New(env.Pool, nil, "http://x").TenantCreate(ctx, "optout")
 	require.NoError(t, err)
 	publish := func() bool {
 		var p bool

@@ -278,7 +278,7 @@ func (r *chaosRun) setup(ctx context.Context) []byte {
 	require.NoError(t, err)
 	defer pool.Close()
 	svc := admin.New(pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "chaos")
+	tenant, _, err := svc.TenantCreate(ctx, "chaos")
 	require.NoError(t, err)
 	r.whsec = "whsec_" + base64.StdEncoding.EncodeToString(key)
 	base := r.fakes.srv.URL

@@ -74,7 +74,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	publicAddr := freeAddr(t)
 	svc := admin.New(env.Pool, box, "http://"+publicAddr)
-	tenant, err := svc.TenantCreate(ctx, "browser")
+	tenant, _, err := svc.TenantCreate(ctx, "browser")
 	require.NoError(t, err)
 	adminToken, _, err := svc.AdminTokenCreate(ctx, admin.AdminTokenCreateParams{Name: "browser",
 		Roles: []db.AdminRole{db.AdminRoleOperator, db.AdminRoleCredentialAdmin}})

@@ -141,6 +141,11 @@ MIO is running (Ctrl-C to stop)
 
 // devSeed creates (once) a demo tenant, a generic-webhook account and
 // tokens, reusing what dev.json records when it is still in the database.
+// A data directory new to the database (no dev.json, or one naming an
+// account the database lacks) reuses the database's demo tenant, the
+// tenant name being unique, and adds an account and tokens of its own: a
+// token is stored only as a hash and the account's secret is sealed with
+// the data directory's master key, so neither can be recovered here.
 func devSeed(ctx context.Context, cfg *config.Config) (*devInfo, error) {
 	pool, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: cfg.DBRuntimeRole})
 	if err != nil {
@@ -163,7 +168,7 @@ func devSeed(ctx context.Context, cfg *config.Config) (*devInfo, error) {
 		}
 	}
 
-	tenant, err := svc.TenantCreate(ctx, "demo")
+	tenant, _, err := svc.TenantCreate(ctx, "demo")
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/client"
+	"github.com/miohq/mio/db/dbtest"
 )
 
 // TestDevFromEmptyDirectory runs `mio dev` as a user would: from an empty
@@ -77,6 +78,32 @@ func TestDevFromEmptyDirectory(t *testing.T) {
 	require.False(t, processAlive(pgPID))
 }
 
+// TestDevReusesDemoTenant: `mio dev` pointed at an existing database from
+// a second data directory reuses the demo tenant the first one created,
+// instead of creating a second tenant named demo.
+func TestDevReusesDemoTenant(t *testing.T) {
+	t.Parallel()
+	env := dbtest.New(t)
+	dbURL := "MIO_DATABASE_URL=" + env.OwnerURL
+	var runs []*devProc
+	for range 2 {
+		d := startDev(t, t.TempDir(), dbURL)
+		require.NoError(t, d.cmd.Process.Signal(syscall.SIGINT))
+		select {
+		case err := <-d.done:
+			require.NoError(t, err, d.out.String())
+		case <-time.After(45 * time.Second):
+			t.Fatalf("mio dev did not stop on Ctrl-C:\n%s", d.out.String())
+		}
+		runs = append(runs, d)
+	}
+	require.Equal(t, runs[0].info.TenantID, runs[1].info.TenantID)
+	var n int
+	require.NoError(t, env.OwnerPool(t).QueryRow(context.Background(),
+		`SELECT count(*) FROM mio.tenants WHERE lower(name) = 'demo'`).Scan(&n))
+	require.Equal(t, 1, n)
+}
+
 type devProc struct {
 	cmd  *exec.Cmd
 	out  *lockedBuffer
@@ -86,11 +113,13 @@ type devProc struct {
 
 func (d *devProc) stdout() string { return d.out.String() }
 
-func startDev(t *testing.T, work string) *devProc {
+// startDev runs `mio dev` in work (data directory work/.mio) with extra
+// environment variables, and waits until it serves.
+func startDev(t *testing.T, work string, env ...string) *devProc {
 	t.Helper()
 	cmd := exec.Command(mioBin, "dev", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
 	cmd.Dir = work
-	cmd.Env = baseEnv()
+	cmd.Env = append(baseEnv(), env...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())

@@ -154,7 +154,7 @@ func startE2E(t *testing.T) *e2e {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	tenant, err := svc.TenantCreate(ctx, "e2e")
+	tenant, _, err := svc.TenantCreate(ctx, "e2e")
 	require.NoError(t, err)
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)

@@ -37,7 +37,7 @@ func newWebhookFixture(t *testing.T, env *dbtest.Env, tenantName string) *webhoo
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key)
 	svc := admin.New(env.Pool, box, "http://x")
-	tenant, err := svc.TenantCreate(ctx, tenantName)
+	tenant, _, err := svc.TenantCreate(ctx, tenantName)
 	require.NoError(t, err)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})

@@ -38,7 +38,7 @@ func TestDiscordGatewayKillTakeover(t *testing.T) {
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key)
 	svc := admin.New(env.Pool, box, "http://x")
-	tenant, err := svc.TenantCreate(ctx, "gateway")
+	tenant, _, err := svc.TenantCreate(ctx, "gateway")
 	require.NoError(t, err)
 	fake := discordtest.NewGateway(t, "bot-token")
 	pub, _, err := ed25519.GenerateKey(rand.Reader)

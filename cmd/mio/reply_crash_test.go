@@ -37,7 +37,7 @@ func TestReplyCrash(t *testing.T) {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	svc := admin.New(env.Pool, nil, "http://x")
-	tenant, err := svc.TenantCreate(ctx, "crash")
+	tenant, _, err := svc.TenantCreate(ctx, "crash")
 	require.NoError(t, err)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook"})
 	require.NoError(t, err)

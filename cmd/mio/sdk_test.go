@@ -40,7 +40,7 @@ func sdkServer(t *testing.T) []string {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://x")
-	tenant, err := svc.TenantCreate(ctx, "sdk")
+	tenant, _, err := svc.TenantCreate(ctx, "sdk")
 	require.NoError(t, err)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook", WebhookSecret: secret})

@@ -234,7 +234,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
 	})
 
-	servers := newListeners(2)
+	servers := newListeners(2, log)
 	defer servers.close() // after a failed start; harmless after shutdown
 	var publicAddr, adminAddr string
 	if cfg.Role == "all" || cfg.Role == "api" {
@@ -296,11 +296,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 type listeners struct {
 	servers []*http.Server
 	errs    chan error
+	log     *slog.Logger
 }
 
 // newListeners makes room for up to n servers, so that a failing server
 // never blocks on errs.
-func newListeners(n int) *listeners { return &listeners{errs: make(chan error, n)} }
+func newListeners(n int, log *slog.Logger) *listeners {
+	return &listeners{errs: make(chan error, n), log: log}
+}
 
 // listen binds addr and serves h on it; name ("public", "admin") prefixes
 // its errors. It returns the bound address (the port when addr ends in :0).
@@ -312,7 +315,9 @@ func (l *listeners) listen(name, addr string, h http.Handler) (string, error) {
 	return l.serve(name, ln, h), nil
 }
 
-// serve serves h on ln until shutdown.
+// serve serves h on ln until shutdown. Requests with ambiguous framing
+// (request smuggling) are refused before net/http reads them
+// (httpapi.GuardFraming).
 func (l *listeners) serve(name string, ln net.Listener, h http.Handler) string {
 	srv := &http.Server{
 		Addr:              ln.Addr().String(),
@@ -322,7 +327,7 @@ func (l *listeners) serve(name string, ln net.Listener, h http.Handler) string {
 	}
 	l.servers = append(l.servers, srv)
 	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(httpapi.GuardFraming(ln, l.log.With("listener", name))); !errors.Is(err, http.ErrServerClosed) {
 			l.errs <- fmt.Errorf("%s listener %s: %w", name, srv.Addr, err)
 		}
 	}()

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -51,7 +52,7 @@ func TestListenerFailureIsReported(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	l := newListeners(1)
+	l := newListeners(1, slog.New(slog.DiscardHandler))
 	defer l.close()
 	addr := l.serve("public", acceptFails{ln}, http.NotFoundHandler())
 	select {
@@ -61,6 +62,34 @@ func TestListenerFailureIsReported(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("a listener that stopped serving reported nothing")
 	}
+}
+
+// TestListenersRefuseAmbiguousFraming: the public and admin listeners
+// (both served by listeners.serve) answer a request with both
+// Transfer-Encoding and Content-Length 400 and close the connection, so
+// the request pipelined after it is never answered.
+func TestListenersRefuseAmbiguousFraming(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := newListeners(1, slog.New(slog.DiscardHandler))
+	defer l.close()
+	addr := l.serve("public", ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "answered "+r.URL.Path)
+	}))
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.WriteString(c, "POST /v1/outbound HTTP/1.1\r\nHost: mio\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+
+		"GET /smuggled HTTP/1.1\r\nHost: mio\r\n\r\n")
+	require.NoError(t, err)
+	out, err := io.ReadAll(c)
+	require.NoError(t, err, "the connection is closed")
+	require.True(t, strings.HasPrefix(string(out), "HTTP/1.1 400 Bad Request\r\n"), string(out))
+	require.Contains(t, string(out), "Connection: close")
+	require.NotContains(t, string(out), "answered")
 }
 
 // TestIngestDefaultsAgree: the ingester's own defaults are the measured

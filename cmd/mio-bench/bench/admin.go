@@ -91,7 +91,7 @@ func Admin(ctx context.Context, env *Env, opts AdminOptions) (*AdminResult, erro
 	defer pool.Close()
 	box, _ := secretbox.New(env.MasterKey)
 	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench-admin")
+	tenant, _, err := svc.TenantCreate(ctx, tenantName("bench-admin"))
 	if err != nil {
 		return nil, err
 	}

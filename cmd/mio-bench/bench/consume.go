@@ -279,7 +279,7 @@ func (cs *consumerSetup) init(ctx context.Context, env *Env, name string) error 
 	box, _ := secretbox.New(env.MasterKey)
 	svc := admin.New(cs.pool, box, env.BaseURL)
 	var err error
-	if cs.tenant, err = svc.TenantCreate(ctx, name); err != nil {
+	if cs.tenant, _, err = svc.TenantCreate(ctx, tenantName(name)); err != nil {
 		return err
 	}
 	if cs.account, err = svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: cs.tenant.ID, ChannelType: "webhook", WebhookSecret: cs.secret}); err != nil {

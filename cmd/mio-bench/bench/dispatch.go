@@ -231,7 +231,7 @@ func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name s
 	t := &dispatchTarget{pool: pool, fake: fake}
 	box, _ := secretbox.New(env.MasterKey)
 	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, name)
+	tenant, _, err := svc.TenantCreate(ctx, tenantName(name))
 	if err != nil {
 		fake.close()
 		return nil, err

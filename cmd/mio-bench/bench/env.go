@@ -334,3 +334,12 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 
 // SortDurations sorts in place.
 func SortDurations(d []time.Duration) { sort.Slice(d, func(i, j int) bool { return d[i] < d[j] }) }
+
+// tenantName gives a bench tenant a name of its own: tenant names are
+// unique, and a run against a given database URL must not reuse the
+// tenant (and messages) of an earlier run.
+func tenantName(name string) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%x", name, b)
+}

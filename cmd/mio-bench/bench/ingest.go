@@ -80,7 +80,7 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	}
 	box, _ := secretbox.New(env.MasterKey)
 	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench")
+	tenant, _, err := svc.TenantCreate(ctx, tenantName("bench"))
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -94,7 +94,7 @@ func Produce(ctx context.Context, env *Env, opts ProduceOptions) (*ProduceResult
 	}
 	box, _ := secretbox.New(env.MasterKey)
 	svc := admin.New(pool, box, env.BaseURL)
-	tenant, err := svc.TenantCreate(ctx, "bench-produce")
+	tenant, _, err := svc.TenantCreate(ctx, tenantName("bench-produce"))
 	if err != nil {
 		pool.Close()
 		return nil, err

@@ -31,6 +31,26 @@ func (q *Queries) TenantGet(ctx context.Context, db DBTX, arg *TenantGetParams) 
 	return i, err
 }
 
+const TenantGetByName = `-- name: TenantGetByName :one
+SELECT id, name, created_at, status FROM mio.tenants WHERE lower(name) = lower($1)
+`
+
+type TenantGetByNameParams struct {
+	Name string
+}
+
+func (q *Queries) TenantGetByName(ctx context.Context, db DBTX, arg *TenantGetByNameParams) (MioTenant, error) {
+	row := db.QueryRow(ctx, TenantGetByName, arg.Name)
+	var i MioTenant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Status,
+	)
+	return i, err
+}
+
 const TenantInsert = `-- name: TenantInsert :one
 INSERT INTO mio.tenants (id, name) VALUES ($1, $2)
 RETURNING id, name, created_at, status
@@ -43,6 +63,31 @@ type TenantInsertParams struct {
 
 func (q *Queries) TenantInsert(ctx context.Context, db DBTX, arg *TenantInsertParams) (MioTenant, error) {
 	row := db.QueryRow(ctx, TenantInsert, arg.ID, arg.Name)
+	var i MioTenant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.CreatedAt,
+		&i.Status,
+	)
+	return i, err
+}
+
+const TenantInsertNew = `-- name: TenantInsertNew :one
+INSERT INTO mio.tenants (id, name) VALUES ($1, $2)
+ON CONFLICT ((lower(name))) DO NOTHING
+RETURNING id, name, created_at, status
+`
+
+type TenantInsertNewParams struct {
+	ID   uuid.UUID
+	Name string
+}
+
+// Inserts a tenant unless its name is taken (compared case-insensitively):
+// then no row.
+func (q *Queries) TenantInsertNew(ctx context.Context, db DBTX, arg *TenantInsertNewParams) (MioTenant, error) {
+	row := db.QueryRow(ctx, TenantInsertNew, arg.ID, arg.Name)
 	var i MioTenant
 	err := row.Scan(
 		&i.ID,
