@@ -65,7 +65,7 @@ func TestCliqTokensRenewedAcrossReplicas(t *testing.T) {
 	require.NoError(t, err)
 	registry := builtin.Registry(builtin.Options{APIBasePolicy: channels.APIBasePolicy{HTTPHosts: []string{"127.0.0.1"}}})
 	svc := admin.New(env.Pool, box, "http://mio.test").WithRegistry(registry)
-	tenant, err := svc.TenantCreate(ctx, "cliq-tokens")
+	tenant, _, err := svc.TenantCreate(ctx, "cliq-tokens")
 	require.NoError(t, err)
 	zoho := channelstest.NewFakeZoho(t, run.lifetime)
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "zoho_cliq",

@@ -54,7 +54,7 @@ func startTopServer(t *testing.T) *topServer {
 	require.NoError(t, err)
 	publicAddr := freeAddr(t)
 	svc := admin.New(env.Pool, box, "http://"+publicAddr)
-	tenant, err := svc.TenantCreate(ctx, "tmux")
+	tenant, _, err := svc.TenantCreate(ctx, "tmux")
 	require.NoError(t, err)
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "no such conversation", http.StatusBadRequest)
