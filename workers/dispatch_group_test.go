@@ -21,7 +21,12 @@ import (
 // jobs of their own, and they are sent too.
 func TestGroupJobSendsItsRows(t *testing.T) {
 	t.Parallel()
-	b := newOutBundle(t, outOpts{dispatch: workers.DispatchConfig{Extras: -1}})
+	// A send timeout far above the fake's answer time: a send that timed
+	// out after the fake recorded it is sent again (at least once, by
+	// design), and "sent once" is what this test counts. The bundle's
+	// default, 300 ms, was reached under the race detector on a loaded
+	// machine.
+	b := newOutBundle(t, outOpts{dispatch: workers.DispatchConfig{Extras: -1, SendTimeout: 5 * time.Second}})
 	ctx := context.Background()
 	n := 2*outbox.JobGroupRows + 3
 	convs := make([]string, n)
