@@ -134,6 +134,10 @@ func (r *Resolver) Secrets(ctx context.Context, tenantID, id uuid.UUID) (channel
 	return a.Secrets, nil
 }
 
+// Registry returns the channel registry the resolver builds adapters
+// from.
+func (r *Resolver) Registry() *channels.Registry { return r.registry }
+
 // Forget drops an account from this process's cache, after the process
 // changed it.
 func (r *Resolver) Forget(id uuid.UUID) {
@@ -215,7 +219,7 @@ func (r *Resolver) build(row *db.Account) *Account {
 	a.Secrets, a.openErr = open(r.box, row)
 	ch, known := r.registry.Get(row.ChannelType)
 	if known {
-		a.Capabilities = ch.Capabilities()
+		a.Capabilities = channels.CapabilitiesOf(ch)
 	}
 	if g, ok := ch.(channels.TokenGranter); ok && a.openErr == nil {
 		// A malformed grant is reported by the adapters below.

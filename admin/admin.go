@@ -63,6 +63,15 @@ func (s *Service) WithRegistry(r *channels.Registry) *Service {
 	return &c
 }
 
+// ChannelTypes describes the channels of s's registry, by slug (none
+// without a registry).
+func (s *Service) ChannelTypes() []channels.Description {
+	if s.registry == nil {
+		return []channels.Description{}
+	}
+	return s.registry.Describe()
+}
+
 // Actor is who s's mutations are audited as.
 func (s *Service) Actor() string { return s.actor }
 

@@ -101,7 +101,7 @@ type Account struct {
 	Tokens TokenSource
 }
 
-// Capabilities declares what a channel supports.
+// Capabilities is what a channel supports (CapabilitiesOf).
 type Capabilities struct {
 	Edit        bool `json:"edit"`
 	Threads     bool `json:"threads"`
@@ -122,7 +122,8 @@ type ConfigDescriber interface {
 type Channel interface {
 	// Type is the channel slug (envelope.ChannelSlack, ...).
 	Type() string
-	Capabilities() Capabilities
+	// Info describes the channel (see Describe for its capabilities).
+	Info() Info
 	// NewInbound validates the account's configuration and returns its
 	// webhook handler. An invalid configuration returns an error wrapping
 	// ErrInvalidConfig.

@@ -39,3 +39,12 @@ func (r *Registry) Types() []string {
 	sort.Strings(out)
 	return out
 }
+
+// Describe returns every registered channel's description, by slug.
+func (r *Registry) Describe() []Description {
+	out := make([]Description, 0, len(r.byType))
+	for _, t := range r.Types() {
+		out = append(out, Describe(r.byType[t]))
+	}
+	return out
+}

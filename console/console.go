@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/notify"
 )
@@ -53,6 +54,9 @@ type Deps struct {
 	// Admin performs the operations (with its registry and master key, as
 	// the admin API's).
 	Admin *admin.Service
+	// Registry lists the channels the account wizard offers, with their
+	// setup text. Required.
+	Registry *channels.Registry
 	// Hub wakes the live tail; nil: it polls every second.
 	Hub *notify.Hub
 	// ForgetAccount drops a changed account from the process's account
@@ -69,6 +73,7 @@ type Deps struct {
 type Console struct {
 	pool   *pgxpool.Pool
 	admin  *admin.Service
+	reg    *channels.Registry
 	hub    *notify.Hub
 	forget func(uuid.UUID)
 	key    []byte
@@ -78,7 +83,10 @@ type Console struct {
 
 // New returns a Console.
 func New(d Deps) (*Console, error) {
-	c := &Console{pool: d.Pool, admin: d.Admin, hub: d.Hub, forget: d.ForgetAccount, key: d.CSRFKey, log: d.Logger}
+	c := &Console{pool: d.Pool, admin: d.Admin, reg: d.Registry, hub: d.Hub, forget: d.ForgetAccount, key: d.CSRFKey, log: d.Logger}
+	if c.reg == nil {
+		return nil, errors.New("console: no channel registry")
+	}
 	if len(c.key) == 0 {
 		c.key = make([]byte, 32)
 		if _, err := rand.Read(c.key); err != nil {

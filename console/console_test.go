@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/console"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
@@ -45,7 +46,7 @@ func setup(t *testing.T) *testBundle {
 	box, err := secretbox.New(key)
 	require.NoError(t, err)
 	svc := admin.New(env.Pool, box, "http://mio.test")
-	con, err := console.New(console.Deps{Pool: env.Pool, Admin: svc})
+	con, err := console.New(console.Deps{Pool: env.Pool, Admin: svc, Registry: builtin.Registry(builtin.Options{})})
 	require.NoError(t, err)
 	srv := httptest.NewServer(con.Handler())
 	t.Cleanup(srv.Close)

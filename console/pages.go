@@ -207,7 +207,7 @@ func (c *Console) accountNew(w http.ResponseWriter, r *http.Request) {
 	ch := r.URL.Query().Get("channel")
 	d := accountNewData{Channels: c.channelTypes(), Channel: ch}
 	if ch != "" {
-		s, ok := setups[ch]
+		s, ok := c.setup(ch)
 		if !ok {
 			c.fail(w, r, http.StatusBadRequest, "unknown channel "+strconv.Quote(ch))
 			return
@@ -220,12 +220,7 @@ func (c *Console) accountNew(w http.ResponseWriter, r *http.Request) {
 
 // channelTypes are the channels the wizard offers.
 func (c *Console) channelTypes() []string {
-	out := make([]string, 0, len(setups))
-	for ch := range setups {
-		out = append(out, ch)
-	}
-	sort.Strings(out)
-	return out
+	return c.reg.Types()
 }
 
 type accountCreatedData struct {
@@ -263,7 +258,7 @@ func (c *Console) accountCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, http.StatusCreated, "account_created", view{Title: "Account created", Tenant: tid.String(),
-		Data: accountCreatedData{Account: info, Setup: setups[info.ChannelType]}})
+		Data: accountCreatedData{Account: info, Setup: c.setupOrZero(info.ChannelType)}})
 }
 
 // accountTarget reads {account_id} and its tenant.

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 )
 
@@ -501,6 +502,14 @@ func (s *Server) adminQueueHealth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, admin.Page[*db.QueueHealth]{Items: rows})
+}
+
+// --- channel types
+
+// adminChannelTypes lists the channels MIO has adapters for, from the
+// registry: capabilities, default rate limits and setup text.
+func (s *Server) adminChannelTypes(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, admin.Page[channels.Description]{Items: s.admin.ChannelTypes()})
 }
 
 // --- audit

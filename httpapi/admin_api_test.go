@@ -23,6 +23,7 @@ import (
 	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/httpapi/openapi"
 	"github.com/miohq/mio/httpapi/openapi/openapitest"
@@ -575,4 +576,27 @@ func TestAdminConsumerPages(t *testing.T) {
 	require.Equal(t, want, got)
 	status, m := a.call(t, http.MethodGet, "/admin/v1/consumers?after=bogus", viewer, "")
 	require.Equal(t, http.StatusBadRequest, status, m)
+}
+
+// TestAdminChannelTypes: a viewer reads the registry's channels with
+// their derived capabilities and default rate limits; no token is 401.
+func TestAdminChannelTypes(t *testing.T) {
+	t.Parallel()
+	a := newAdminAPI(t)
+	status, _ := a.call(t, http.MethodGet, "/admin/v1/channel-types", "", "")
+	require.Equal(t, http.StatusUnauthorized, status)
+	status, m := a.call(t, http.MethodGet, "/admin/v1/channel-types", a.token(t, db.AdminRoleViewer), "")
+	require.Equal(t, http.StatusOK, status, m)
+	bySlug := map[string]map[string]any{}
+	for _, it := range m["items"].([]any) {
+		it := it.(map[string]any)
+		bySlug[it["slug"].(string)] = it
+	}
+	require.Len(t, bySlug, len(envelope.ChannelTypes()))
+	require.Equal(t, "Discord", bySlug["discord"]["display_name"])
+	require.ElementsMatch(t, []any{"edit", "typing", "history", "rich_content", "attachments", "source"}, bySlug["discord"]["capabilities"])
+	require.ElementsMatch(t, []any{"receipts", "rich_content", "attachments"}, bySlug["whatsapp"]["capabilities"])
+	require.Equal(t, []any{map[string]any{"key": "account", "per_sec": 30.0, "burst": 30.0},
+		map[string]any{"key": "conversation", "per_sec": 1.0, "burst": 3.0}}, bySlug["telegram"]["default_rate_limits"])
+	require.Empty(t, bySlug["webhook"]["default_rate_limits"])
 }

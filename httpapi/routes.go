@@ -140,6 +140,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.With(viewer).Get("/tenants/{tenant_id}/tail", s.adminTail)
 
 		r.With(viewer).Get("/queue-health", s.adminQueueHealth)
+		r.With(viewer).Get("/channel-types", s.adminChannelTypes)
 		r.With(viewer).Get("/audit", s.adminAuditList)
 	})
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
@@ -166,6 +165,8 @@ type Dispatcher struct {
 	cfg   DispatchConfig
 	lanes *laneSignals
 	ops   *groupCommit[opReq, opRes]
+	// limits are the channels' default rate limits, from the registry.
+	limits map[string][]bucketSpec
 	// unlimited lists the channels without default rate limits.
 	unlimited []string
 	// sends bounds the provider calls in flight.
@@ -187,8 +188,9 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
 	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
 		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle)}
-	for _, ct := range envelope.ChannelTypes() {
-		if len(defaultBuckets(ct)) == 0 {
+	d.limits = defaultBuckets(cfg.Accounts.Registry())
+	for _, ct := range cfg.Accounts.Registry().Types() {
+		if len(d.limits[ct]) == 0 {
 			d.unlimited = append(d.unlimited, ct)
 		}
 	}
@@ -248,7 +250,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		if err != nil && !errors.Is(err, accounts.ErrCannotSend) {
 			return fmt.Errorf("dispatch %s: %w", id, err)
 		}
-		fast = err == nil && !acct.RateLimited && len(defaultBuckets(acct.ChannelType)) == 0
+		fast = err == nil && !acct.RateLimited && len(d.limits[acct.ChannelType]) == 0
 	}
 	if len(more) > 0 && !fast {
 		// Token-bucket claims go one row per job: the group's other rows

@@ -379,7 +379,7 @@ func (d *Dispatcher) takeTokens(ctx context.Context, tx pgx.Tx, tenantID uuid.UU
 	limited := false
 	for i := range cands {
 		c := &cands[i]
-		specs[i] = bucketsFor(c.ChannelType, c.RateLimitPerSec, c.RateLimitBurst)
+		specs[i] = bucketsFor(d.limits[c.ChannelType], c.RateLimitPerSec, c.RateLimitBurst)
 		limited = limited || len(specs[i]) > 0
 	}
 	if !limited {

@@ -5,14 +5,13 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/channels"
 )
 
-// Bucket scopes: one bucket per account, or one per (account,
-// conversation) where the platform limits each channel or chat.
+// Bucket scopes (channels.ScopeAccount, channels.ScopeConversation).
 const (
-	scopeAccount      = "account"
-	scopeConversation = "conversation"
+	scopeAccount      = channels.ScopeAccount
+	scopeConversation = channels.ScopeConversation
 )
 
 // bucketSpec is one token bucket a send must take a token from.
@@ -22,33 +21,27 @@ type bucketSpec struct {
 	Burst float64
 }
 
-// defaultBuckets are the rate limits of a channel when the account sets
-// none (reference/channels.md): Slack 1 msg/s per channel, Telegram 30
-// msg/s per bot and 1 msg/s per chat, Discord 5 msg per 5 s per channel,
-// Zoho Cliq 10 msg/s per bot, WhatsApp 80 msg/s per phone number, and no
-// limit for the generic webhook channel.
-func defaultBuckets(channelType string) []bucketSpec {
-	switch channelType {
-	case envelope.ChannelSlack:
-		return []bucketSpec{{Scope: scopeConversation, Rate: 1, Burst: 3}}
-	case envelope.ChannelTelegram:
-		return []bucketSpec{{Scope: scopeAccount, Rate: 30, Burst: 30}, {Scope: scopeConversation, Rate: 1, Burst: 3}}
-	case envelope.ChannelDiscord:
-		return []bucketSpec{{Scope: scopeConversation, Rate: 1, Burst: 5}}
-	case envelope.ChannelZohoCliq:
-		return []bucketSpec{{Scope: scopeAccount, Rate: 10, Burst: 10}}
-	case envelope.ChannelWhatsApp:
-		return []bucketSpec{{Scope: scopeAccount, Rate: 80, Burst: 80}}
+// defaultBuckets are the rate limits of each channel when the account
+// sets none: the adapters' Info().RateLimits (reference/channels.md). A
+// channel without any is unlimited.
+func defaultBuckets(reg *channels.Registry) map[string][]bucketSpec {
+	out := map[string][]bucketSpec{}
+	for _, ct := range reg.Types() {
+		ch, _ := reg.Get(ct)
+		var specs []bucketSpec
+		for _, rl := range ch.Info().RateLimits {
+			specs = append(specs, bucketSpec{Scope: rl.Scope, Rate: rl.PerSec, Burst: rl.Burst})
+		}
+		out[ct] = specs
 	}
-	return nil
+	return out
 }
 
 // bucketsFor returns the buckets of an account's sends: the channel
-// defaults, with the account's rate_limit_per_sec / rate_limit_burst
+// defaults (specs), with the account's rate_limit_per_sec / rate_limit_burst
 // replacing (or adding) the account-wide bucket. A burst without a rate
 // only resizes the default account bucket.
-func bucketsFor(channelType string, ratePerSec *float64, burst *int32) []bucketSpec {
-	specs := defaultBuckets(channelType)
+func bucketsFor(specs []bucketSpec, ratePerSec *float64, burst *int32) []bucketSpec {
 	if ratePerSec == nil && burst == nil {
 		return specs
 	}

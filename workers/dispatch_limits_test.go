@@ -6,12 +6,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/channels/builtin"
 )
 
 func TestBucketsFor(t *testing.T) {
 	t.Parallel()
 	f := func(v float64) *float64 { return &v }
 	i := func(v int32) *int32 { return &v }
+	defaults := defaultBuckets(builtin.Registry(builtin.Options{}))
 	cases := []struct {
 		name    string
 		channel string
@@ -34,7 +37,7 @@ func TestBucketsFor(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			require.Equal(t, c.want, bucketsFor(c.channel, c.rate, c.burst))
+			require.Equal(t, c.want, bucketsFor(defaults[c.channel], c.rate, c.burst))
 		})
 	}
 	a := uuid.New()

@@ -88,13 +88,8 @@ type ReconcileWorker struct {
 	Cfg      ReconcileConfig
 }
 
-// historyReader is an adapter that reads a conversation's messages
-// posted after a platform message id, oldest first, with the dedup keys
-// of its live intake (Discord): one page, and next, the id to read on
-// after ("" = the page reached the conversation's newest message).
-type historyReader interface {
-	History(ctx context.Context, acct channels.Account, conv envelope.Conversation, after string, limit int) (msgs []envelope.Message, next string, err error)
-}
+// historyReader is an adapter that reads history oldest first (Discord).
+type historyReader = channels.HistoryReader
 
 // historyBuckets are the shared token buckets (mio.rate_buckets, key
 // "h:<account>") history calls take from, per channel: Discord 1 call/s

@@ -10,13 +10,8 @@ import (
 	"github.com/miohq/mio/envelope"
 )
 
-// historyPager is an adapter whose history reads newest first (Slack
-// conversations.history): one page of the messages after oldest and
-// before latest ("" = now), oldest first, and next, the latest to read
-// the rest of the window with ("" = nothing older in it).
-type historyPager interface {
-	HistoryPage(ctx context.Context, acct channels.Account, conv envelope.Conversation, oldest, latest string, limit int) (msgs []envelope.Message, next string, err error)
-}
+// historyPager is an adapter whose history reads newest first (Slack).
+type historyPager = channels.HistoryPager
 
 // walk reads a conversation whose history comes newest first. A walk
 // starts with the newest page after the cursor; when the window holds

@@ -78,11 +78,23 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelDiscord.
 func (c *Channel) Type() string { return envelope.ChannelDiscord }
 
-// Capabilities reports what the Discord adapter supports. Threads are
-// channels of their own on Discord, so they appear as conversations rather
-// than as thread ids.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Edit: true, Threads: false, Attachments: true, Receipts: false}
+// Info describes Discord: embeds and buttons, the Gateway as an inbound
+// source. Threads are channels of their own on Discord, so they appear as
+// conversations rather than as thread ids. 5 messages per 5 s per channel.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "Discord",
+		Outbound:    (*outbound)(nil),
+		RichContent: true, Source: true,
+		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
+		Setup: channels.Setup{
+			CredentialsExample: `{"bot_token":"…"}`,
+			SecretLabel:        "Application public key (hex, General Information)",
+			Steps: []string{
+				"In the Discord developer portal, General Information: paste the URL below as the Interactions Endpoint URL (Discord sends a signed PING).",
+				"Bot: copy the bot token into the credentials.",
+			}},
+	}
 }
 
 // Config is one Discord account's configuration.

@@ -50,7 +50,7 @@ func signedRequest(priv ed25519.PrivateKey, ts time.Time, body []byte) *channels
 func TestChannel(t *testing.T) {
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelDiscord, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Attachments: true}, ch.Capabilities())
+	require.Equal(t, channels.Capabilities{Edit: true, Attachments: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 	require.Equal(t, DefaultTimestampTolerance, ch.opts.TimestampTolerance)

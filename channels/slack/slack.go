@@ -100,10 +100,23 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelSlack.
 func (c *Channel) Type() string { return envelope.ChannelSlack }
 
-// Capabilities reports what Slack supports: edits, threads and attachments,
-// but no delivery receipts.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Edit: true, Threads: true, Attachments: true}
+// Info describes Slack: threads and rich content (Block Kit), no
+// delivery receipts; 1 message/s per channel.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "Slack",
+		Outbound:    (*outbound)(nil),
+		Threads:     true, RichContent: true,
+		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
+		Setup: channels.Setup{
+			CredentialsExample: `{"bot_token":"xoxb-…"}`,
+			SecretLabel:        "Signing secret (Basic Information → App Credentials)",
+			Steps: []string{
+				"In the Slack app's settings open Event Subscriptions, enable events and paste the URL below as the Request URL (Slack verifies it at once).",
+				"Subscribe to the bot events message.channels, message.im (and others you need).",
+				"Install the app to the workspace; its Bot User OAuth Token is the bot_token.",
+			}},
+	}
 }
 
 var _ channels.OutboundChannel = (*Channel)(nil)

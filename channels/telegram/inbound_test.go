@@ -39,7 +39,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelTelegram, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, ch.Capabilities())
+	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 	require.Equal(t, "http://fake", New(Options{APIBaseURL: "http://fake/"}).opts.APIBaseURL)

@@ -60,11 +60,24 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelTelegram.
 func (c *Channel) Type() string { return envelope.ChannelTelegram }
 
-// Capabilities reports that Telegram messages can be edited, live in forum
-// topics (threads) and carry attachments; the Bot API has no delivery
-// receipts.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Edit: true, Threads: true, Attachments: true, Receipts: false}
+// Info describes Telegram: forum topics (threads), inline keyboards,
+// long polling as an inbound source; the Bot API has no delivery
+// receipts. 30 messages/s per bot and 1/s per chat.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "Telegram",
+		Outbound:    (*outbound)(nil),
+		Threads:     true, RichContent: true, Source: true,
+		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 30, Burst: 30}, {Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
+		Setup: channels.Setup{
+			SettingsExample:    `{"mode":"webhook"}`,
+			CredentialsExample: `{"bot_token":"123456:ABC…"}`,
+			SecretLabel:        "Secret token (sent by Telegram as X-Telegram-Bot-Api-Secret-Token)",
+			Steps: []string{
+				"Create the bot with @BotFather; its token is the bot_token.",
+				"In webhook mode MIO calls setWebhook with the URL below and the secret token; in polling mode no URL is needed.",
+			}},
+	}
 }
 
 // NewInbound validates the account's configuration and returns its webhook

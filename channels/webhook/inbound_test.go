@@ -210,7 +210,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelWebhook, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, ch.Capabilities())
+	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, channels.CapabilitiesOf(ch))
 	var _ channels.Channel = ch
 }
 

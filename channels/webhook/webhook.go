@@ -64,10 +64,23 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelWebhook.
 func (c *Channel) Type() string { return envelope.ChannelWebhook }
 
-// Capabilities reports edits (message.updated), threads and attachments;
-// there are no delivery receipts.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Edit: true, Threads: true, Attachments: true}
+// Info describes the generic webhook channel: edits (message.updated),
+// threads, attachments, rich content; no delivery receipts and no send
+// limit.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "Standard Webhooks",
+		Outbound:    (*outbound)(nil),
+		Threads:     true, RichContent: true,
+		Setup: channels.Setup{
+			SettingsExample: `{"endpoint_url":"https://your-app.example/mio"}`,
+			SecretLabel:     "Signing secret (whsec_…, base64 after the prefix)",
+			Steps: []string{
+				"Configure the sender to POST Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature) to the URL below.",
+				"Give the sender the same signing secret.",
+				"Replies are POSTed to endpoint_url, signed with that secret.",
+			}},
+	}
 }
 
 // NewInbound validates acct's configuration and returns its webhook handler.

@@ -47,7 +47,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelWhatsApp, ch.Type())
-	require.Equal(t, channels.Capabilities{Attachments: true, Receipts: true}, ch.Capabilities())
+	require.Equal(t, channels.Capabilities{Attachments: true, Receipts: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 }

@@ -68,10 +68,24 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelWhatsApp.
 func (c *Channel) Type() string { return envelope.ChannelWhatsApp }
 
-// Capabilities reports attachments and delivery receipts; WhatsApp has no
-// threads and the Cloud API cannot edit a sent message.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Edit: false, Threads: false, Attachments: true, Receipts: true}
+// Info describes WhatsApp: delivery receipts and interactive messages;
+// no threads, and the Cloud API cannot edit a sent message. 80 messages/s
+// per phone number.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "WhatsApp Cloud API",
+		Outbound:    (*outbound)(nil),
+		Receipts:    true, RichContent: true,
+		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 80, Burst: 80}},
+		Setup: channels.Setup{
+			SettingsExample:    `{"phone_number_id":"…","graph_version":"v21.0"}`,
+			CredentialsExample: `{"access_token":"EAA…","verify_token":"choose-one"}`,
+			SecretLabel:        "App secret (App settings → Basic)",
+			Steps: []string{
+				"In the Meta app's WhatsApp → Configuration, set the callback URL below and the verify_token you chose.",
+				"Subscribe the webhook field messages.",
+			}},
+	}
 }
 
 // NewInbound validates the account's configuration and returns its webhook

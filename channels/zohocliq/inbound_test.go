@@ -101,7 +101,7 @@ func signedRequest(t testing.TB, key *rsa.PrivateKey, body []byte) *channels.Req
 func TestChannel(t *testing.T) {
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelZohoCliq, ch.Type())
-	require.Equal(t, channels.Capabilities{Attachments: true}, ch.Capabilities())
+	require.Equal(t, channels.Capabilities{Attachments: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 	require.Equal(t, "http://fake", New(Options{APIBaseURL: "http://fake/"}).opts.APIBaseURL)

@@ -196,10 +196,22 @@ func New(opts Options) *Channel {
 // Type returns envelope.ChannelZohoCliq.
 func (c *Channel) Type() string { return envelope.ChannelZohoCliq }
 
-// Capabilities reports what the Cliq adapter supports. Editing exists in
-// Cliq but its REST path is unverified, so it is not claimed.
-func (c *Channel) Capabilities() channels.Capabilities {
-	return channels.Capabilities{Attachments: true}
+// Info describes Zoho Cliq: cards, no threads or receipts. Editing
+// exists in Cliq but its REST path is unverified, so the sender does not
+// implement it. 10 messages/s per bot.
+func (c *Channel) Info() channels.Info {
+	return channels.Info{
+		DisplayName: "Zoho Cliq",
+		Outbound:    (*outbound)(nil),
+		RichContent: true,
+		RateLimits:  []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 10, Burst: 10}},
+		Setup: channels.Setup{
+			CredentialsExample: `{"access_token":"1000.…"}`,
+			SecretLabel:        "Shared token (sent by the bot handler as X-Mio-Token)",
+			Steps: []string{
+				"In the Cliq bot's message handler, invoke the URL below with the header X-Mio-Token set to the shared token.",
+			}},
+	}
 }
 
 // Config is one Cliq account's configuration.

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/secretbox"
@@ -48,6 +49,7 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin dead requeue-all | discard-all [--kind K] [--tenant ID] [--channel SLUG] [--limit N]
   mio admin audit list [--tenant ID] [--action A] [--before ID] [--limit N]
   mio admin queue health [--tenant ID]
+  mio admin channel-types   (the channels, their capabilities and default rate limits; no database)
   mio admin inbox tail --tenant ID   (inbound messages as they arrive, one JSON per line, until Ctrl-C)
   mio admin outbound search --tenant ID [--state S] [--account ID] [--conversation C]
         [--since RFC3339] [--until RFC3339] [--limit N] [--after ID (the previous page's next)]
@@ -133,7 +135,7 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 	}{
 		"name":                {&a.name, "name"},
 		"tenant":              {&a.tenant, "tenant id"},
-		"channel":             {&a.channel, "channel type: slack, telegram, discord, zoho_cliq, whatsapp, webhook"},
+		"channel":             {&a.channel, "channel type: " + strings.Join(builtin.Registry(builtin.Options{}).Types(), ", ")},
 		"external-id":         {&a.externalID, "platform id of the install (workspace, bot, phone number id)"},
 		"settings-file":       {&a.settingsFile, "JSON file of non-secret adapter settings"},
 		"credentials-file":    {&a.credFile, "JSON file of credentials ('-' for stdin)"},
@@ -169,6 +171,11 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 }
 
 func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.Writer) error {
+	if len(args) == 1 && args[0] == "channel-types" {
+		out := json.NewEncoder(stdout)
+		out.SetIndent("", "  ")
+		return out.Encode(admin.Page[channels.Description]{Items: builtin.Registry(builtin.Options{}).Describe()})
+	}
 	if len(args) < 2 {
 		fmt.Fprint(stderr, adminUsage)
 		return &usageError{"mio admin needs a noun and a verb (see above)"}

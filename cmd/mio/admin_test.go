@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/envelope"
 )
 
 func TestAdminCLI(t *testing.T) {
@@ -335,4 +336,26 @@ func TestAdminCLITail(t *testing.T) {
 
 	require.NoError(t, tail.Process.Signal(os.Interrupt))
 	require.NoError(t, tail.Wait(), "Ctrl-C ends the tail cleanly: %s", stderr.String())
+}
+
+// TestAdminChannelTypes: mio admin channel-types prints the registry's
+// channels as JSON, without a database.
+func TestAdminChannelTypes(t *testing.T) {
+	t.Parallel()
+	r := runMio(t, nil, "admin", "channel-types")
+	require.Zero(t, r.code, r.stderr)
+	var out struct {
+		Items []struct {
+			Slug         string   `json:"slug"`
+			DisplayName  string   `json:"display_name"`
+			Capabilities []string `json:"capabilities"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &out), r.stdout)
+	var slugs []string
+	for _, it := range out.Items {
+		slugs = append(slugs, it.Slug)
+		require.NotEmpty(t, it.DisplayName, it.Slug)
+	}
+	require.ElementsMatch(t, envelope.ChannelTypes(), slugs)
 }

@@ -1,0 +1,127 @@
+package channels
+
+import (
+	"context"
+
+	"github.com/miohq/mio/envelope"
+)
+
+// Capability names, as GET /admin/v1/channel-types lists them.
+const (
+	CapEdit        = "edit"
+	CapTyping      = "typing"
+	CapHistory     = "history"
+	CapReceipts    = "receipts"
+	CapRichContent = "rich_content"
+	CapAttachments = "attachments"
+	CapThreads     = "threads"
+	CapSource      = "source"
+)
+
+// Rate limit scopes: one bucket per account, or one per (account,
+// conversation) where the platform limits each channel or chat.
+const (
+	ScopeAccount      = "account"
+	ScopeConversation = "conversation"
+)
+
+// RateLimit is one default token bucket of a channel's sends.
+type RateLimit struct {
+	Scope  string  `json:"key"`
+	PerSec float64 `json:"per_sec"`
+	Burst  float64 `json:"burst"`
+}
+
+// Setup is what the console's account wizard asks for a channel and the
+// steps it shows with the webhook URL (docs/channels.md has the detail).
+type Setup struct {
+	// SettingsExample, CredentialsExample: JSON placeholders for the form.
+	SettingsExample    string `json:"settings_example,omitempty"`
+	CredentialsExample string `json:"credentials_example,omitempty"`
+	// SecretLabel names the webhook secret field ("": none asked).
+	SecretLabel string   `json:"secret_label,omitempty"`
+	Steps       []string `json:"steps,omitempty"`
+}
+
+// Info is what an adapter says about its channel. Capabilities that an
+// optional interface stands for (Editor, Typer, AttachmentFetcher,
+// HistoryReader, HistoryPager) are not declared here: Describe derives
+// them from the adapter and its Outbound, so they cannot drift.
+type Info struct {
+	DisplayName string
+	// Outbound is a zero value of the adapter's sender type (for example
+	// (*outbound)(nil)); Describe checks the interfaces it implements.
+	Outbound Outbound
+	// Declared capabilities that no interface stands for.
+	Threads     bool
+	Receipts    bool
+	RichContent bool
+	// Source: the channel has a long-running inbound source (the Discord
+	// Gateway, Telegram long polling).
+	Source bool
+	// RateLimits are the send limits when the account sets none; empty
+	// means unlimited.
+	RateLimits []RateLimit
+	Setup      Setup
+}
+
+// HistoryReader is a channel that reads a conversation's messages posted
+// after a platform message id, oldest first, with the dedup keys of its
+// live intake (Discord): one page, and next, the id to read on after (""
+// = the page reached the conversation's newest message).
+type HistoryReader interface {
+	History(ctx context.Context, acct Account, conv envelope.Conversation, after string, limit int) (msgs []envelope.Message, next string, err error)
+}
+
+// HistoryPager is a channel whose history reads newest first (Slack
+// conversations.history): one page of the messages after oldest and
+// before latest ("" = now), oldest first, and next, the latest to read
+// the rest of the window with ("" = nothing older in it).
+type HistoryPager interface {
+	HistoryPage(ctx context.Context, acct Account, conv envelope.Conversation, oldest, latest string, limit int) (msgs []envelope.Message, next string, err error)
+}
+
+// Description is a channel as the registry describes it.
+type Description struct {
+	Slug         string      `json:"slug"`
+	DisplayName  string      `json:"display_name"`
+	Capabilities []string    `json:"capabilities"`
+	RateLimits   []RateLimit `json:"default_rate_limits"`
+	Setup        Setup       `json:"setup"`
+}
+
+// CapabilitiesOf returns what ch supports, derived from the interfaces
+// it and its sender implement plus its declared Info.
+func CapabilitiesOf(ch Channel) Capabilities {
+	info := ch.Info()
+	_, edit := info.Outbound.(Editor)
+	_, att := ch.(AttachmentFetcher)
+	return Capabilities{Edit: edit, Threads: info.Threads, Attachments: att, Receipts: info.Receipts}
+}
+
+// Describe returns ch's description, capabilities in a fixed order.
+func Describe(ch Channel) Description {
+	info := ch.Info()
+	caps := CapabilitiesOf(ch)
+	_, typing := info.Outbound.(Typer)
+	_, reads := ch.(HistoryReader)
+	_, pages := ch.(HistoryPager)
+	var list []string
+	for _, c := range []struct {
+		name string
+		on   bool
+	}{
+		{CapEdit, caps.Edit}, {CapTyping, typing}, {CapHistory, reads || pages},
+		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
+		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, info.Source},
+	} {
+		if c.on {
+			list = append(list, c.name)
+		}
+	}
+	rl := info.RateLimits
+	if rl == nil {
+		rl = []RateLimit{}
+	}
+	return Description{Slug: ch.Type(), DisplayName: info.DisplayName, Capabilities: list, RateLimits: rl, Setup: info.Setup}
+}

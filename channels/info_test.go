@@ -1,0 +1,40 @@
+package channels
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type plainSender struct{}
+
+func (*plainSender) Send(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
+
+type editingSender struct{ plainSender }
+
+func (*editingSender) Edit(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
+func (*editingSender) Typing(context.Context, *TypingSignal) error                 { return nil }
+
+type infoChannel struct{ info Info }
+
+func (c infoChannel) Type() string                        { return "test" }
+func (c infoChannel) Info() Info                          { return c.info }
+func (c infoChannel) NewInbound(Account) (Inbound, error) { return nil, nil }
+
+// TestDescribeDerivesCapabilities: edit and typing come from the
+// interfaces the adapter's sender implements, not from a declaration;
+// declared ones are listed as declared.
+func TestDescribeDerivesCapabilities(t *testing.T) {
+	t.Parallel()
+	plain := Describe(infoChannel{Info{DisplayName: "Plain", Outbound: (*plainSender)(nil), Receipts: true}})
+	require.Equal(t, []string{CapReceipts}, plain.Capabilities)
+	require.Empty(t, plain.RateLimits)
+	require.False(t, CapabilitiesOf(infoChannel{Info{Outbound: (*plainSender)(nil)}}).Edit)
+
+	rich := Describe(infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true, Source: true,
+		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}})
+	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapSource}, rich.Capabilities)
+	require.Equal(t, "Rich", rich.DisplayName)
+	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
+}
