@@ -30,8 +30,11 @@ func (r *Registry) Get(channelType string) (Channel, bool) {
 	return ch, ok
 }
 
-// Types returns the registered slugs, sorted.
+// Types returns the registered slugs, sorted (none for a nil registry).
 func (r *Registry) Types() []string {
+	if r == nil {
+		return nil
+	}
 	out := make([]string, 0, len(r.byType))
 	for t := range r.byType {
 		out = append(out, t)

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
@@ -188,8 +189,14 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
 	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
 		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle)}
-	d.limits = defaultBuckets(cfg.Accounts.Registry())
-	for _, ct := range cfg.Accounts.Registry().Types() {
+	// A dispatcher without accounts (tests reading its settings) has no
+	// channels, so no limits.
+	var reg *channels.Registry
+	if cfg.Accounts != nil {
+		reg = cfg.Accounts.Registry()
+	}
+	d.limits = defaultBuckets(reg)
+	for _, ct := range reg.Types() {
 		if len(d.limits[ct]) == 0 {
 			d.unlimited = append(d.unlimited, ct)
 		}
