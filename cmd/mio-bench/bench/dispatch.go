@@ -214,7 +214,8 @@ const rateLimitedRate = 1e6
 
 // dispatchTarget is what the dispatch benchmarks send to: a tenant with
 // one webhook account (no rate limit, or rateLimitedRate) whose endpoint
-// is a local fake provider answering 200 at once.
+// is a local fake provider answering 200 at once (fake), or a receiver
+// the benchmark runs itself (fake nil).
 type dispatchTarget struct {
 	pool     *pgxpool.Pool
 	tenantID uuid.UUID
@@ -228,19 +229,35 @@ func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name s
 	if err != nil {
 		return nil, err
 	}
-	t := &dispatchTarget{pool: pool, fake: fake}
-	box, _ := secretbox.New(env.MasterKey)
-	svc := admin.New(pool, box, env.BaseURL)
-	tenant, _, err := svc.TenantCreate(ctx, tenantName(name))
+	t, err := newWebhookTarget(ctx, env, pool, name, fake.url, newWebhookSecret(), rateLimited)
 	if err != nil {
 		fake.close()
 		return nil, err
 	}
+	t.fake = fake
+	return t, nil
+}
+
+// newWebhookSecret returns a fresh whsec_ secret of 32 random bytes.
+func newWebhookSecret() string {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
-	settings, _ := json.Marshal(map[string]string{"endpoint_url": fake.url})
+	return "whsec_" + base64.StdEncoding.EncodeToString(secret)
+}
+
+// newWebhookTarget creates a tenant with one webhook account sending to
+// endpoint, signed with secret (no rate limit, or rateLimitedRate). The
+// target has no fake provider: the caller runs the endpoint.
+func newWebhookTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name, endpoint, secret string, rateLimited bool) (*dispatchTarget, error) {
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(pool, box, env.BaseURL)
+	tenant, _, err := svc.TenantCreate(ctx, tenantName(name))
+	if err != nil {
+		return nil, err
+	}
+	settings, _ := json.Marshal(map[string]string{"endpoint_url": endpoint})
 	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "webhook",
-		WebhookSecret: "whsec_" + base64.StdEncoding.EncodeToString(secret), Settings: settings})
+		WebhookSecret: secret, Settings: settings})
 	if err == nil && rateLimited {
 		rate, burst := float64(rateLimitedRate), int32(rateLimitedRate)
 		_, err = svc.AccountUpdate(ctx, tenant.ID, acct.ID, admin.AccountUpdate{
@@ -248,16 +265,13 @@ func newDispatchTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name s
 			RateLimitBurst:  admin.Optional[int32]{Set: true, Value: &burst}})
 	}
 	if err != nil {
-		fake.close()
 		return nil, err
 	}
 	inserter, err := workers.NewClient(pool, nil, workers.Config{})
 	if err != nil {
-		fake.close()
 		return nil, err
 	}
-	t.tenantID, t.account, t.sends = tenant.ID, acct.ID, outbox.New(pool, inserter)
-	return t, nil
+	return &dispatchTarget{pool: pool, tenantID: tenant.ID, account: acct.ID, sends: outbox.New(pool, inserter)}, nil
 }
 
 // enqueue accepts n sends in one transaction, send i to conversation
@@ -274,7 +288,11 @@ func (t *dispatchTarget) enqueue(ctx context.Context, n int, conv func(i int) st
 	})
 }
 
-func (t *dispatchTarget) close() { t.fake.close() }
+func (t *dispatchTarget) close() {
+	if t.fake != nil {
+		t.fake.close()
+	}
+}
 
 // handoffLatency returns the p50 and p99 of created_at → handed_off_at
 // of the tenant's messages whose conversation matches like.

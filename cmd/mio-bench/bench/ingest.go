@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/slack"
 	"github.com/miohq/mio/db"
@@ -74,38 +76,9 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 	if opts.Loader, err = checkLoader(opts.Loader); err != nil {
 		return nil, err
 	}
-	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: "mio_runtime"})
+	newRequest, accountID, err := slackWebhooks(ctx, env, opts.TextBytes)
 	if err != nil {
 		return nil, err
-	}
-	box, _ := secretbox.New(env.MasterKey)
-	svc := admin.New(pool, box, env.BaseURL)
-	tenant, _, err := svc.TenantCreate(ctx, tenantName("bench"))
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	const signingSecret = "bench-signing-secret"
-	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "slack", WebhookSecret: signingSecret, ExternalID: "TBENCH"})
-	pool.Close()
-	if err != nil {
-		return nil, err
-	}
-	url := env.BaseURL + "/webhooks/slack/" + acct.ID.String()
-	text := strings.Repeat("lorem ipsum ", opts.TextBytes/12+1)[:opts.TextBytes]
-
-	var seq atomic.Int64
-	newRequest := func() *loadRequest {
-		n := seq.Add(1)
-		ts := time.Now()
-		body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
-			n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
-		sts := strconv.FormatInt(ts.Unix(), 10)
-		return &loadRequest{method: http.MethodPost, url: url, body: body, header: [][2]string{
-			{"Content-Type", "application/json"},
-			{"X-Slack-Request-Timestamp", sts},
-			{"X-Slack-Signature", slack.Signature(signingSecret, sts, body)},
-		}}
 	}
 	profiled := env.profileAfter(ctx, opts.Warmup, opts.Duration, opts.CPUProfile)
 	f := runLoad(ctx, env, opts.Loader, "ingest", opts.Clients, opts.Warmup, opts.Duration, newRequest, func(status int) bool { return status == http.StatusOK })
@@ -127,13 +100,13 @@ func Ingest(ctx context.Context, env *Env, opts IngestOptions) (*IngestResult, e
 			CREATE TABLE IF NOT EXISTS bench_ref.inbox (id uuid PRIMARY KEY, envelope jsonb NOT NULL, received_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 			return res, err
 		}
-		row := strings.ReplaceAll(fmt.Sprintf(`{"channel_type":"slack","text":%q,"conversation":{"id":"C1","type":"channel"},"sender":{"id":"U1"}}`, text), "'", "''")
+		row := strings.ReplaceAll(fmt.Sprintf(`{"channel_type":"slack","text":%q,"conversation":{"id":"C1","type":"channel"},"sender":{"id":"U1"}}`, loremText(opts.TextBytes)), "'", "''")
 		script := fmt.Sprintf(`\set r random(1, 2000000000)
 BEGIN;
 INSERT INTO bench_ref.dedup (account_id, source_message_id) VALUES ('%s', :client_id || '-' || :r || '-' || clock_timestamp()) ON CONFLICT DO NOTHING;
 INSERT INTO bench_ref.inbox (id, envelope) VALUES (gen_random_uuid(), '%s');
 COMMIT;
-`, acct.ID, row)
+`, accountID, row)
 		ref, err := env.pgbenchRun(ctx, script, opts.Clients, opts.Duration)
 		if err != nil {
 			return res, err
@@ -143,6 +116,46 @@ COMMIT;
 	}
 	return res, nil
 }
+
+// slackWebhooks creates a Slack account in a tenant of its own and returns
+// a maker of signed event_callback webhooks to it: unique event ids, text
+// of textBytes, 50 channels and 200 users in turn.
+func slackWebhooks(ctx context.Context, env *Env, textBytes int) (newRequest func() *loadRequest, accountID uuid.UUID, err error) {
+	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: "mio_runtime"})
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	defer pool.Close()
+	box, _ := secretbox.New(env.MasterKey)
+	svc := admin.New(pool, box, env.BaseURL)
+	tenant, _, err := svc.TenantCreate(ctx, tenantName("bench"))
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	const signingSecret = "bench-signing-secret"
+	acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: "slack", WebhookSecret: signingSecret, ExternalID: "TBENCH"})
+	if err != nil {
+		return nil, uuid.Nil, err
+	}
+	url := env.BaseURL + "/webhooks/slack/" + acct.ID.String()
+	text := loremText(textBytes)
+	var seq atomic.Int64
+	return func() *loadRequest {
+		n := seq.Add(1)
+		ts := time.Now()
+		body := fmt.Appendf(nil, `{"token":"t","team_id":"TBENCH","api_app_id":"ABENCH","type":"event_callback","event_id":"Ev%d","event_time":%d,"event":{"type":"message","channel":"C%d","channel_type":"channel","user":"U%d","text":%q,"ts":"%d.%06d","client_msg_id":"%d"}}`,
+			n, ts.Unix(), n%50, n%200, text, ts.Unix(), n%1000000, n)
+		sts := strconv.FormatInt(ts.Unix(), 10)
+		return &loadRequest{method: http.MethodPost, url: url, body: body, header: [][2]string{
+			{"Content-Type", "application/json"},
+			{"X-Slack-Request-Timestamp", sts},
+			{"X-Slack-Signature", slack.Signature(signingSecret, sts, body)},
+		}}
+	}, acct.ID, nil
+}
+
+// loremText is n bytes of filler text.
+func loremText(n int) string { return strings.Repeat("lorem ipsum ", n/12+1)[:n] }
 
 // ingestTarget is MIO's ingest target for a client count: at least
 // pgbench's rate at 32 clients, 1.5 times it at 128 (group commit should

@@ -190,24 +190,47 @@ type loadFigures struct {
 // of group ("ingest", "outbound"; "" for none).
 func runLoad(ctx context.Context, env *Env, loader, group string, clients int, warmup, duration time.Duration,
 	newRequest func() *loadRequest, ok func(status int) bool) loadFigures {
+	l := startLoad(ctx, env, loader, group, clients, newRequest, ok)
+	time.Sleep(warmup)
+	l.measure()
+	time.Sleep(duration)
+	return l.stop()
+}
+
+// load is a running load phase (startLoad): its clients send until stop,
+// and count what they send between measure and stop.
+type load struct {
+	ctx                context.Context
+	env                *Env
+	group              string
+	transport          *http.Transport
+	measuring, halt    atomic.Bool
+	accepted, failures atomic.Int64
+	mu                 sync.Mutex
+	latencies          []time.Duration
+	wg                 sync.WaitGroup
+	g0                 groupSnap
+	cpu0               cpuSnap
+	began              time.Time
+}
+
+// startLoad starts clients clients sending the requests newRequest makes
+// with the load generator loader (see runLoad); nothing is counted until
+// measure.
+func startLoad(ctx context.Context, env *Env, loader, group string, clients int,
+	newRequest func() *loadRequest, ok func(status int) bool) *load {
 	const timeout = 30 * time.Second
-	transport := &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}
-	client := &http.Client{Transport: transport, Timeout: timeout}
-	var (
-		measuring, stop    atomic.Bool
-		accepted, failures atomic.Int64
-		mu                 sync.Mutex
-		latencies          []time.Duration
-		wg                 sync.WaitGroup
-	)
+	l := &load{ctx: ctx, env: env, group: group,
+		transport: &http.Transport{MaxIdleConnsPerHost: clients * 2, MaxConnsPerHost: clients * 2}}
+	client := &http.Client{Transport: l.transport, Timeout: timeout}
 	for range clients {
-		wg.Add(1)
+		l.wg.Add(1)
 		go func() {
-			defer wg.Done()
+			defer l.wg.Done()
 			local := make([]time.Duration, 0, 4096)
 			var raw rawConn
 			defer raw.close()
-			for !stop.Load() && ctx.Err() == nil {
+			for !l.halt.Load() && ctx.Err() == nil {
 				lr := newRequest()
 				var (
 					status int
@@ -226,44 +249,52 @@ func runLoad(ctx context.Context, env *Env, loader, group string, clients int, w
 				}
 				lat := time.Since(start)
 				good := err == nil && ok(status)
-				if measuring.Load() {
+				if l.measuring.Load() {
 					if good {
-						accepted.Add(1)
+						l.accepted.Add(1)
 						local = append(local, lat)
 					} else {
-						failures.Add(1)
+						l.failures.Add(1)
 					}
 				}
 			}
-			mu.Lock()
-			latencies = append(latencies, local...)
-			mu.Unlock()
+			l.mu.Lock()
+			l.latencies = append(l.latencies, local...)
+			l.mu.Unlock()
 		}()
 	}
-	time.Sleep(warmup)
-	var g0, g1 groupSnap
-	if group != "" {
-		g0 = env.groupNow(ctx, group)
+	return l
+}
+
+// measure starts counting: the measured window runs from here to stop.
+func (l *load) measure() {
+	if l.group != "" {
+		l.g0 = l.env.groupNow(l.ctx, l.group)
 	}
-	cpu0 := env.cpuNow()
-	measuring.Store(true)
-	began := time.Now()
-	time.Sleep(duration)
-	measuring.Store(false)
-	elapsed := time.Since(began)
-	cpu := cpu0.to(env.cpuNow())
-	if group != "" {
-		g1 = env.groupNow(ctx, group)
+	l.cpu0 = l.env.cpuNow()
+	l.measuring.Store(true)
+	l.began = time.Now()
+}
+
+// stop ends the measured window, stops the clients and returns the
+// window's figures.
+func (l *load) stop() loadFigures {
+	l.measuring.Store(false)
+	elapsed := time.Since(l.began)
+	cpu := l.cpu0.to(l.env.cpuNow())
+	var g1 groupSnap
+	if l.group != "" {
+		g1 = l.env.groupNow(l.ctx, l.group)
 	}
-	stop.Store(true)
-	wg.Wait()
-	transport.CloseIdleConnections()
-	f := loadFigures{ok: accepted.Load(), failed: failures.Load(), cpu: cpu, group0: g0, group1: g1}
+	l.halt.Store(true)
+	l.wg.Wait()
+	l.transport.CloseIdleConnections()
+	f := loadFigures{ok: l.accepted.Load(), failed: l.failures.Load(), cpu: cpu, group0: l.g0, group1: g1}
 	f.perSec = float64(f.ok) / elapsed.Seconds()
-	SortDurations(latencies)
-	f.p50, f.p99 = Percentile(latencies, 50), Percentile(latencies, 99)
-	if len(latencies) > 0 {
-		f.max = latencies[len(latencies)-1]
+	SortDurations(l.latencies)
+	f.p50, f.p99 = Percentile(l.latencies, 50), Percentile(l.latencies, 99)
+	if len(l.latencies) > 0 {
+		f.max = l.latencies[len(l.latencies)-1]
 	}
 	return f
 }
