@@ -45,14 +45,16 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		server   string
 		adminCs  int
 		requests int
+		sends    int
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
-		fs.IntVar(&clients, "clients", 32, "concurrent clients")
+		fs.IntVar(&clients, "clients", 32, "concurrent clients (dispatch-webhook: clients posting webhooks during the dispatch; default none)")
+		fs.IntVar(&sends, "sends", 20_000, "dispatch-webhook: sends queued")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
-		fs.BoolVar(&noRef, "no-reference", false, "skip the pgbench reference")
+		fs.BoolVar(&noRef, "no-reference", false, "skip the reference (pgbench; dispatch, dispatch-webhook: River's no-op jobs)")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput; the reply phase POSTs at 20/s)")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
 		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 400000); dispatch: sends of the throughput phase (default 50000)")
@@ -61,9 +63,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
-		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
-		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; dispatch: the throughput phase's first 5 s) to this file; bridge: this process's (bridge and nats-server) while the bridge publishes")
-		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch: write the server's allocation profile after the measured phase (dispatch: the throughput phase) to this file")
+		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce, dispatch-webhook: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
+		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch, dispatch-webhook: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; dispatch: the throughput phase's first 5 s) to this file; bridge: this process's (bridge and nats-server) while the bridge publishes")
+		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch, dispatch-webhook: write the server's allocation profile after the measured phase (dispatch: the throughput phase) to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
@@ -87,6 +89,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	switch {
 	case which == "consume" && (pullers < 1 || pullers > 256):
 		return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
+	case which == "dispatch-webhook" && sends < 1:
+		return &usageError{fmt.Sprintf("--sends %d: want at least 1", sends)}
+	case which == "dispatch-webhook" && clients < 0:
+		return &usageError{fmt.Sprintf("--clients %d: want 0 or more", clients)}
 	case which == "dispatch" && arrivals != "steady" && arrivals != "poisson":
 		return &usageError{fmt.Sprintf("--arrivals %q: want steady or poisson", arrivals)}
 	case which == "horizon" && holdKind != bench.HoldWriter && holdKind != bench.HoldReaders:
@@ -195,6 +201,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			res.Print(stdout)
 		}
 		return err
+	case "dispatch-webhook":
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.DispatchWebhook(ctx, env, dispatchWebhookOptions(args[1:], clients, sends, loader, noRef, warmup, cpuProf, memProf))
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
 	case "horizon":
 		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
 		if err != nil {
@@ -245,8 +262,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		return err
 	default:
-		return &usageError{fmt.Sprintf("unknown benchmark %q: want ingest, produce, consume, dispatch, horizon, bridge, sdk, admin or scale", which)}
+		return &usageError{fmt.Sprintf("unknown benchmark %q: want %s", which, strings.Join(benchmarks, ", "))}
 	}
+}
+
+// dispatchWebhookOptions are dispatch-webhook's options from its flags:
+// webhooks post during the dispatch only when --clients is given.
+func dispatchWebhookOptions(args []string, clients, sends int, loader string, noRef bool, warmup time.Duration, cpuProf, memProf string) bench.DispatchWebhookOptions {
+	if !flagSet(args, "clients") {
+		clients = 0
+	}
+	return bench.DispatchWebhookOptions{Sends: sends, Clients: clients, Loader: loader, SkipReference: noRef, Warmup: warmup,
+		CPUProfile: cpuProf, AllocsProfile: memProf}
 }
 
 // flagSet reports whether args name the flag (-name, --name, with or

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -23,11 +24,39 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"ingest", "--loader", "curl"}, `--loader "curl": want raw or go`},
 		{[]string{"scale", "--days", "9"}, "--rows 10000000 --days 9: want rows > 0 and days from 1 to 6"},
 		{[]string{"ingest", "--mio", "/nonexistent/mio"}, "--mio /nonexistent/mio"},
+		{[]string{"dispatch-webhook", "--sends", "0"}, "--sends 0: want at least 1"},
+		{[]string{"dispatch-webhook", "--clients", "-1"}, "--clients -1: want 0 or more"},
+		{[]string{"dispatch-webhook", "--loader", "curl"}, `--loader "curl": want raw or go`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), c.args, func(string) string { return "" }, &stdout, &stderr)
 		require.Equal(t, 2, code, "%v: %s", c.args, stderr.String())
 		require.Contains(t, stderr.String(), c.want, c.args)
 		require.NotContains(t, stdout.String()+stderr.String(), "starting a private PostgreSQL", c.args)
+	}
+}
+
+// TestDispatchWebhookFlags: dispatch-webhook's webhook clients post only
+// when --clients is given (the flag's default of 32 is the other
+// benchmarks'), in any spelling of the flag.
+func TestDispatchWebhookFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args    []string
+		parsed  int // --clients as the flag set reads it (default 32)
+		clients int
+	}{
+		{nil, 32, 0},
+		{[]string{"--sends", "500"}, 32, 0},
+		{[]string{"--clients", "32"}, 32, 32},
+		{[]string{"-clients=8"}, 8, 8},
+		{[]string{"--clients=0"}, 0, 0},
+	} {
+		o := dispatchWebhookOptions(c.args, c.parsed, 500, "raw", true, time.Second, "cpu.prof", "")
+		require.Equal(t, c.clients, o.Clients, c.args)
+		require.Equal(t, 500, o.Sends)
+		require.True(t, o.SkipReference)
+		require.Equal(t, time.Second, o.Warmup)
+		require.Equal(t, "cpu.prof", o.CPUProfile)
 	}
 }
