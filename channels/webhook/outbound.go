@@ -32,12 +32,14 @@ const (
 // same on every automatic retry and after crash recovery, so the receiver
 // can drop duplicates; only an explicit resend (a new attempt series)
 // sends a new one. Redirects are not followed (the Channel's client refuses
-// them).
+// them). The signing key is decoded from the whsec_ secret once, when the
+// account's sender is built (accounts.Resolver builds it once per cache
+// fill), not for every delivery.
 type outbound struct {
 	client   *http.Client
 	now      func() time.Time
 	endpoint string
-	secret   string
+	key      []byte
 }
 
 var _ channels.Editor = (*outbound)(nil)
@@ -82,14 +84,11 @@ func (o *outbound) deliver(ctx context.Context, event string, msg *channels.Outb
 	if err != nil {
 		return nil, channels.Permanent(opDeliver, fmt.Errorf("encode: %w", err))
 	}
-	sig, err := Sign(o.secret, id, now, body)
-	if err != nil {
-		return nil, channels.Permanent(opDeliver, err)
-	}
+	ts := strconv.FormatInt(now.Unix(), 10)
 	header := http.Header{}
 	header.Set(HeaderID, id)
-	header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
-	header.Set(HeaderSignature, sig)
+	header.Set(HeaderTimestamp, ts)
+	header.Set(HeaderSignature, signature(o.key, id, ts, body))
 	// The endpoint URL may carry credentials: channels.CallAPI keeps it
 	// out of errors.
 	resp, err := channels.CallAPI(ctx, o.client, channels.APIRequest{

@@ -149,7 +149,7 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{client: c.client, now: c.now, endpoint: cfg.EndpointURL, secret: cfg.Secret}, nil
+	return &outbound{client: c.client, now: c.now, endpoint: cfg.EndpointURL, key: cfg.keys[0]}, nil
 }
 
 // newOutboundConfig decodes acct into a Config for sending: newConfig's
@@ -207,7 +207,13 @@ func Sign(secret string, id string, ts time.Time, body []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("webhook: sign: %w", err)
 	}
-	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, strconv.FormatInt(ts.Unix(), 10), body)), nil
+	return signature(key, id, strconv.FormatInt(ts.Unix(), 10), body), nil
+}
+
+// signature is the webhook-signature value ("v1,<base64>") of body sent
+// with webhook-id id at timestamp (Unix seconds), under a decoded key.
+func signature(key []byte, id, timestamp string, body []byte) string {
+	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, timestamp, body))
 }
 
 // mac is HMAC-SHA256(key, id + "." + timestamp + "." + body).
