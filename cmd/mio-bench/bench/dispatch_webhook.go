@@ -52,6 +52,9 @@ type DispatchWebhookResult struct {
 	Latency    Quantiles
 	Rejected   int64
 	Duplicates int64
+	// Conns are the connections the server opened to the receiver over
+	// the run (warm-up included).
+	Conns int64
 	// Ingest is the clients' load during the measured phase (Clients > 0).
 	Ingest loadFigures
 	// ReferencePerSec and ReferenceElapsed are River's no-op jobs;
@@ -129,7 +132,9 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 	if err != nil {
 		return res, err
 	}
-	defer func() { res.Rejected, res.Duplicates = rcv.rejected.Load(), rcv.duplicates.Load() }()
+	defer func() {
+		res.Rejected, res.Duplicates, res.Conns = rcv.rejected.Load(), rcv.duplicates.Load(), rcv.conns.Load()
+	}()
 
 	// Warm-up: connections to the receiver, caches, prepared statements.
 	const warm = 1000
@@ -225,6 +230,7 @@ func (r *DispatchWebhookResult) Print(w io.Writer) {
 		r.Latency.P50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->receiver p99 %9s\n", r.Latency.P99.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  rejected signatures %9d   (must be 0); duplicate deliveries %d\n", r.Rejected, r.Duplicates)
+	fmt.Fprintf(w, "  connections         %9d   (opened to the receiver in the run, warm-up included: kept alive, about the sends in flight at once)\n", r.Conns)
 	if r.Clients > 0 {
 		printIngestLoad(w, r.Ingest)
 		printCores(w, r.cpu)

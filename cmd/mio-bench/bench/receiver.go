@@ -36,6 +36,9 @@ type signedReceiver struct {
 	rejected   atomic.Int64
 	duplicates atomic.Int64
 	answered   atomic.Int64 // ids handed out
+	// conns counts the connections the sender opened: with keep-alive,
+	// about as many as its sends in flight at once, not one a send.
+	conns atomic.Int64
 
 	mu sync.Mutex
 	// seen holds the webhook-ids of the accepted deliveries of the
@@ -64,7 +67,11 @@ func newSignedReceiver(secret string) (*signedReceiver, error) {
 	r.expect(0)
 	mux := http.NewServeMux()
 	mux.Handle("POST /hook", r)
-	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	r.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ConnState: func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			r.conns.Add(1)
+		}
+	}}
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
 }

@@ -76,6 +76,7 @@ func TestSignedReceiverVerifies(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, code, name)
 	}
 	require.EqualValues(t, 5, r.rejected.Load())
+	require.Positive(t, r.conns.Load())
 	r.expect(1)
 	require.ErrorContains(t, r.wait(context.Background(), 5*time.Second), "rejected a delivery (5 in all)")
 }
