@@ -69,7 +69,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
-		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); produce: -1 skips the lane phases")
+		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); dispatch-webhook: spread the sends over this many conversations (default one a send); produce: -1 skips the lane phases")
 		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
 		fs.BoolVar(&limited, "rate-limited", false, "dispatch: give the account a rate limit too high to hold a send back (1e6/s), so that every claim takes the rate-limited path of the platforms that have limits")
 		fs.StringVar(&arrivals, "arrivals", "steady", "dispatch: the reply phase's sends (20/s) evenly spaced (steady) or at random (poisson)")
@@ -91,6 +91,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
 	case which == "dispatch-webhook" && sends < 1:
 		return &usageError{fmt.Sprintf("--sends %d: want at least 1", sends)}
+	case which == "dispatch-webhook" && lanes < 0:
+		return &usageError{fmt.Sprintf("--lanes %d: want 0 (one conversation a send) or more", lanes)}
 	case which == "dispatch-webhook" && clients < 0:
 		return &usageError{fmt.Sprintf("--clients %d: want 0 or more", clients)}
 	case which == "dispatch" && arrivals != "steady" && arrivals != "poisson":
@@ -207,7 +209,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer env.Close()
-		res, err := bench.DispatchWebhook(ctx, env, dispatchWebhookOptions(args[1:], clients, sends, loader, noRef, warmup, cpuProf, memProf))
+		res, err := bench.DispatchWebhook(ctx, env, dispatchWebhookOptions(args[1:], clients, sends, lanes, loader, noRef, warmup, cpuProf, memProf))
 		if res != nil {
 			res.Print(stdout)
 		}
@@ -268,11 +270,11 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 
 // dispatchWebhookOptions are dispatch-webhook's options from its flags:
 // webhooks post during the dispatch only when --clients is given.
-func dispatchWebhookOptions(args []string, clients, sends int, loader string, noRef bool, warmup time.Duration, cpuProf, memProf string) bench.DispatchWebhookOptions {
+func dispatchWebhookOptions(args []string, clients, sends, lanes int, loader string, noRef bool, warmup time.Duration, cpuProf, memProf string) bench.DispatchWebhookOptions {
 	if !flagSet(args, "clients") {
 		clients = 0
 	}
-	return bench.DispatchWebhookOptions{Sends: sends, Clients: clients, Loader: loader, SkipReference: noRef, Warmup: warmup,
+	return bench.DispatchWebhookOptions{Sends: sends, Lanes: lanes, Clients: clients, Loader: loader, SkipReference: noRef, Warmup: warmup,
 		CPUProfile: cpuProf, AllocsProfile: memProf}
 }
 

@@ -26,6 +26,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"ingest", "--mio", "/nonexistent/mio"}, "--mio /nonexistent/mio"},
 		{[]string{"dispatch-webhook", "--sends", "0"}, "--sends 0: want at least 1"},
 		{[]string{"dispatch-webhook", "--clients", "-1"}, "--clients -1: want 0 or more"},
+		{[]string{"dispatch-webhook", "--lanes", "-1"}, "--lanes -1: want 0 (one conversation a send) or more"},
 		{[]string{"dispatch-webhook", "--loader", "curl"}, `--loader "curl": want raw or go`},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -52,9 +53,10 @@ func TestDispatchWebhookFlags(t *testing.T) {
 		{[]string{"-clients=8"}, 8, 8},
 		{[]string{"--clients=0"}, 0, 0},
 	} {
-		o := dispatchWebhookOptions(c.args, c.parsed, 500, "raw", true, time.Second, "cpu.prof", "")
+		o := dispatchWebhookOptions(c.args, c.parsed, 500, 16, "raw", true, time.Second, "cpu.prof", "")
 		require.Equal(t, c.clients, o.Clients, c.args)
 		require.Equal(t, 500, o.Sends)
+		require.Equal(t, 16, o.Lanes)
 		require.True(t, o.SkipReference)
 		require.Equal(t, time.Second, o.Warmup)
 		require.Equal(t, "cpu.prof", o.CPUProfile)

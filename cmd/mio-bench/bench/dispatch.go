@@ -277,15 +277,29 @@ func newWebhookTarget(ctx context.Context, env *Env, pool *pgxpool.Pool, name, e
 // enqueue accepts n sends in one transaction, send i to conversation
 // conv(i), as POST /v1/outbound would one by one.
 func (t *dispatchTarget) enqueue(ctx context.Context, n int, conv func(i int) string) error {
+	_, err := t.enqueueIDs(ctx, n, conv)
+	return err
+}
+
+// enqueueIDs is enqueue, returning the sends' message ids.
+func (t *dispatchTarget) enqueueIDs(ctx context.Context, n int, conv func(i int) string) ([]uuid.UUID, error) {
 	rows := make([]db.OutboxNew, n)
 	for i := range rows {
 		rows[i] = db.OutboxNew{AccountID: t.account, ChannelType: "webhook", ConversationID: conv(i),
 			IdempotencyKey: uuid.NewString(), RequestSHA256: make([]byte, 32), Text: "bench reply"}
 	}
-	return db.InTenantTx(ctx, t.pool, t.tenantID, func(tx pgx.Tx) error {
+	err := db.InTenantTx(ctx, t.pool, t.tenantID, func(tx pgx.Tx) error {
 		_, err := t.sends.EnqueueTx(ctx, tx, t.tenantID, rows)
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uuid.UUID, n)
+	for i, r := range rows {
+		ids[i] = r.ID // set by EnqueueTx
+	}
+	return ids, nil
 }
 
 func (t *dispatchTarget) close() {

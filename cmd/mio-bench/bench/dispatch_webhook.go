@@ -19,6 +19,10 @@ type DispatchWebhookOptions struct {
 	// Sends queued in the measured phase (and no-op jobs in the
 	// reference). Default 20,000.
 	Sends int
+	// Lanes, when above 0, spreads the sends over this many conversations
+	// in turn: a conversation is an ordered lane, which sends one message
+	// at a time. Default: each send a conversation of its own.
+	Lanes int
 	// Clients, when above 0, post signed Slack webhooks at full speed
 	// (ingest's load) during the reference and the measured phase.
 	Clients int
@@ -41,6 +45,7 @@ type DispatchWebhookOptions struct {
 // DispatchWebhookResult holds the figures of one run.
 type DispatchWebhookResult struct {
 	Sends   int
+	Lanes   int
 	Clients int
 	Loader  string
 	// PerSec is Sends over the time from the receiver's first accepted
@@ -70,7 +75,7 @@ type DispatchWebhookResult struct {
 // net/http, each signature verified, 200 with an id), instead of the
 // dispatch benchmark's raw provider. Sends are queued in transactions of
 // 500 (the dispatch benchmark's enqueue), each to a conversation of its
-// own, while the server dispatches; the rate runs from the first accepted
+// own (or over Lanes conversations), while the server dispatches; the rate runs from the first accepted
 // delivery to the last, and every send must be handed_off in the outbox.
 // With Clients, that many clients post signed Slack webhooks at full
 // speed meanwhile (ingest's load), and their rate is reported too.
@@ -87,7 +92,7 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 	if opts.Loader, err = checkLoader(opts.Loader); err != nil {
 		return nil, err
 	}
-	res := &DispatchWebhookResult{Sends: opts.Sends, Clients: opts.Clients, Loader: opts.Loader}
+	res := &DispatchWebhookResult{Sends: opts.Sends, Lanes: opts.Lanes, Clients: opts.Clients, Loader: opts.Loader}
 	pool, err := db.Open(ctx, env.DatabaseURL, db.PoolOptions{MaxConns: 8, RuntimeRole: "mio_runtime", StatementTimeout: -1})
 	if err != nil {
 		return nil, err
@@ -146,7 +151,7 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 		return res, fmt.Errorf("warm-up: %w", err)
 	}
 
-	queued := make(map[string]time.Time, opts.Sends)
+	queued := make(map[string]time.Time, opts.Sends) // by message id
 	res.Ingest, err = underLoad(func() error {
 		rcv.expect(opts.Sends)
 		profiled := env.profileAfter(ctx, 0, 5*time.Second, opts.CPUProfile)
@@ -155,12 +160,16 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 		for done := 0; done < opts.Sends; done += batch {
 			n := min(batch, opts.Sends-done)
 			conv := func(i int) string { return fmt.Sprintf("whb-%d", done+i) }
-			if err := tgt.enqueue(ctx, n, conv); err != nil {
+			if opts.Lanes > 0 {
+				conv = func(i int) string { return fmt.Sprintf("whb-%d", (done+i)%opts.Lanes) }
+			}
+			ids, err := tgt.enqueueIDs(ctx, n, conv)
+			if err != nil {
 				return err
 			}
 			at := time.Now()
-			for i := range n {
-				queued[conv(i)] = at
+			for _, id := range ids {
+				queued[id.String()] = at
 			}
 		}
 		if err := rcv.wait(ctx, 10*time.Minute); err != nil {
@@ -176,8 +185,8 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 	res.Span = last.Sub(first)
 	res.PerSec = float64(opts.Sends) / res.Span.Seconds()
 	var lat []time.Duration
-	for conv, at := range rcv.receivedTimes() {
-		if q, ok := queued[conv]; ok {
+	for id, at := range rcv.receivedTimes() {
+		if q, ok := queued[id]; ok {
 			lat = append(lat, at.Sub(q))
 		}
 	}
@@ -224,8 +233,17 @@ func (r *DispatchWebhookResult) Print(w io.Writer) {
 	if r.Clients > 0 {
 		target = "1,000"
 	}
-	fmt.Fprintf(w, "  sends/s            %10.0f   (%d sends, first to last delivery in %s; target >= %s)\n",
-		r.PerSec, r.Sends, r.Span.Round(time.Millisecond), target)
+	lanes := "each to a conversation of its own"
+	if r.Lanes > 0 {
+		lanes = fmt.Sprintf("over %d conversations (ordered lanes)", r.Lanes)
+	}
+	if r.Lanes > 0 {
+		target = "— (the targets are for sends to conversations of their own)"
+	} else {
+		target = ">= " + target
+	}
+	fmt.Fprintf(w, "  sends/s            %10.0f   (%d sends %s, first to last delivery in %s; target %s)\n",
+		r.PerSec, r.Sends, lanes, r.Span.Round(time.Millisecond), target)
 	fmt.Fprintf(w, "  queue->receiver p50 %9s   (queued in transactions of 500 while dispatching: includes the wait behind the backlog)\n",
 		r.Latency.P50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->receiver p99 %9s\n", r.Latency.P99.Round(100*time.Microsecond))

@@ -42,8 +42,8 @@ type signedReceiver struct {
 
 	mu sync.Mutex
 	// seen holds the webhook-ids of the accepted deliveries of the
-	// current phase (expect), and received when each delivery's
-	// conversation arrived.
+	// current phase (expect), and received when each message's first
+	// delivery arrived, by data.message_id.
 	seen        map[string]struct{}
 	received    map[string]time.Time
 	first, last time.Time
@@ -92,13 +92,11 @@ func (r *signedReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	var p struct {
 		Data struct {
-			Conversation struct {
-				ID string `json:"id"`
-			} `json:"conversation"`
+			MessageID string `json:"message_id"`
 		} `json:"data"`
 	}
 	_ = json.Unmarshal(body, &p)
-	r.accept(req.Header.Get(webhook.HeaderID), p.Data.Conversation.ID, at)
+	r.accept(req.Header.Get(webhook.HeaderID), p.Data.MessageID, at)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprintf(w, `{"id":"rcv-%d"}`, r.answered.Add(1))
 }
@@ -142,9 +140,9 @@ func (r *signedReceiver) reject(err error) {
 	})
 }
 
-// accept records a verified delivery of webhook-id id to conversation
-// conv; the phase is done at its target-th distinct id.
-func (r *signedReceiver) accept(id, conv string, at time.Time) {
+// accept records a verified delivery of webhook-id id of message msg;
+// the phase is done at its target-th distinct id.
+func (r *signedReceiver) accept(id, msg string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.seen[id]; dup {
@@ -152,8 +150,8 @@ func (r *signedReceiver) accept(id, conv string, at time.Time) {
 		return
 	}
 	r.seen[id] = struct{}{}
-	if _, ok := r.received[conv]; !ok {
-		r.received[conv] = at
+	if _, ok := r.received[msg]; !ok {
+		r.received[msg] = at
 	}
 	if len(r.seen) == 1 {
 		r.first = at
@@ -203,8 +201,8 @@ func (r *signedReceiver) span() (first, last time.Time) {
 	return r.first, r.last
 }
 
-// receivedTimes returns when each conversation's first delivery of the
-// phase arrived.
+// receivedTimes returns when each message's first delivery of the phase
+// arrived, by message id.
 func (r *signedReceiver) receivedTimes() map[string]time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()

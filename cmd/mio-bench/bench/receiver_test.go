@@ -33,15 +33,16 @@ func TestSignedReceiverVerifies(t *testing.T) {
 	settings, _ := json.Marshal(map[string]string{"endpoint_url": r.url})
 	out, err := webhook.New(webhook.Options{}).NewOutbound(channels.Account{ID: uuid.New(), WebhookSecret: secret, Settings: settings})
 	require.NoError(t, err)
-	sent, err := out.Send(context.Background(), &channels.OutboundMessage{MessageID: uuid.New(), Attempt: 1,
+	msgID := uuid.New()
+	sent, err := out.Send(context.Background(), &channels.OutboundMessage{MessageID: msgID, Attempt: 1,
 		SeriesKey: "mio-one", ConversationID: "whb-0", Text: "hi"})
 	require.NoError(t, err)
 	require.Equal(t, "rcv-1", sent.ProviderMessageID)
 	require.NoError(t, r.wait(context.Background(), 5*time.Second))
-	require.Contains(t, r.receivedTimes(), "whb-0")
+	require.Contains(t, r.receivedTimes(), msgID.String())
 	require.Zero(t, r.rejected.Load())
 
-	body := []byte(`{"type":"message.created","data":{"conversation":{"id":"whb-1"}}}`)
+	body := []byte(`{"type":"message.created","data":{"message_id":"m-1","conversation":{"id":"whb-1"}}}`)
 	post := func(id string, ts time.Time, sig string, body []byte) int {
 		req, _ := http.NewRequest(http.MethodPost, r.url, bytes.NewReader(body))
 		req.Header.Set(webhook.HeaderID, id)
