@@ -54,7 +54,9 @@ type DispatchWebhookResult struct {
 	Span   time.Duration
 	// Latency is queue -> receiver: from the commit that queued a send to
 	// its delivery's arrival at the receiver.
-	Latency    Quantiles
+	Latency Quantiles
+	// Stages split queue -> hand-off by the rows' own timestamps.
+	Stages     rowStages
 	Rejected   int64
 	Duplicates int64
 	// Conns are the connections the server opened to the receiver over
@@ -144,7 +146,7 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 	// Warm-up: connections to the receiver, caches, prepared statements.
 	const warm = 1000
 	rcv.expect(warm)
-	if err := tgt.enqueue(ctx, warm, func(i int) string { return fmt.Sprintf("whb-warm-%d", i) }); err != nil {
+	if err := tgt.enqueue(ctx, warm, func(i int) string { return fmt.Sprintf("whbwarm-%d", i) }); err != nil {
 		return res, err
 	}
 	if err := rcv.wait(ctx, time.Minute); err != nil {
@@ -196,7 +198,11 @@ func DispatchWebhook(ctx context.Context, env *Env, opts DispatchWebhookOptions)
 			return res, err
 		}
 	}
-	return res, waitHandedOff(ctx, tgt, "whb-%", opts.Sends+warm)
+	if err := waitHandedOff(ctx, tgt, "whb-%", opts.Sends); err != nil {
+		return res, err
+	}
+	res.Stages, err = stagesOf(ctx, pool, tgt.tenantID, "whb-%")
+	return res, err
 }
 
 // waitHandedOff waits (at most a minute) until n of the target's
@@ -247,6 +253,7 @@ func (r *DispatchWebhookResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "  queue->receiver p50 %9s   (queued in transactions of 500 while dispatching: includes the wait behind the backlog)\n",
 		r.Latency.P50.Round(100*time.Microsecond))
 	fmt.Fprintf(w, "  queue->receiver p99 %9s\n", r.Latency.P99.Round(100*time.Microsecond))
+	r.Stages.print(w)
 	fmt.Fprintf(w, "  rejected signatures %9d   (must be 0); duplicate deliveries %d\n", r.Rejected, r.Duplicates)
 	fmt.Fprintf(w, "  connections         %9d   (opened to the receiver in the run, warm-up included: kept alive, about the sends in flight at once)\n", r.Conns)
 	if r.Clients > 0 {
