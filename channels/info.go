@@ -44,9 +44,10 @@ type Setup struct {
 }
 
 // Info is what an adapter says about its channel. Capabilities that an
-// optional interface stands for (Editor, Typer, AttachmentFetcher,
-// HistoryReader, HistoryPager) are not declared here: Describe derives
-// them from the adapter and its Outbound, so they cannot drift.
+// optional interface stands for (Editor, Typer,
+// AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
+// declared here: Describe derives them from the adapter and its Outbound,
+// so they cannot drift.
 type Info struct {
 	DisplayName string
 	// Outbound is a zero value of the adapter's sender type (for example
@@ -56,13 +57,14 @@ type Info struct {
 	Threads     bool
 	Receipts    bool
 	RichContent bool
-	// Source: the channel has a long-running inbound source (the Discord
-	// Gateway, Telegram long polling).
-	Source bool
 	// RateLimits are the send limits when the account sets none; empty
 	// means unlimited.
 	RateLimits []RateLimit
-	Setup      Setup
+	// HistoryRateLimit is the bucket of an account's history reads (the
+	// catch-up reconciler's, shared by replicas); Scope is ignored (one
+	// per account). Zero: 1 call/s, burst 1.
+	HistoryRateLimit RateLimit
+	Setup            Setup
 }
 
 // HistoryReader is a channel that reads a conversation's messages posted
@@ -104,6 +106,7 @@ func Describe(ch Channel) Description {
 	info := ch.Info()
 	caps := CapabilitiesOf(ch)
 	_, typing := info.Outbound.(Typer)
+	_, source := ch.(Source)
 	_, reads := ch.(HistoryReader)
 	_, pages := ch.(HistoryPager)
 	var list []string
@@ -113,7 +116,7 @@ func Describe(ch Channel) Description {
 	}{
 		{CapEdit, caps.Edit}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
-		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, info.Source},
+		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
 	} {
 		if c.on {
 			list = append(list, c.name)

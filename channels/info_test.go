@@ -22,9 +22,14 @@ func (c infoChannel) Type() string                        { return "test" }
 func (c infoChannel) Info() Info                          { return c.info }
 func (c infoChannel) NewInbound(Account) (Inbound, error) { return nil, nil }
 
+type sourceChannel struct{ infoChannel }
+
+func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
+
 // TestDescribeDerivesCapabilities: edit and typing come from the
-// interfaces the adapter's sender implements, not from a declaration;
-// declared ones are listed as declared.
+// interfaces the adapter's sender implements and source from the
+// adapter's, not from a declaration; declared ones are listed as
+// declared.
 func TestDescribeDerivesCapabilities(t *testing.T) {
 	t.Parallel()
 	plain := Describe(infoChannel{Info{DisplayName: "Plain", Outbound: (*plainSender)(nil), Receipts: true}})
@@ -32,8 +37,8 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 	require.Empty(t, plain.RateLimits)
 	require.False(t, CapabilitiesOf(infoChannel{Info{Outbound: (*plainSender)(nil)}}).Edit)
 
-	rich := Describe(infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true, Source: true,
-		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}})
+	rich := Describe(sourceChannel{infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true,
+		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}}})
 	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapSource}, rich.Capabilities)
 	require.Equal(t, "Rich", rich.DisplayName)
 	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
