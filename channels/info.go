@@ -9,6 +9,7 @@ import (
 // Capability names, as GET /admin/v1/channel-types lists them.
 const (
 	CapEdit        = "edit"
+	CapDelete      = "delete"
 	CapTyping      = "typing"
 	CapHistory     = "history"
 	CapReceipts    = "receipts"
@@ -44,7 +45,7 @@ type Setup struct {
 }
 
 // Info is what an adapter says about its channel. Capabilities that an
-// optional interface stands for (Editor, Typer,
+// optional interface stands for (Editor, Deleter, Typer,
 // AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
 // declared here: Describe derives them from the adapter and its Outbound,
 // so they cannot drift.
@@ -65,6 +66,15 @@ type Info struct {
 	// per account). Zero: 1 call/s, burst 1.
 	HistoryRateLimit RateLimit
 	Setup            Setup
+}
+
+// Deleter is implemented by outbound adapters that can delete a message
+// they sent: the platform's message providerMessageID in conversationID
+// (Slack chat.delete, Telegram deleteMessage, Discord DELETE
+// /channels/{id}/messages/{id}). No adapter implements it yet; the
+// delete capability is derived from it.
+type Deleter interface {
+	Delete(ctx context.Context, conversationID, providerMessageID string) error
 }
 
 // HistoryReader is a channel that reads a conversation's messages posted
@@ -106,6 +116,7 @@ func Describe(ch Channel) Description {
 	info := ch.Info()
 	caps := CapabilitiesOf(ch)
 	_, typing := info.Outbound.(Typer)
+	_, del := info.Outbound.(Deleter)
 	_, source := ch.(Source)
 	_, reads := ch.(HistoryReader)
 	_, pages := ch.(HistoryPager)
@@ -114,7 +125,7 @@ func Describe(ch Channel) Description {
 		name string
 		on   bool
 	}{
-		{CapEdit, caps.Edit}, {CapTyping, typing}, {CapHistory, reads || pages},
+		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
 		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
 	} {

@@ -16,6 +16,10 @@ type editingSender struct{ plainSender }
 func (*editingSender) Edit(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
 func (*editingSender) Typing(context.Context, *TypingSignal) error                 { return nil }
 
+type deletingSender struct{ plainSender }
+
+func (*deletingSender) Delete(context.Context, string, string) error { return nil }
+
 type infoChannel struct{ info Info }
 
 func (c infoChannel) Type() string                        { return "test" }
@@ -26,7 +30,7 @@ type sourceChannel struct{ infoChannel }
 
 func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
 
-// TestDescribeDerivesCapabilities: edit and typing come from the
+// TestDescribeDerivesCapabilities: edit, delete and typing come from the
 // interfaces the adapter's sender implements and source from the
 // adapter's, not from a declaration; declared ones are listed as
 // declared.
@@ -42,4 +46,7 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapSource}, rich.Capabilities)
 	require.Equal(t, "Rich", rich.DisplayName)
 	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
+
+	deleting := Describe(infoChannel{Info{Outbound: (*deletingSender)(nil)}})
+	require.Equal(t, []string{CapDelete}, deleting.Capabilities)
 }
