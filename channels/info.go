@@ -44,6 +44,36 @@ type Setup struct {
 	Steps       []string `json:"steps,omitempty"`
 }
 
+// JSON types of a Field.
+const (
+	TypeString  = "string"
+	TypeBoolean = "boolean"
+	TypeInteger = "integer"
+	TypeArray   = "array"
+	TypeObject  = "object"
+)
+
+// Field is one key of an account's settings or credentials object: the
+// adapter's Config decoder reads it with that JSON type
+// (channels/builtin's TestSchemasMatchDecoders holds the two together).
+type Field struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Required: the adapter's NewInbound or NewOutbound refuses an
+	// account without it.
+	Required bool `json:"required"`
+	// Secret: stored encrypted, never shown (every credentials field).
+	Secret      bool   `json:"secret"`
+	Description string `json:"description"`
+}
+
+// APIBaseURLField is the settings field of adapters whose platform API
+// base an account may move (APIBasePolicy.AccountAPIBase).
+func APIBaseURLField(def string) Field {
+	return Field{Name: SettingAPIBaseURL, Type: TypeString,
+		Description: "The platform API base URL (a proxy, a regional host, a local fake). Default " + def + "."}
+}
+
 // Info is what an adapter says about its channel. Capabilities that an
 // optional interface stands for (Editor, Deleter, Typer,
 // AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
@@ -65,7 +95,11 @@ type Info struct {
 	// catch-up reconciler's, shared by replicas); Scope is ignored (one
 	// per account). Zero: 1 call/s, burst 1.
 	HistoryRateLimit RateLimit
-	Setup            Setup
+	// Settings and Credentials are the keys of the account's settings
+	// and credentials objects, in the order a form shows them.
+	Settings    []Field
+	Credentials []Field
+	Setup       Setup
 }
 
 // Deleter is implemented by outbound adapters that can delete a message
@@ -99,6 +133,8 @@ type Description struct {
 	DisplayName  string      `json:"display_name"`
 	Capabilities []string    `json:"capabilities"`
 	RateLimits   []RateLimit `json:"default_rate_limits"`
+	Settings     []Field     `json:"settings_schema"`
+	Credentials  []Field     `json:"credentials_schema"`
 	Setup        Setup       `json:"setup"`
 }
 
@@ -137,5 +173,14 @@ func Describe(ch Channel) Description {
 	if rl == nil {
 		rl = []RateLimit{}
 	}
-	return Description{Slug: ch.Type(), DisplayName: info.DisplayName, Capabilities: list, RateLimits: rl, Setup: info.Setup}
+	return Description{Slug: ch.Type(), DisplayName: info.DisplayName, Capabilities: list, RateLimits: rl,
+		Settings: nonNil(info.Settings), Credentials: nonNil(info.Credentials), Setup: info.Setup}
+}
+
+// nonNil makes an absent schema an empty list in JSON.
+func nonNil(fs []Field) []Field {
+	if fs == nil {
+		return []Field{}
+	}
+	return fs
 }

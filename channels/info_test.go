@@ -39,6 +39,8 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 	plain := Describe(infoChannel{Info{DisplayName: "Plain", Outbound: (*plainSender)(nil), Receipts: true}})
 	require.Equal(t, []string{CapReceipts}, plain.Capabilities)
 	require.Empty(t, plain.RateLimits)
+	require.Equal(t, []Field{}, plain.Settings, "no schema is an empty list")
+	require.Equal(t, []Field{}, plain.Credentials)
 	require.False(t, CapabilitiesOf(infoChannel{Info{Outbound: (*plainSender)(nil)}}).Edit)
 
 	rich := Describe(sourceChannel{infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true,

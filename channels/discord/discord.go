@@ -92,6 +92,17 @@ func (c *Channel) Info() channels.Info {
 		RichContent:      true,
 		RateLimits:       []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
 		HistoryRateLimit: channels.RateLimit{Scope: channels.ScopeAccount, PerSec: 1, Burst: 5},
+		Settings: []channels.Field{
+			{Name: "application_id", Type: channels.TypeString, Description: "The application's id (a snowflake): the bot's own messages are left out, and follow-ups are sent with it."},
+			{Name: "gateway", Type: channels.TypeBoolean, Description: "false turns the Gateway connection off. Default on when credentials carry a bot_token."},
+			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, DIRECT_MESSAGES and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
+			{Name: "gateway_url", Type: channels.TypeString, Description: "The Gateway URL (ws:// or wss://). Default " + DefaultGatewayURL + "."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
+				Description: "The bot token: sends, history reads and the Gateway session."},
+		},
 		Setup: channels.Setup{
 			CredentialsExample: `{"bot_token":"…"}`,
 			SecretLabel:        "Application public key (hex, General Information)",

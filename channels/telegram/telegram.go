@@ -72,6 +72,15 @@ func (c *Channel) Info() channels.Info {
 		Outbound:    (*outbound)(nil),
 		Threads:     true, RichContent: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 30, Burst: 30}, {Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
+		Settings: []channels.Field{
+			{Name: "mode", Type: channels.TypeString, Description: "webhook (default: Telegram posts updates to MIO) or polling (MIO calls getUpdates; no public URL needed)."},
+			{Name: "delete_webhook", Type: channels.TypeBoolean, Description: "In polling mode, call deleteWebhook when polling starts."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
+				Description: "The bot's token from @BotFather: sends, file downloads, polling."},
+		},
 		Setup: channels.Setup{
 			SettingsExample:    `{"mode":"webhook"}`,
 			CredentialsExample: `{"bot_token":"123456:ABC…"}`,
