@@ -9,6 +9,7 @@ import (
 // Capability names, as GET /admin/v1/channel-types lists them.
 const (
 	CapEdit        = "edit"
+	CapDelete      = "delete"
 	CapTyping      = "typing"
 	CapHistory     = "history"
 	CapReceipts    = "receipts"
@@ -43,10 +44,41 @@ type Setup struct {
 	Steps       []string `json:"steps,omitempty"`
 }
 
+// JSON types of a Field.
+const (
+	TypeString  = "string"
+	TypeBoolean = "boolean"
+	TypeInteger = "integer"
+	TypeArray   = "array"
+	TypeObject  = "object"
+)
+
+// Field is one key of an account's settings or credentials object: the
+// adapter's Config decoder reads it with that JSON type
+// (channels/builtin's TestSchemasMatchDecoders holds the two together).
+type Field struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	// Required: the adapter's NewInbound or NewOutbound refuses an
+	// account without it.
+	Required bool `json:"required"`
+	// Secret: stored encrypted, never shown (every credentials field).
+	Secret      bool   `json:"secret"`
+	Description string `json:"description"`
+}
+
+// APIBaseURLField is the settings field of adapters whose platform API
+// base an account may move (APIBasePolicy.AccountAPIBase).
+func APIBaseURLField(def string) Field {
+	return Field{Name: SettingAPIBaseURL, Type: TypeString,
+		Description: "The platform API base URL (a proxy, a regional host, a local fake). Default " + def + "."}
+}
+
 // Info is what an adapter says about its channel. Capabilities that an
-// optional interface stands for (Editor, Typer, AttachmentFetcher,
-// HistoryReader, HistoryPager) are not declared here: Describe derives
-// them from the adapter and its Outbound, so they cannot drift.
+// optional interface stands for (Editor, Deleter, Typer,
+// AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
+// declared here: Describe derives them from the adapter and its Outbound,
+// so they cannot drift.
 type Info struct {
 	DisplayName string
 	// Outbound is a zero value of the adapter's sender type (for example
@@ -56,13 +88,27 @@ type Info struct {
 	Threads     bool
 	Receipts    bool
 	RichContent bool
-	// Source: the channel has a long-running inbound source (the Discord
-	// Gateway, Telegram long polling).
-	Source bool
 	// RateLimits are the send limits when the account sets none; empty
 	// means unlimited.
 	RateLimits []RateLimit
-	Setup      Setup
+	// HistoryRateLimit is the bucket of an account's history reads (the
+	// catch-up reconciler's, shared by replicas); Scope is ignored (one
+	// per account). Zero: 1 call/s, burst 1.
+	HistoryRateLimit RateLimit
+	// Settings and Credentials are the keys of the account's settings
+	// and credentials objects, in the order a form shows them.
+	Settings    []Field
+	Credentials []Field
+	Setup       Setup
+}
+
+// Deleter is implemented by outbound adapters that can delete a message
+// they sent: the platform's message providerMessageID in conversationID
+// (Slack chat.delete, Telegram deleteMessage, Discord DELETE
+// /channels/{id}/messages/{id}). No adapter implements it yet; the
+// delete capability is derived from it.
+type Deleter interface {
+	Delete(ctx context.Context, conversationID, providerMessageID string) error
 }
 
 // HistoryReader is a channel that reads a conversation's messages posted
@@ -87,6 +133,8 @@ type Description struct {
 	DisplayName  string      `json:"display_name"`
 	Capabilities []string    `json:"capabilities"`
 	RateLimits   []RateLimit `json:"default_rate_limits"`
+	Settings     []Field     `json:"settings_schema"`
+	Credentials  []Field     `json:"credentials_schema"`
 	Setup        Setup       `json:"setup"`
 }
 
@@ -104,6 +152,8 @@ func Describe(ch Channel) Description {
 	info := ch.Info()
 	caps := CapabilitiesOf(ch)
 	_, typing := info.Outbound.(Typer)
+	_, del := info.Outbound.(Deleter)
+	_, source := ch.(Source)
 	_, reads := ch.(HistoryReader)
 	_, pages := ch.(HistoryPager)
 	var list []string
@@ -111,9 +161,9 @@ func Describe(ch Channel) Description {
 		name string
 		on   bool
 	}{
-		{CapEdit, caps.Edit}, {CapTyping, typing}, {CapHistory, reads || pages},
+		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
-		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, info.Source},
+		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
 	} {
 		if c.on {
 			list = append(list, c.name)
@@ -123,5 +173,14 @@ func Describe(ch Channel) Description {
 	if rl == nil {
 		rl = []RateLimit{}
 	}
-	return Description{Slug: ch.Type(), DisplayName: info.DisplayName, Capabilities: list, RateLimits: rl, Setup: info.Setup}
+	return Description{Slug: ch.Type(), DisplayName: info.DisplayName, Capabilities: list, RateLimits: rl,
+		Settings: nonNil(info.Settings), Credentials: nonNil(info.Credentials), Setup: info.Setup}
+}
+
+// nonNil makes an absent schema an empty list in JSON.
+func nonNil(fs []Field) []Field {
+	if fs == nil {
+		return []Field{}
+	}
+	return fs
 }

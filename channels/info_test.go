@@ -16,25 +16,39 @@ type editingSender struct{ plainSender }
 func (*editingSender) Edit(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
 func (*editingSender) Typing(context.Context, *TypingSignal) error                 { return nil }
 
+type deletingSender struct{ plainSender }
+
+func (*deletingSender) Delete(context.Context, string, string) error { return nil }
+
 type infoChannel struct{ info Info }
 
 func (c infoChannel) Type() string                        { return "test" }
 func (c infoChannel) Info() Info                          { return c.info }
 func (c infoChannel) NewInbound(Account) (Inbound, error) { return nil, nil }
 
-// TestDescribeDerivesCapabilities: edit and typing come from the
-// interfaces the adapter's sender implements, not from a declaration;
-// declared ones are listed as declared.
+type sourceChannel struct{ infoChannel }
+
+func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
+
+// TestDescribeDerivesCapabilities: edit, delete and typing come from the
+// interfaces the adapter's sender implements and source from the
+// adapter's, not from a declaration; declared ones are listed as
+// declared.
 func TestDescribeDerivesCapabilities(t *testing.T) {
 	t.Parallel()
 	plain := Describe(infoChannel{Info{DisplayName: "Plain", Outbound: (*plainSender)(nil), Receipts: true}})
 	require.Equal(t, []string{CapReceipts}, plain.Capabilities)
 	require.Empty(t, plain.RateLimits)
+	require.Equal(t, []Field{}, plain.Settings, "no schema is an empty list")
+	require.Equal(t, []Field{}, plain.Credentials)
 	require.False(t, CapabilitiesOf(infoChannel{Info{Outbound: (*plainSender)(nil)}}).Edit)
 
-	rich := Describe(infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true, Source: true,
-		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}})
+	rich := Describe(sourceChannel{infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true,
+		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}}})
 	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapSource}, rich.Capabilities)
 	require.Equal(t, "Rich", rich.DisplayName)
 	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
+
+	deleting := Describe(infoChannel{Info{Outbound: (*deletingSender)(nil)}})
+	require.Equal(t, []string{CapDelete}, deleting.Capabilities)
 }

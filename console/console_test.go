@@ -298,3 +298,18 @@ func TestConsoleShowsDisabledReason(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, page)
 	require.Contains(t, page, "zoho refresh token refused: invalid_code")
 }
+
+// TestConsoleAccountFormShowsFields: the account form lists the
+// channel's settings and credentials keys from the registry.
+func TestConsoleAccountFormShowsFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	cred := b.client(t)
+	b.login(t, cred, b.token(t, db.AdminRoleCredentialAdmin))
+	status, page := b.get(t, cred, "/accounts/new?tenant_id="+b.tenant.String()+"&channel=telegram")
+	require.Equal(t, http.StatusOK, status, page)
+	for _, want := range []string{"<code>mode</code>", "<code>delete_webhook</code>", "<code>bot_token</code>", "required",
+		"The bot&#39;s token from @BotFather"} {
+		require.Contains(t, page, want)
+	}
+}

@@ -3,10 +3,13 @@ package console
 import "github.com/miohq/mio/channels"
 
 // channelSetup is what the account wizard asks for a channel and the
-// steps it shows with the webhook URL: the adapter's Info (display name
-// and setup text, docs/channels.md has the detail).
+// steps it shows with the webhook URL: the adapter's Info (display name,
+// the settings and credentials keys, setup text; docs/channels.md has
+// the detail).
 type channelSetup struct {
-	Name string
+	Name        string
+	Settings    []channels.Field
+	Credentials []channels.Field
 	channels.Setup
 }
 
@@ -17,7 +20,7 @@ func (c *Console) setup(channelType string) (channelSetup, bool) {
 		return channelSetup{}, false
 	}
 	info := ch.Info()
-	return channelSetup{Name: info.DisplayName, Setup: info.Setup}, true
+	return channelSetup{Name: info.DisplayName, Settings: info.Settings, Credentials: info.Credentials, Setup: info.Setup}, true
 }
 
 // setupOrZero is setup without the found flag.

@@ -579,7 +579,8 @@ func TestAdminConsumerPages(t *testing.T) {
 }
 
 // TestAdminChannelTypes: a viewer reads the registry's channels with
-// their derived capabilities and default rate limits; no token is 401.
+// their derived capabilities, default rate limits and settings and
+// credentials schemas; no token is 401.
 func TestAdminChannelTypes(t *testing.T) {
 	t.Parallel()
 	a := newAdminAPI(t)
@@ -599,4 +600,8 @@ func TestAdminChannelTypes(t *testing.T) {
 	require.Equal(t, []any{map[string]any{"key": "account", "per_sec": 30.0, "burst": 30.0},
 		map[string]any{"key": "conversation", "per_sec": 1.0, "burst": 3.0}}, bySlug["telegram"]["default_rate_limits"])
 	require.Empty(t, bySlug["webhook"]["default_rate_limits"])
+	require.Contains(t, bySlug["telegram"]["credentials_schema"], map[string]any{"name": "bot_token", "type": "string",
+		"required": true, "secret": true, "description": "The bot's token from @BotFather: sends, file downloads, polling."})
+	require.Contains(t, bySlug["webhook"]["settings_schema"], map[string]any{"name": "endpoint_url", "type": "string",
+		"required": true, "secret": false, "description": "Where outbound messages are POSTed (an absolute http(s) URL)."})
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+
+	"github.com/miohq/mio/channels"
 )
 
 // SetAfterWrite installs a hook run after a batch's objects are written and
@@ -28,3 +30,10 @@ func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 // SetAfterReclaim installs a hook run after a reclaim took back dead
 // workers' jobs and before it ended their sends' leases.
 func (h *Heartbeat) SetAfterReclaim(f func()) { h.afterReclaim = f }
+
+// HistoryBucket is the bucket the reconciler's history calls of an
+// account of ch take from: its key, rate and burst.
+func HistoryBucket(ch channels.Channel, accountID uuid.UUID) (key string, rate, burst float64) {
+	w := historyBucket(ch, accountID)
+	return w.Key, w.Rate, w.Burst
+}

@@ -32,10 +32,11 @@ import (
 // WhatsApp and Zoho Cliq have no history API.
 //
 // The periodic run has no arguments; a run for one account (after its
-// Discord Gateway session could not be resumed) names it. The gateway
-// leaves such a loss in the cursors as gaps (gap_after, gap_before),
-// read ascending by gap (reconcile_gap.go), because the new session's
-// live messages move the cursor past the missed ones before a run.
+// Discord Gateway session could not be resumed) names it. The Discord
+// source leaves such a loss in the cursors as gaps (gap_after,
+// gap_before), read ascending by gap (reconcile_gap.go), because the new
+// session's live messages move the cursor past the missed ones before a
+// run.
 type ReconcileArgs struct {
 	TenantID  uuid.UUID `json:"tenant_id,omitempty"`
 	AccountID uuid.UUID `json:"account_id,omitempty"`
@@ -91,13 +92,13 @@ type ReconcileWorker struct {
 // historyReader is an adapter that reads history oldest first (Discord).
 type historyReader = channels.HistoryReader
 
-// historyBuckets are the shared token buckets (mio.rate_buckets, key
-// "h:<account>") history calls take from, per channel: Discord 1 call/s
-// (burst 5) of its 50 req/s per bot; others 1 call/s.
-func historyBucket(channelType string, accountID uuid.UUID) db.RateWant {
+// historyBucket is the shared token bucket (mio.rate_buckets, key
+// "h:<account>") an account's history calls take from: the channel's
+// Info.HistoryRateLimit, 1 call/s when it names none.
+func historyBucket(ch channels.Channel, accountID uuid.UUID) db.RateWant {
 	w := db.RateWant{Key: "h:" + accountID.String(), Rate: 1, Burst: 1, N: 1}
-	if channelType == envelope.ChannelDiscord {
-		w.Burst = 5
+	if rl := ch.Info().HistoryRateLimit; rl.PerSec > 0 {
+		w.Rate, w.Burst = rl.PerSec, max(rl.Burst, 1)
 	}
 	return w
 }
@@ -191,7 +192,7 @@ func (w *ReconcileWorker) account(ctx context.Context, cfg ReconcileConfig, a *d
 	if err != nil {
 		return err
 	}
-	r := &reconcileRun{w: w, cfg: cfg, acct: a, secrets: secrets}
+	r := &reconcileRun{w: w, cfg: cfg, acct: a, secrets: secrets, bucket: historyBucket(ch, a.ID)}
 	r.hr, _ = ch.(historyReader)
 	r.hp, _ = ch.(historyPager)
 	since := time.Now().Add(-cfg.ActiveWithin)
@@ -235,6 +236,7 @@ type reconcileRun struct {
 	cfg     ReconcileConfig
 	acct    *db.Account
 	secrets channels.Account
+	bucket  db.RateWant   // the account's history bucket
 	hr      historyReader // one of hr, hp
 	hp      historyPager
 }
@@ -323,7 +325,7 @@ func (r *reconcileRun) count(ct, outcome string) {
 
 // token takes one token of the account's history bucket.
 func (r *reconcileRun) token(ctx context.Context) error {
-	want := historyBucket(r.acct.ChannelType, r.acct.ID)
+	want := r.bucket
 	for {
 		var g []db.RateGrant
 		err := db.InTenantTx(ctx, r.w.Pool, r.acct.TenantID, func(tx pgx.Tx) error {

@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/accounts"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/discord"
 	"github.com/miohq/mio/channels/discord/discordtest"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
-	"github.com/miohq/mio/gateway"
+	"github.com/miohq/mio/sources"
 )
 
 // gapBundle is a Discord account held by a Gateway manager against the
@@ -45,9 +46,10 @@ func lostSessionGap(t *testing.T, channel string) *gapBundle {
 		Credentials: []byte(`{"bot_token": "history-token"}`)})
 	b := &gapBundle{reconcileBundle: rb, fake: fake, history: history, channel: channel}
 
-	m := gateway.New(b.env.Pool, gateway.Config{Accounts: b.resolver, Ingester: b.ingester,
-		Discord:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond},
+	m := discord.NewManager(discord.SourceConfig{
+		Gateway:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond},
 		IdentifyInterval: 10 * time.Millisecond, LeaseTTL: time.Second, Scan: 50 * time.Millisecond,
+	}, channels.SourceDeps{Store: sources.NewStore(b.env.Pool, b.resolver, b.ingester, nil, envelope.ChannelDiscord),
 		Logger: slog.New(slog.DiscardHandler)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -265,3 +265,22 @@ func TestReconcileLong429EndsRunThenResumes(t *testing.T) {
 	b.requireExactlyOnce(t, 1, 510)
 	require.Equal(t, 500.0, testutil.ToFloat64(b.metrics.Recovered.WithLabelValues(envelope.ChannelDiscord)))
 }
+
+// TestReconcileHistoryBucketFromInfo: an account's history bucket is its
+// channel's Info.HistoryRateLimit (Discord 1 call/s, burst 5), and 1
+// call/s where the channel names none (Slack).
+func TestReconcileHistoryBucketFromInfo(t *testing.T) {
+	t.Parallel()
+	reg := builtin.Registry(builtin.Options{})
+	id := uuid.New()
+	for _, c := range []struct {
+		slug        string
+		rate, burst float64
+	}{{envelope.ChannelDiscord, 1, 5}, {envelope.ChannelSlack, 1, 1}} {
+		ch, _ := reg.Get(c.slug)
+		key, rate, burst := workers.HistoryBucket(ch, id)
+		require.Equal(t, "h:"+id.String(), key, c.slug)
+		require.Equal(t, c.rate, rate, c.slug)
+		require.Equal(t, c.burst, burst, c.slug)
+	}
+}

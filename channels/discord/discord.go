@@ -40,6 +40,8 @@ type Options struct {
 	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient calls the Discord API. Default http.DefaultClient.
 	HTTPClient *http.Client
+	// Source tunes the Gateway source (RunSource).
+	Source SourceConfig
 	// Now is the clock used when a Request carries no Now. Default time.Now.
 	Now func() time.Time
 	// TimestampTolerance bounds the age (and future skew) of a signed
@@ -55,6 +57,7 @@ type Channel struct {
 var (
 	_ channels.Channel         = (*Channel)(nil)
 	_ channels.OutboundChannel = (*Channel)(nil)
+	_ channels.Source          = (*Channel)(nil)
 )
 
 // New returns a Discord adapter, applying defaults to zero options.
@@ -80,13 +83,26 @@ func (c *Channel) Type() string { return envelope.ChannelDiscord }
 
 // Info describes Discord: embeds and buttons, the Gateway as an inbound
 // source. Threads are channels of their own on Discord, so they appear as
-// conversations rather than as thread ids. 5 messages per 5 s per channel.
+// conversations rather than as thread ids. 5 messages per 5 s per channel;
+// history reads 1 call/s with a burst of 5, well inside the bot's 50 req/s.
 func (c *Channel) Info() channels.Info {
 	return channels.Info{
-		DisplayName: "Discord",
-		Outbound:    (*outbound)(nil),
-		RichContent: true, Source: true,
-		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
+		DisplayName:      "Discord",
+		Outbound:         (*outbound)(nil),
+		RichContent:      true,
+		RateLimits:       []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
+		HistoryRateLimit: channels.RateLimit{Scope: channels.ScopeAccount, PerSec: 1, Burst: 5},
+		Settings: []channels.Field{
+			{Name: "application_id", Type: channels.TypeString, Description: "The application's id (a snowflake): the bot's own messages are left out, and follow-ups are sent with it."},
+			{Name: "gateway", Type: channels.TypeBoolean, Description: "false turns the Gateway connection off. Default on when credentials carry a bot_token."},
+			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, DIRECT_MESSAGES and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
+			{Name: "gateway_url", Type: channels.TypeString, Description: "The Gateway URL (ws:// or wss://). Default " + DefaultGatewayURL + "."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
+				Description: "The bot token: sends, history reads and the Gateway session."},
+		},
 		Setup: channels.Setup{
 			CredentialsExample: `{"bot_token":"…"}`,
 			SecretLabel:        "Application public key (hex, General Information)",

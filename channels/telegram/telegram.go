@@ -33,6 +33,8 @@ type Options struct {
 	APIBasePolicy channels.APIBasePolicy
 	// HTTPClient makes Bot API calls. Default http.DefaultClient.
 	HTTPClient *http.Client
+	// Source tunes the long-polling source (RunSource).
+	Source SourceConfig
 }
 
 // Channel is the Telegram adapter. It is safe for concurrent use.
@@ -43,6 +45,7 @@ type Channel struct {
 var (
 	_ channels.Channel         = (*Channel)(nil)
 	_ channels.OutboundChannel = (*Channel)(nil)
+	_ channels.Source          = (*Channel)(nil)
 )
 
 // New returns a Telegram adapter, applying defaults to opts.
@@ -67,8 +70,17 @@ func (c *Channel) Info() channels.Info {
 	return channels.Info{
 		DisplayName: "Telegram",
 		Outbound:    (*outbound)(nil),
-		Threads:     true, RichContent: true, Source: true,
+		Threads:     true, RichContent: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 30, Burst: 30}, {Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
+		Settings: []channels.Field{
+			{Name: "mode", Type: channels.TypeString, Description: "webhook (default: Telegram posts updates to MIO) or polling (MIO calls getUpdates; no public URL needed)."},
+			{Name: "delete_webhook", Type: channels.TypeBoolean, Description: "In polling mode, call deleteWebhook when polling starts."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
+				Description: "The bot's token from @BotFather: sends, file downloads, polling."},
+		},
 		Setup: channels.Setup{
 			SettingsExample:    `{"mode":"webhook"}`,
 			CredentialsExample: `{"bot_token":"123456:ABC…"}`,

@@ -72,6 +72,12 @@ func (c *Channel) Info() channels.Info {
 		DisplayName: "Standard Webhooks",
 		Outbound:    (*outbound)(nil),
 		Threads:     true, RichContent: true,
+		Settings: []channels.Field{
+			{Name: "endpoint_url", Type: channels.TypeString, Required: true, Description: "Where outbound messages are POSTed (an absolute http(s) URL)."},
+		},
+		Credentials: []channels.Field{
+			{Name: "previous_secrets", Type: channels.TypeArray, Secret: true, Description: "Older whsec_ secrets still accepted inbound during a rotation."},
+		},
 		Setup: channels.Setup{
 			SettingsExample: `{"endpoint_url":"https://your-app.example/mio"}`,
 			SecretLabel:     "Signing secret (whsec_…, base64 after the prefix)",

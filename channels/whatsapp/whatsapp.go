@@ -77,6 +77,15 @@ func (c *Channel) Info() channels.Info {
 		Outbound:    (*outbound)(nil),
 		Receipts:    true, RichContent: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 80, Burst: 80}},
+		Settings: []channels.Field{
+			{Name: "phone_number_id", Type: channels.TypeString, Description: "The phone number id sends go from and whose webhooks are kept (digits). Default the account's external id."},
+			{Name: "graph_version", Type: channels.TypeString, Description: "The Graph API version, such as v21.0. Default none in the URL (Meta's default version)."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "access_token", Type: channels.TypeString, Required: true, Secret: true, Description: "A system user access token: sends and media downloads."},
+			{Name: "verify_token", Type: channels.TypeString, Secret: true, Description: "Answers Meta's hub.verify_token handshake when the webhook is set up; without it every handshake is refused."},
+		},
 		Setup: channels.Setup{
 			SettingsExample:    `{"phone_number_id":"…","graph_version":"v21.0"}`,
 			CredentialsExample: `{"access_token":"EAA…","verify_token":"choose-one"}`,

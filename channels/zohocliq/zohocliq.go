@@ -205,6 +205,22 @@ func (c *Channel) Info() channels.Info {
 		Outbound:    (*outbound)(nil),
 		RichContent: true,
 		RateLimits:  []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 10, Burst: 10}},
+		Settings: []channels.Field{
+			{Name: "mode", Type: channels.TypeString, Description: "rsa (verify X-Cliq-Signature with public_key_pem) or token (the webhook secret is a shared token). Default rsa when public_key_pem is set, else token."},
+			{Name: "public_key_pem", Type: channels.TypeString, Description: "The bot's RSA public key (PEM), for mode rsa."},
+			{Name: "dedup_field", Type: channels.TypeString, Description: "The payload path of the dedup key. Default the message id."},
+			{Name: "message_handlers", Type: channels.TypeArray, Description: "The handler names whose events are stored. Default the message handlers (DescribeConfig shows them)."},
+			{Name: "field_paths", Type: channels.TypeObject, Description: "Overrides of the payload mapping: envelope field to payload paths."},
+			{Name: "conversation_types", Type: channels.TypeObject, Description: "Chat types (lower case) to conversation types."},
+			channels.APIBaseURLField(DefaultAPIBaseURL),
+		},
+		Credentials: []channels.Field{
+			{Name: "access_token", Type: channels.TypeString, Secret: true, Description: "A static OAuth access token (not renewed); or give the refresh-token grant below."},
+			{Name: "client_id", Type: channels.TypeString, Secret: true, Description: "Refresh-token grant: the OAuth client id."},
+			{Name: "client_secret", Type: channels.TypeString, Secret: true, Description: "Refresh-token grant: the OAuth client secret."},
+			{Name: "refresh_token", Type: channels.TypeString, Secret: true, Description: "Refresh-token grant: the refresh token MIO renews access tokens with."},
+			{Name: "accounts_server", Type: channels.TypeString, Secret: true, Description: "Refresh-token grant: the accounts server of the account's data centre (https://accounts.zoho.com, .eu, .in …)."},
+		},
 		Setup: channels.Setup{
 			CredentialsExample: `{"access_token":"1000.…"}`,
 			SecretLabel:        "Shared token (sent by the bot handler as X-Mio-Token)",

@@ -22,13 +22,10 @@ import (
 	"github.com/miohq/mio/bridge"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
-	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/console"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
-	"github.com/miohq/mio/gateway"
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
@@ -36,9 +33,9 @@ import (
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
-	"github.com/miohq/mio/polling"
 	"github.com/miohq/mio/reply"
 	"github.com/miohq/mio/secretbox"
+	"github.com/miohq/mio/sources"
 	"github.com/miohq/mio/workers"
 )
 
@@ -165,27 +162,32 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			m.OutboundBatchSize.Observe(float64(n))
 			m.OutboundCommitSeconds.Observe(took.Seconds())
 		}, Logger: log.With("component", "outbound")})
-	stopPolling := startPolling(cfg, pool, ingester, accts, registry, m, log)
 	reconciler.Ingester = ingester // before River starts
 
-	// Discord Gateway sessions run where workers run (one holder per
-	// account across processes, leases in mio.gateway_sessions).
-	gatewayDone := make(chan struct{})
-	gwCtx, stopGateway := context.WithCancel(context.Background())
-	defer stopGateway()
+	// The channels' long-running sources (the Discord Gateway, Telegram
+	// long polling) run where workers run, each account held by one
+	// process at a time (leases in the database).
+	sourcesDone := make(chan struct{})
+	srcCtx, stopSources := context.WithCancel(context.Background())
+	defer stopSources()
 	if cfg.Role == "all" || cfg.Role == "worker" {
-		gw := gateway.New(pool, gateway.Config{Accounts: accts, Ingester: ingester, Metrics: m,
-			GatewayMetrics: metrics.NewGateway(m.Registry), Logger: log.With("component", "gateway"),
-			OnSessionLost: func(tenantID, accountID uuid.UUID) {
-				// Catch up what the lost session did not replay.
-				args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
-				if _, err := riverClient.Insert(gwCtx, args, nil); err != nil {
-					log.Warn("enqueue catch-up after a lost gateway session", "account_id", accountID, "err", err)
-				}
-			}})
-		go func() { defer close(gatewayDone); gw.Run(gwCtx) }()
+		go func() {
+			defer close(sourcesDone)
+			err := sources.Run(srcCtx, sources.Config{Pool: pool, Registry: registry, Accounts: accts, Ingester: ingester,
+				Metrics: m, Registerer: m.Registry, Logger: log.With("component", "sources"),
+				CatchUp: func(tenantID, accountID uuid.UUID) {
+					// Catch up what a lost session did not replay.
+					args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
+					if _, err := riverClient.Insert(srcCtx, args, nil); err != nil {
+						log.Warn("enqueue catch-up after a lost source session", "account_id", accountID, "err", err)
+					}
+				}})
+			if err != nil {
+				log.Error("sources stopped", "err", err)
+			}
+		}()
 	} else {
-		close(gatewayDone)
+		close(sourcesDone)
 	}
 
 	var bridgeReady func() error
@@ -273,9 +275,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	servers.shutdown(sctx, log)
-	stopPolling()
-	stopGateway()
-	<-gatewayDone // its sessions commit through the ingester
+	stopSources()
+	<-sourcesDone // their sessions commit through the ingester
 	ingester.Stop()
 	stopReplies()
 	stopSender()
@@ -422,34 +423,6 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "retention"),
 		InboxRetention: cfg.InboxRetention, BlobRetention: cfg.BlobRetention,
 	}, cfg.RetentionInterval)
-}
-
-// startPolling runs the long-poll intakes (Telegram accounts in settings
-// mode polling) in the worker roles; the returned func stops them, giving
-// their leases up.
-func startPolling(cfg *config.Config, pool *pgxpool.Pool, in *ingest.Ingester, accts *accounts.Resolver,
-	registry *channels.Registry, m *metrics.Metrics, log *slog.Logger) (stop func()) {
-	ch, _ := registry.Get(envelope.ChannelTelegram)
-	tg, ok := ch.(*telegram.Channel)
-	if !ok || (cfg.Role != "all" && cfg.Role != "worker") {
-		return func() {}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	r := polling.New(polling.Config{Pool: pool, Ingester: in, Accounts: accts, Telegram: tg,
-		Logger: log.With("component", "polling"),
-		OnStored: func(channelType string, inserted, duplicates int) {
-			m.InboundMessages.WithLabelValues(channelType).Add(float64(inserted))
-			m.DedupTotal.WithLabelValues(channelType).Add(float64(duplicates))
-		}})
-	go func() {
-		defer close(done)
-		_ = r.Run(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }
 
 // apiBasePolicy is what accounts' api_base_url settings may name: https,

@@ -1,4 +1,4 @@
-package polling_test
+package telegram_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package gateway
+package discord_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/channels/discord"
 	"github.com/miohq/mio/channels/discord/discordtest"
@@ -27,6 +28,7 @@ import (
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/secretbox"
+	"github.com/miohq/mio/sources"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -40,7 +42,7 @@ type testBundle struct {
 	fake     *discordtest.Gateway
 	tenant   uuid.UUID
 	account  uuid.UUID
-	lost     atomic.Int32 // OnSessionLost calls
+	lost     atomic.Int32 // CatchUp calls
 	metrics  *metrics.Gateway
 }
 
@@ -76,20 +78,21 @@ func setup(t *testing.T, token string) *testBundle {
 
 // manager starts a Manager on the bundle's database; the returned stop
 // ends it (abandon: without releasing its leases, like a killed process).
-func (b *testBundle) manager(t *testing.T, tune ...func(*Config)) (*Manager, func(abandon bool)) {
+func (b *testBundle) manager(t *testing.T, tune ...func(*discord.SourceConfig)) (*discord.Manager, func(abandon bool)) {
 	t.Helper()
-	cfg := Config{
-		Accounts: b.resolver, Ingester: b.ingester,
-		Discord:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, MaxPayload: 64 << 10},
+	cfg := discord.SourceConfig{
+		Gateway:          discord.GatewayOptions{ReconnectMin: 10 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, MaxPayload: 64 << 10},
 		IdentifyInterval: 10 * time.Millisecond, LeaseTTL: time.Second, Scan: 50 * time.Millisecond,
-		Logger:         slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnSessionLost:  func(_, _ uuid.UUID) { b.lost.Add(1) },
-		GatewayMetrics: b.metrics,
+		Metrics: b.metrics,
 	}
 	for _, f := range tune {
 		f(&cfg)
 	}
-	m := New(b.env.Pool, cfg)
+	m := discord.NewManager(cfg, channels.SourceDeps{
+		Store:   sources.NewStore(b.env.Pool, b.resolver, b.ingester, nil, envelope.ChannelDiscord),
+		Logger:  slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		CatchUp: func(_, _ uuid.UUID) { b.lost.Add(1) },
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); m.Run(ctx) }()
@@ -99,9 +102,7 @@ func (b *testBundle) manager(t *testing.T, tune ...func(*Config)) (*Manager, fun
 			return
 		}
 		stopped = true
-		m.mu.Lock()
-		m.abandon = abandon
-		m.mu.Unlock()
+		m.SetAbandon(abandon)
 		cancel()
 		<-done
 	}
@@ -286,8 +287,8 @@ func TestTwoManagersOneConnection(t *testing.T) {
 	m1, _ := b.manager(t)
 	m2, _ := b.manager(t)
 	b.waitFake(t, "identify", identified(1))
-	start := m1.scans.Load() + m2.scans.Load()
-	require.Eventually(t, func() bool { return m1.scans.Load()+m2.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
+	start := m1.Scans() + m2.Scans()
+	require.Eventually(t, func() bool { return m1.Scans()+m2.Scans() >= start+10 }, 20*time.Second, 10*time.Millisecond)
 	for i := range 5 {
 		b.fake.Dispatch(discord.EventMessageCreate, discordtest.Message(fmt.Sprint(5000+i), "500", "77", "1", "x"))
 	}
@@ -336,8 +337,8 @@ func TestWrongTokenDisablesAccount(t *testing.T) {
 	m, _ := b.manager(t)
 	b.waitFake(t, "first connection", func(f discordtest.Stats) bool { return f.Conns >= 1 })
 	require.Eventually(t, func() bool { _, _, _, e := b.session(t); return e != "" }, 20*time.Second, 10*time.Millisecond)
-	start := m.scans.Load()
-	require.Eventually(t, func() bool { return m.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
+	start := m.Scans()
+	require.Eventually(t, func() bool { return m.Scans() >= start+10 }, 20*time.Second, 10*time.Millisecond)
 	_, _, _, reason := b.session(t)
 	require.Contains(t, reason, "4004")
 	require.Contains(t, reason, "token")
@@ -438,12 +439,12 @@ func TestLostLeaseStopsSession(t *testing.T) {
 func TestDailyIdentifyBudget(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "good-token")
-	m, _ := b.manager(t, func(c *Config) { c.IdentifyDailyLimit = 1 })
+	m, _ := b.manager(t, func(c *discord.SourceConfig) { c.IdentifyDailyLimit = 1 })
 	b.waitFake(t, "identify", identified(1))
 	b.fake.Op(9, false)
 	b.waitFake(t, "reconnect", func(f discordtest.Stats) bool { return f.Conns >= 2 })
-	start := m.scans.Load()
-	require.Eventually(t, func() bool { return m.scans.Load() >= start+10 }, 20*time.Second, 10*time.Millisecond)
+	start := m.Scans()
+	require.Eventually(t, func() bool { return m.Scans() >= start+10 }, 20*time.Second, 10*time.Millisecond)
 	st := b.fake.Stats()
 	require.Equal(t, 1, st.Identifies, "past the day's budget the session waits instead of identifying")
 	require.Equal(t, 1, m.Held(), "and keeps its lease while it waits")

@@ -1,6 +1,8 @@
-// Package gateway keeps the platform connections MIO holds itself instead
-// of receiving webhooks: one Discord Gateway session per Discord account
-// with a bot token, held by exactly one MIO process at a time.
+package discord
+
+// The Discord Gateway as MIO's inbound source: one Gateway session per
+// Discord account with a bot token, held by exactly one MIO process at a
+// time.
 //
 // A Manager scans the accounts every few seconds and takes the lease of
 // each one nobody holds (a row of mio.gateway_sessions, lease on the
@@ -14,9 +16,6 @@
 // and what is received twice is a duplicate. A Gateway close that
 // reconnecting cannot fix (the token was refused) disables the account
 // with the reason in mio.gateway_sessions.error.
-//
-// Internal to MIO; not a stable API.
-package gateway
 
 import (
 	"context"
@@ -28,65 +27,52 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
-	"github.com/miohq/mio/channels/discord"
-	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
-	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
 )
 
-// Defaults of Config.
+// Defaults of SourceConfig.
 const (
 	DefaultLeaseTTL = 10 * time.Second
 	DefaultScan     = 2 * time.Second
 )
 
-// Config configures a Manager.
-type Config struct {
-	// Accounts opens the accounts' credentials. Required.
-	Accounts *accounts.Resolver
-	// Discord tunes the Gateway clients (dial client, payload bound,
+// SourceConfig tunes the Gateway source (Options.Source). Zero values
+// give the defaults.
+type SourceConfig struct {
+	// Gateway tunes the Gateway clients (dial client, payload bound,
 	// reconnect waits).
-	Discord discord.GatewayOptions
-	// Holder names this process in the leases. Default a random id.
-	Holder uuid.UUID
+	Gateway GatewayOptions
 	// IdentifyInterval spaces IDENTIFYs of one account across processes.
-	// Default discord.IdentifyInterval (5 s).
+	// Default IdentifyInterval (5 s).
 	IdentifyInterval time.Duration
 	// IdentifyDailyLimit caps an account's IDENTIFYs per day: Discord
 	// allows 1000 session starts a day and resets the token of a bot that
 	// goes over; past the cap the session waits for the next day's window.
 	// Default 900.
 	IdentifyDailyLimit int
-	// Ingester commits messages. Required.
-	Ingester *ingest.Ingester
 	// LeaseTTL is how long a lease lasts without renewal: the takeover
 	// time after a holder dies is at most LeaseTTL + Scan. Default 10 s.
 	LeaseTTL time.Duration
-	Logger   *slog.Logger
-	// Metrics counts committed and duplicate messages; nil records
-	// nowhere.
-	Metrics *metrics.Metrics
-	// GatewayMetrics counts sessions and reconnects; nil records nowhere.
-	GatewayMetrics *metrics.Gateway
-	// OnSessionLost, when set, is called after an account's session could
-	// not be resumed (events between the last committed one and the new
-	// session are not replayed): mio serve enqueues a catch-up run of the
-	// reconciler for the account.
-	OnSessionLost func(tenantID, accountID uuid.UUID)
+	// Metrics counts sessions and reconnects; nil: built on
+	// SourceDeps.Metrics.
+	Metrics *metrics.Gateway
 	// Scan is the interval between account scans. Default 2 s.
 	Scan time.Duration
 }
 
+// RunSource holds the Gateway sessions of the Discord accounts this
+// process gets the lease of, until ctx ends.
+func (c *Channel) RunSource(ctx context.Context, deps channels.SourceDeps) error {
+	NewManager(c.opts.Source, deps).Run(ctx)
+	return nil
+}
+
 // Manager holds the Gateway sessions of the accounts whose leases it has.
 type Manager struct {
-	pool *pgxpool.Pool
-	cfg  Config
+	cfg  SourceConfig
+	deps channels.SourceDeps
 
 	mu      sync.Mutex
 	running map[uuid.UUID]*held
@@ -103,13 +89,13 @@ type held struct {
 	cancel   context.CancelFunc
 }
 
-// New returns a Manager; call Run.
-func New(pool *pgxpool.Pool, cfg Config) *Manager {
-	if cfg.Holder == uuid.Nil {
-		cfg.Holder = uuid.New()
+// NewManager returns a Manager; call Run.
+func NewManager(cfg SourceConfig, deps channels.SourceDeps) *Manager {
+	if deps.Holder == uuid.Nil {
+		deps.Holder = uuid.New()
 	}
 	if cfg.IdentifyInterval <= 0 {
-		cfg.IdentifyInterval = discord.IdentifyInterval
+		cfg.IdentifyInterval = IdentifyInterval
 	}
 	if cfg.IdentifyDailyLimit <= 0 {
 		cfg.IdentifyDailyLimit = 900
@@ -120,13 +106,16 @@ func New(pool *pgxpool.Pool, cfg Config) *Manager {
 	if cfg.Scan <= 0 {
 		cfg.Scan = DefaultScan
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Discord.Logger == nil {
-		cfg.Discord.Logger = cfg.Logger
+	if cfg.Gateway.Logger == nil {
+		cfg.Gateway.Logger = deps.Logger
 	}
-	return &Manager{pool: pool, cfg: cfg, running: map[uuid.UUID]*held{}}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.NewGateway(deps.Metrics)
+	}
+	return &Manager{cfg: cfg, deps: deps, running: map[uuid.UUID]*held{}}
 }
 
 // Run scans for accounts until ctx ends, then stops every session and
@@ -136,7 +125,7 @@ func (m *Manager) Run(ctx context.Context) {
 	defer t.Stop()
 	for {
 		if err := m.scan(ctx); err != nil && ctx.Err() == nil {
-			m.cfg.Logger.Warn("gateway: account scan failed", "err", err)
+			m.deps.Logger.Warn("gateway: account scan failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -162,25 +151,25 @@ func (m *Manager) Held() int {
 // scan starts a session for every Discord account with the Gateway on
 // whose lease this process gets, and stops those of disabled accounts.
 func (m *Manager) scan(ctx context.Context) error {
-	tenants, err := db.TenantList(ctx, m.pool)
+	tenants, err := m.deps.Store.Tenants(ctx)
 	if err != nil {
 		return fmt.Errorf("list tenants: %w", err)
 	}
-	for _, t := range tenants {
+	for _, tenantID := range tenants {
 		var (
-			accts  []*db.Account
+			accts  []channels.SourceAccount
 			others []uuid.UUID
 		)
-		err := db.InTenantTx(ctx, m.pool, t.ID, func(tx pgx.Tx) error {
+		err := m.deps.Store.Tx(ctx, tenantID, func(tx channels.SourceTx) error {
 			var err error
-			if accts, err = db.AccountList(ctx, tx, t.ID, envelope.ChannelDiscord); err != nil {
+			if accts, err = tx.Accounts(ctx); err != nil {
 				return err
 			}
-			others, err = db.GatewayLeasesHeldByOthers(ctx, tx, t.ID, m.cfg.Holder)
+			others, err = tx.SessionsHeldElsewhere(ctx, m.deps.Holder)
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("list accounts of tenant %s: %w", t.ID, err)
+			return fmt.Errorf("list accounts of tenant %s: %w", tenantID, err)
 		}
 		// Accounts another process holds are not even tried: a scan costs
 		// one transaction per tenant, not one per account.
@@ -198,11 +187,11 @@ func (m *Manager) scan(ctx context.Context) error {
 	return nil
 }
 
-func (m *Manager) consider(ctx context.Context, a *db.Account) {
+func (m *Manager) consider(ctx context.Context, a channels.SourceAccount) {
 	m.mu.Lock()
 	h, running := m.running[a.ID]
 	m.mu.Unlock()
-	if a.Status != db.AccountActive {
+	if !a.Active {
 		if running {
 			h.cancel()
 		}
@@ -211,30 +200,30 @@ func (m *Manager) consider(ctx context.Context, a *db.Account) {
 	if running {
 		return
 	}
-	secrets, err := m.cfg.Accounts.Secrets(ctx, a.TenantID, a.ID)
+	secrets, err := m.deps.Store.Secrets(ctx, a.TenantID, a.ID)
 	if err != nil {
-		m.cfg.Logger.Debug("gateway: account secrets unavailable", "account_id", a.ID, "err", err)
+		m.deps.Logger.Debug("gateway: account secrets unavailable", "account_id", a.ID, "err", err)
 		return
 	}
-	gcfg, err := discord.ParseGatewayConfig(secrets)
+	gcfg, err := ParseGatewayConfig(secrets)
 	if err != nil {
-		if !errors.Is(err, discord.ErrGatewayOff) {
-			m.cfg.Logger.Debug("gateway: account not connectable", "account_id", a.ID, "err", err)
+		if !errors.Is(err, ErrGatewayOff) {
+			m.deps.Logger.Debug("gateway: account not connectable", "account_id", a.ID, "err", err)
 		}
 		return
 	}
-	lease := &db.GatewayLeaseParams{TenantID: a.TenantID, AccountID: a.ID, Holder: m.cfg.Holder, TTL: m.cfg.LeaseTTL}
-	var sess *db.GatewaySession
-	err = db.InTenantTx(ctx, m.pool, a.TenantID, func(tx pgx.Tx) error {
+	lease := channels.Lease{TenantID: a.TenantID, AccountID: a.ID, Holder: m.deps.Holder, TTL: m.cfg.LeaseTTL}
+	var sess channels.SessionState
+	err = m.deps.Store.Tx(ctx, a.TenantID, func(tx channels.SourceTx) error {
 		var err error
-		sess, err = db.GatewayLeaseAcquire(ctx, tx, lease)
+		sess, err = tx.SessionAcquire(ctx, lease)
 		return err
 	})
-	if errors.Is(err, db.ErrNotFound) {
+	if errors.Is(err, channels.ErrLeaseHeld) {
 		return // another process holds it
 	}
 	if err != nil {
-		m.cfg.Logger.Warn("gateway: lease", "account_id", a.ID, "err", err)
+		m.deps.Logger.Warn("gateway: lease", "account_id", a.ID, "err", err)
 		return
 	}
 	hctx, cancel := context.WithCancel(ctx)
@@ -245,7 +234,7 @@ func (m *Manager) consider(ctx context.Context, a *db.Account) {
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
-		m.hold(hctx, lease, gcfg, discord.GatewayResume{SessionID: sess.SessionID, URL: sess.ResumeURL, Seq: sess.Seq})
+		m.hold(hctx, lease, gcfg, GatewayResume{SessionID: sess.SessionID, URL: sess.ResumeURL, Seq: sess.Seq})
 		m.mu.Lock()
 		delete(m.running, a.ID)
 		m.mu.Unlock()
@@ -253,8 +242,8 @@ func (m *Manager) consider(ctx context.Context, a *db.Account) {
 }
 
 // hold runs one account's session while its lease lasts.
-func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg discord.GatewayConfig, resume discord.GatewayResume) {
-	log := m.cfg.Logger.With("account_id", lease.AccountID)
+func (m *Manager) hold(ctx context.Context, lease channels.Lease, gcfg GatewayConfig, resume GatewayResume) {
+	log := m.deps.Logger.With("account_id", lease.AccountID)
 	log.Info("gateway: session taken", "resume", resume.SessionID != "", "seq", resume.Seq)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -263,17 +252,16 @@ func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg d
 		defer close(renewed)
 		m.renew(ctx, cancel, lease, log)
 	}()
-	opts := m.cfg.Discord
+	opts := m.cfg.Gateway
 	opts.Logger = log
-	if gm := m.cfg.GatewayMetrics; gm != nil {
-		gm.Sessions.Inc()
-		defer gm.Sessions.Dec()
-		opts.OnReconnect = func(reason string) { gm.Reconnects.WithLabelValues(reason).Inc() }
-	}
-	err := discord.NewGateway(gcfg, opts).Run(ctx, resume, &handler{m: m, lease: lease, lost: cancel})
+	gm := m.cfg.Metrics
+	gm.Sessions.Inc()
+	defer gm.Sessions.Dec()
+	opts.OnReconnect = func(reason string) { gm.Reconnects.WithLabelValues(reason).Inc() }
+	err := NewGateway(gcfg, opts).Run(ctx, resume, &handler{m: m, lease: lease, lost: cancel})
 	cancel()
 	<-renewed
-	var closed *discord.GatewayClosedError
+	var closed *GatewayClosedError
 	if errors.As(err, &closed) {
 		m.disable(lease, closed, log)
 	}
@@ -285,8 +273,8 @@ func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg d
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer rcancel()
-	if err := db.InTenantTx(rctx, m.pool, lease.TenantID, func(tx pgx.Tx) error {
-		return db.GatewayLeaseRelease(rctx, tx, lease)
+	if err := m.deps.Store.Tx(rctx, lease.TenantID, func(tx channels.SourceTx) error {
+		return tx.SessionRelease(rctx, lease)
 	}); err != nil {
 		log.Warn("gateway: release lease", "err", err)
 	}
@@ -296,7 +284,7 @@ func (m *Manager) hold(ctx context.Context, lease *db.GatewayLeaseParams, gcfg d
 // renew extends the lease every third of its TTL and cancels the session
 // when it is lost (taken over after a stall, or the database unreachable
 // for longer than the TTL).
-func (m *Manager) renew(ctx context.Context, cancel context.CancelFunc, lease *db.GatewayLeaseParams, log *slog.Logger) {
+func (m *Manager) renew(ctx context.Context, cancel context.CancelFunc, lease channels.Lease, log *slog.Logger) {
 	t := time.NewTicker(m.cfg.LeaseTTL / 3)
 	defer t.Stop()
 	lastOK := time.Now()
@@ -306,13 +294,13 @@ func (m *Manager) renew(ctx context.Context, cancel context.CancelFunc, lease *d
 			return
 		case <-t.C:
 		}
-		err := db.InTenantTx(ctx, m.pool, lease.TenantID, func(tx pgx.Tx) error {
-			return db.GatewayLeaseRenew(ctx, tx, lease)
+		err := m.deps.Store.Tx(ctx, lease.TenantID, func(tx channels.SourceTx) error {
+			return tx.SessionRenew(ctx, lease)
 		})
 		switch {
 		case err == nil:
 			lastOK = time.Now()
-		case errors.Is(err, db.ErrNotFound):
+		case errors.Is(err, channels.ErrLeaseHeld):
 			log.Warn("gateway: lease lost; stopping the session")
 			cancel()
 			return
@@ -325,28 +313,21 @@ func (m *Manager) renew(ctx context.Context, cancel context.CancelFunc, lease *d
 }
 
 // disable turns an account off after a close reconnecting cannot fix.
-func (m *Manager) disable(lease *db.GatewayLeaseParams, closed *discord.GatewayClosedError, log *slog.Logger) {
+func (m *Manager) disable(lease channels.Lease, closed *GatewayClosedError, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	reason := closed.Error()
-	err := db.InTenantTx(ctx, m.pool, lease.TenantID, func(tx pgx.Tx) error {
-		if _, err := db.AccountSetStatus(ctx, tx, lease.TenantID, lease.AccountID, db.AccountDisabled); err != nil {
-			return err
-		}
-		return db.GatewayFail(ctx, tx, lease.TenantID, lease.AccountID, reason)
-	})
-	if err != nil {
+	if err := m.deps.Store.Disable(ctx, lease.TenantID, lease.AccountID, reason); err != nil {
 		log.Error("gateway: could not disable the account after a fatal close", "reason", reason, "err", err)
 		return
 	}
-	m.cfg.Accounts.Forget(lease.AccountID)
 	log.Error("gateway: account disabled", "reason", reason)
 }
 
 // handler persists one account's session.
 type handler struct {
 	m     *Manager
-	lease *db.GatewayLeaseParams
+	lease channels.Lease
 	lost  context.CancelFunc // ends the session when a write finds the lease lost
 }
 
@@ -356,13 +337,13 @@ type handler struct {
 // between the last stored event and the new session is not delivered.
 // The new session cannot store a message before this commits.
 func (h *handler) Identify(ctx context.Context) error {
-	var slot *db.GatewayIdentifySlot
-	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
+	var slot channels.IdentifySlot
+	err := h.m.deps.Store.Tx(ctx, h.lease.TenantID, func(tx channels.SourceTx) error {
 		var err error
-		if slot, err = db.GatewayIdentifyTake(ctx, tx, h.lease, h.m.cfg.IdentifyInterval); err != nil {
+		if slot, err = tx.IdentifyTake(ctx, h.lease, h.m.cfg.IdentifyInterval); err != nil {
 			return err
 		}
-		return db.SourceCursorGapOpen(ctx, tx, h.lease.TenantID, h.lease.AccountID)
+		return tx.CursorGapOpen(ctx, h.lease.AccountID)
 	})
 	if err != nil {
 		return fmt.Errorf("identify slot: %w", err)
@@ -370,7 +351,7 @@ func (h *handler) Identify(ctx context.Context) error {
 	wait := slot.Wait
 	if slot.Identifies > h.m.cfg.IdentifyDailyLimit {
 		wait = max(wait, slot.WindowLeft)
-		h.m.cfg.Logger.Error("gateway: daily IDENTIFY budget spent; waiting for the next window",
+		h.m.deps.Logger.Error("gateway: daily IDENTIFY budget spent; waiting for the next window",
 			"account_id", h.lease.AccountID, "identifies", slot.Identifies, "wait", wait)
 	}
 	if wait <= 0 {
@@ -386,11 +367,9 @@ func (h *handler) Identify(ctx context.Context) error {
 	}
 }
 
-func (h *handler) save(ctx context.Context, tx pgx.Tx, r discord.GatewayResume) error {
-	err := db.GatewaySessionSave(ctx, tx, &db.GatewaySessionSaveParams{
-		TenantID: h.lease.TenantID, AccountID: h.lease.AccountID, Holder: h.lease.Holder,
-		SessionID: r.SessionID, ResumeURL: r.URL, Seq: r.Seq})
-	if errors.Is(err, db.ErrNotFound) {
+func (h *handler) save(ctx context.Context, tx channels.SourceTx, r GatewayResume) error {
+	err := tx.SessionSave(ctx, h.lease, channels.SessionState{SessionID: r.SessionID, ResumeURL: r.URL, Seq: r.Seq})
+	if errors.Is(err, channels.ErrLeaseHeld) {
 		// Another process holds the account now: stop at once rather than
 		// reconnecting next to it.
 		h.lost()
@@ -407,45 +386,32 @@ const gapClockTolerance = time.Minute
 
 // Session records the resume point. A new session (READY) also bounds the
 // open catch-up gaps at its start: what is posted later arrives live.
-func (h *handler) Session(ctx context.Context, r discord.GatewayResume) error {
-	err := db.InTenantTx(ctx, h.m.pool, h.lease.TenantID, func(tx pgx.Tx) error {
+func (h *handler) Session(ctx context.Context, r GatewayResume) error {
+	err := h.m.deps.Store.Tx(ctx, h.lease.TenantID, func(tx channels.SourceTx) error {
 		if err := h.save(ctx, tx, r); err != nil || r.SessionID == "" {
 			return err
 		}
-		return db.SourceCursorGapBound(ctx, tx, h.lease.TenantID, h.lease.AccountID, discord.SnowflakeAt(time.Now().Add(gapClockTolerance)))
+		return tx.CursorGapBound(ctx, h.lease.AccountID, SnowflakeAt(time.Now().Add(gapClockTolerance)))
 	})
-	if err == nil && r.SessionID == "" && h.m.cfg.OnSessionLost != nil {
+	if err == nil && r.SessionID == "" && h.m.deps.CatchUp != nil {
 		// The zero resume point: the session became invalid.
-		h.m.cfg.OnSessionLost(h.lease.TenantID, h.lease.AccountID)
+		h.m.deps.CatchUp(h.lease.TenantID, h.lease.AccountID)
 	}
 	return err
 }
 
-func (h *handler) Messages(ctx context.Context, r discord.GatewayResume, parsed *channels.Parsed) error {
-	acct := &accounts.Account{ID: h.lease.AccountID, TenantID: h.lease.TenantID, ChannelType: envelope.ChannelDiscord}
-	var raw []byte
-	if len(parsed.Messages) > 0 {
-		raw = parsed.Messages[0].Raw
-	}
-	req := ingest.Prepare(acct, parsed, raw, time.Now())
-	res, err := h.m.cfg.Ingester.IngestWith(ctx, req, func(ctx context.Context, tx pgx.Tx, _ *ingest.Result) error {
+// Messages commits one event's messages, the conversations' cursors and
+// the resume point together.
+func (h *handler) Messages(ctx context.Context, r GatewayResume, parsed *channels.Parsed) error {
+	return h.m.deps.Store.Ingest(ctx, h.lease.TenantID, h.lease.AccountID, parsed, func(tx channels.SourceTx) error {
 		for _, msg := range parsed.Messages {
 			if msg.Edited || msg.Deleted {
 				continue
 			}
-			c := db.SourceCursor{ConversationID: msg.Conversation.ID, ConversationType: msg.Conversation.Type, LastSourceID: msg.SourceMessageID}
-			if err := db.SourceCursorAdvance(ctx, tx, h.lease.TenantID, h.lease.AccountID, c); err != nil {
+			if err := tx.CursorAdvance(ctx, h.lease.AccountID, msg.Conversation, msg.SourceMessageID); err != nil {
 				return fmt.Errorf("advance cursor: %w", err)
 			}
 		}
 		return h.save(ctx, tx, r)
 	})
-	if err != nil {
-		return err
-	}
-	if mm := h.m.cfg.Metrics; mm != nil {
-		mm.InboundMessages.WithLabelValues(envelope.ChannelDiscord).Add(float64(len(res.Inserted)))
-		mm.DedupTotal.WithLabelValues(envelope.ChannelDiscord).Add(float64(res.Duplicates))
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package polling_test
+package telegram_test
 
 import (
 	"context"
@@ -22,9 +22,10 @@ import (
 	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/ingest"
-	"github.com/miohq/mio/polling"
 	"github.com/miohq/mio/secretbox"
+	"github.com/miohq/mio/sources"
 )
 
 type bundle struct {
@@ -60,15 +61,18 @@ func setup(t *testing.T) *bundle {
 
 // runner starts a polling process (its own pool, resolver and ingester)
 // until the test ends or stop is called.
-func (b *bundle) runner(t *testing.T, cfg polling.Config) (stop func()) {
+func (b *bundle) runner(t *testing.T, cfg telegram.SourceConfig, holder ...uuid.UUID) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pool, err := db.Open(ctx, b.env.OwnerURL, db.PoolOptions{MaxConns: 5, RuntimeRole: dbtest.RuntimeRole})
 	require.NoError(t, err)
 	in := ingest.New(pool, ingest.Config{})
 	in.Start()
-	cfg.Pool, cfg.Ingester, cfg.Telegram = pool, in, b.tg
-	cfg.Accounts = accounts.NewResolver(pool, accounts.ResolverConfig{Box: b.box, Registry: channels.NewRegistry(b.tg)})
+	resolver := accounts.NewResolver(pool, accounts.ResolverConfig{Box: b.box, Registry: channels.NewRegistry(b.tg)})
+	deps := channels.SourceDeps{Store: sources.NewStore(pool, resolver, in, nil, envelope.ChannelTelegram)}
+	if len(holder) > 0 {
+		deps.Holder = holder[0]
+	}
 	if cfg.PollTimeout == 0 {
 		cfg.PollTimeout = time.Second
 	}
@@ -79,7 +83,7 @@ func (b *bundle) runner(t *testing.T, cfg polling.Config) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = polling.New(cfg).Run(ctx)
+		_ = telegram.NewRunner(b.tg, cfg, deps).Run(ctx)
 	}()
 	var once sync.Once
 	stop = func() {
@@ -143,7 +147,7 @@ func TestPollCrashBetweenFetchAndCommit(t *testing.T) {
 	b.addMessages(5, 1)
 	fetched := make(chan struct{})
 	var crashed atomic.Bool
-	stopA := b.runner(t, polling.Config{BeforeCommit: func(ctx context.Context, _ uuid.UUID, batch *telegram.Batch) error {
+	stopA := b.runner(t, telegram.SourceConfig{BeforeCommit: func(ctx context.Context, _ uuid.UUID, batch *telegram.Batch) error {
 		if crashed.CompareAndSwap(false, true) {
 			require.Len(t, batch.Parsed.Messages, 5)
 			close(fetched)
@@ -156,7 +160,7 @@ func TestPollCrashBetweenFetchAndCommit(t *testing.T) {
 	go stopA()
 	require.Empty(t, b.stored(t), "nothing committed before the crash")
 
-	b.runner(t, polling.Config{})
+	b.runner(t, telegram.SourceConfig{})
 	requireOnce(t, b.waitStored(t, 5), 5)
 
 	b.addMessages(3, 6)
@@ -175,7 +179,7 @@ func TestPollLostLeaseNotCommitted(t *testing.T) {
 	b.addMessages(4, 1)
 	var once atomic.Bool
 	released := make(chan struct{})
-	b.runner(t, polling.Config{Lease: time.Second, BeforeCommit: func(ctx context.Context, _ uuid.UUID, _ *telegram.Batch) error {
+	b.runner(t, telegram.SourceConfig{Lease: time.Second, BeforeCommit: func(ctx context.Context, _ uuid.UUID, _ *telegram.Batch) error {
 		if once.CompareAndSwap(false, true) {
 			select { // stalls past its lease until the other process took over and stored the batch
 			case <-released:
@@ -186,7 +190,7 @@ func TestPollLostLeaseNotCommitted(t *testing.T) {
 	}})
 	// The second process takes the bot once the stalled one's lease runs out.
 	holderB := uuid.New()
-	b.runner(t, polling.Config{Holder: holderB})
+	b.runner(t, telegram.SourceConfig{}, holderB)
 	requireOnce(t, b.waitStored(t, 4), 4)
 	close(released) // the stalled process now tries to commit its stale batch
 	b.addMessages(2, 5)
@@ -204,8 +208,8 @@ func TestPollLostLeaseNotCommitted(t *testing.T) {
 func TestTwoPollersOnePolls(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.runner(t, polling.Config{})
-	b.runner(t, polling.Config{})
+	b.runner(t, telegram.SourceConfig{})
+	b.runner(t, telegram.SourceConfig{})
 	for i := range 5 {
 		b.addMessages(4, 1+4*i)
 		b.waitStored(t, 4*(i+1))

@@ -1,14 +1,13 @@
-// Package polling runs MIO's pull-based update intakes: Telegram bots in
-// settings mode "polling" (getUpdates long polling, for bots without a
-// public webhook URL). Each bot is polled by exactly one process at a
-// time, under a lease row in PostgreSQL (mio.telegram_pollers); each
-// batch's messages and the next offset commit in one transaction, through
-// the same ingest writes as webhooks (dedup, inbox, enrich jobs), and only
-// while the lease is still held, so every update is stored exactly once
-// whatever crashes or lease handovers happen between fetch and commit.
-//
-// Internal to MIO; not a stable API.
-package polling
+package telegram
+
+// Long polling as MIO's inbound source: Telegram bots in settings mode
+// "polling" (getUpdates, for bots without a public webhook URL). Each bot
+// is polled by exactly one process at a time, under a lease row in
+// PostgreSQL (mio.telegram_pollers); each batch's messages and the next
+// offset commit in one transaction, through the same ingest writes as
+// webhooks (dedup, inbox, enrich jobs), and only while the lease is still
+// held, so every update is stored exactly once whatever crashes or lease
+// handovers happen between fetch and commit.
 
 import (
 	"context"
@@ -19,33 +18,20 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/miohq/mio/accounts"
-	"github.com/miohq/mio/channels/telegram"
-	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
-	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/channels"
 )
 
-// Defaults of Config.
+// Defaults of SourceConfig.
 const (
-	DefaultLease       = 60 * time.Second
-	DefaultRescan      = 30 * time.Second
-	DefaultErrorPause  = 5 * time.Second
-	DefaultPollTimeout = telegram.DefaultPollTimeout
+	DefaultLease      = 60 * time.Second
+	DefaultRescan     = 30 * time.Second
+	DefaultErrorPause = 5 * time.Second
 )
 
-// Config configures a Runner.
-type Config struct {
-	Pool     *pgxpool.Pool
-	Ingester *ingest.Ingester
-	Accounts *accounts.Resolver
-	Telegram *telegram.Channel
-	Logger   *slog.Logger
-	// Holder identifies this process in leases. Default a random id.
-	Holder uuid.UUID
+// SourceConfig tunes the long-polling source (Options.Source). Zero
+// values give the defaults.
+type SourceConfig struct {
 	// Lease is how long a bot's lease lasts without a commit; another
 	// process takes a dead poller's bot over after it. It must exceed
 	// PollTimeout. Default 60s.
@@ -59,29 +45,33 @@ type Config struct {
 	// ErrorPause is the wait after a failed getUpdates or commit. Default
 	// 5s (with jitter).
 	ErrorPause time.Duration
-	// OnStored, when set, is told after each commit how many of the
-	// batch's messages were new and how many were duplicates (the
-	// inbound metrics webhooks also feed).
-	OnStored func(channelType string, inserted, duplicates int)
 	// BeforeCommit, when set, runs between a fetch and its commit; an
 	// error abandons the batch (nothing stored, the offset unchanged).
 	// Tests use it to crash between fetch and commit.
-	BeforeCommit func(ctx context.Context, accountID uuid.UUID, b *telegram.Batch) error
+	BeforeCommit func(ctx context.Context, accountID uuid.UUID, b *Batch) error
+}
+
+// RunSource polls every polling account this process gets the lease of,
+// until ctx ends.
+func (c *Channel) RunSource(ctx context.Context, deps channels.SourceDeps) error {
+	return NewRunner(c, c.opts.Source, deps).Run(ctx)
 }
 
 // Runner polls every polling account it can lease.
 type Runner struct {
-	cfg Config
-	mu  sync.Mutex
+	tg   *Channel
+	cfg  SourceConfig
+	deps channels.SourceDeps
+	mu   sync.Mutex
 	// running are the accounts with a polling goroutine.
 	running map[uuid.UUID]context.CancelFunc
 	wg      sync.WaitGroup
 }
 
-// New returns a Runner with cfg's defaults applied.
-func New(cfg Config) *Runner {
-	if cfg.Holder == uuid.Nil {
-		cfg.Holder = uuid.New()
+// NewRunner returns a Runner with cfg's defaults applied.
+func NewRunner(tg *Channel, cfg SourceConfig, deps channels.SourceDeps) *Runner {
+	if deps.Holder == uuid.Nil {
+		deps.Holder = uuid.New()
 	}
 	if cfg.PollTimeout <= 0 {
 		cfg.PollTimeout = DefaultPollTimeout
@@ -95,10 +85,10 @@ func New(cfg Config) *Runner {
 	if cfg.ErrorPause <= 0 {
 		cfg.ErrorPause = DefaultErrorPause
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	if deps.Logger == nil {
+		deps.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, running: map[uuid.UUID]context.CancelFunc{}}
+	return &Runner{tg: tg, cfg: cfg, deps: deps, running: map[uuid.UUID]context.CancelFunc{}}
 }
 
 // Run lists polling accounts every Rescan and keeps one polling loop per
@@ -110,7 +100,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer t.Stop()
 	for {
 		if err := r.scan(ctx); err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("polling: list accounts", "err", err)
+			r.deps.Logger.Warn("polling: list accounts", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -159,23 +149,23 @@ func (r *Runner) scan(ctx context.Context) error {
 // targets lists the active Telegram accounts in mode polling, tenant by
 // tenant (row-level security).
 func (r *Runner) targets(ctx context.Context) (map[uuid.UUID]target, error) {
-	tenants, err := db.TenantList(ctx, r.cfg.Pool)
+	tenants, err := r.deps.Store.Tenants(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := map[uuid.UUID]target{}
-	for _, tn := range tenants {
-		err := db.InTenantTx(ctx, r.cfg.Pool, tn.ID, func(tx pgx.Tx) error {
-			accts, err := db.AccountList(ctx, tx, tn.ID, envelope.ChannelTelegram)
+	for _, tenantID := range tenants {
+		err := r.deps.Store.Tx(ctx, tenantID, func(tx channels.SourceTx) error {
+			accts, err := tx.Accounts(ctx)
 			if err != nil {
 				return err
 			}
 			for _, a := range accts {
-				pc, err := telegram.ParsePollConfig(a.Settings)
-				if a.Status != db.AccountActive || err != nil || !pc.Polling {
+				pc, err := ParsePollConfig(a.Settings)
+				if !a.Active || err != nil || !pc.Polling {
 					continue
 				}
-				out[a.ID] = target{tenantID: tn.ID, accountID: a.ID, deleteWebhook: pc.DeleteWebhook}
+				out[a.ID] = target{tenantID: tenantID, accountID: a.ID, deleteWebhook: pc.DeleteWebhook}
 			}
 			return nil
 		})
@@ -189,14 +179,14 @@ func (r *Runner) targets(ctx context.Context) (map[uuid.UUID]target, error) {
 // loop polls one account while this process holds its lease, and waits
 // for the lease while another process does.
 func (r *Runner) loop(ctx context.Context, tg target) {
-	log := r.cfg.Logger.With("account_id", tg.accountID)
-	lease := db.TelegramPoller{TenantID: tg.tenantID, AccountID: tg.accountID, Holder: r.cfg.Holder, Lease: r.cfg.Lease}
+	log := r.deps.Logger.With("account_id", tg.accountID)
+	lease := channels.Lease{TenantID: tg.tenantID, AccountID: tg.accountID, Holder: r.deps.Holder, TTL: r.cfg.Lease}
 	defer r.release(lease, log)
 	webhookDeleted := false
 	for ctx.Err() == nil {
 		offset, err := r.acquire(ctx, lease)
 		if err != nil {
-			if !errors.Is(err, db.ErrLeaseHeld) && ctx.Err() == nil {
+			if !errors.Is(err, channels.ErrLeaseHeld) && ctx.Err() == nil {
 				log.Warn("polling: lease", "err", err)
 			}
 			r.pause(ctx, min(r.cfg.Lease/4, r.cfg.ErrorPause))
@@ -216,7 +206,7 @@ func (r *Runner) loop(ctx context.Context, tg target) {
 			}
 		}
 		if err := r.pollWhileLeased(ctx, tg, lease, poller, offset, log); err != nil && ctx.Err() == nil {
-			if !errors.Is(err, db.ErrLeaseHeld) {
+			if !errors.Is(err, channels.ErrLeaseHeld) {
 				log.Warn("polling: getUpdates or commit failed", "err", err)
 			}
 			r.pause(ctx, r.cfg.ErrorPause)
@@ -225,15 +215,11 @@ func (r *Runner) loop(ctx context.Context, tg target) {
 }
 
 // pollWhileLeased fetches and commits batches until an error (a lost
-// lease is db.ErrLeaseHeld).
-func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease db.TelegramPoller, poller *telegram.Poller,
+// lease is channels.ErrLeaseHeld).
+func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease channels.Lease, poller *Poller,
 	offset int64, log *slog.Logger) error {
-	acct, err := r.account(ctx, tg)
-	if err != nil {
-		return err
-	}
 	for ctx.Err() == nil {
-		b, err := poller.Fetch(ctx, offset, r.cfg.PollTimeout, telegram.MaxPollLimit)
+		b, err := poller.Fetch(ctx, offset, r.cfg.PollTimeout, MaxPollLimit)
 		if err != nil {
 			return err
 		}
@@ -246,31 +232,22 @@ func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease db.Telegr
 			}
 		}
 		next := b.Next
-		commit := func(ctx context.Context, tx pgx.Tx, _ *ingest.Result) error {
-			return db.TelegramPollerCommit(ctx, tx, lease, next)
-		}
-		req := ingest.Prepare(acct, b.Parsed, nil, time.Now())
-		for i := range req.Messages {
-			// Each message keeps its own update as raw.
-			req.Messages[i].Raw = b.Parsed.Messages[i].Raw
-		}
-		res, err := r.cfg.Ingester.IngestWith(ctx, req, commit)
+		err = r.deps.Store.Ingest(ctx, tg.tenantID, tg.accountID, b.Parsed, func(tx channels.SourceTx) error {
+			return tx.OffsetCommit(ctx, lease, next)
+		})
 		if err != nil {
 			return err
-		}
-		if r.cfg.OnStored != nil && len(req.Messages) > 0 {
-			r.cfg.OnStored(envelope.ChannelTelegram, len(res.Inserted), res.Duplicates)
 		}
 		offset = next
 	}
 	return ctx.Err()
 }
 
-func (r *Runner) acquire(ctx context.Context, lease db.TelegramPoller) (int64, error) {
+func (r *Runner) acquire(ctx context.Context, lease channels.Lease) (int64, error) {
 	var offset int64
-	err := db.InTenantTx(ctx, r.cfg.Pool, lease.TenantID, func(tx pgx.Tx) error {
+	err := r.deps.Store.Tx(ctx, lease.TenantID, func(tx channels.SourceTx) error {
 		var err error
-		offset, err = db.TelegramPollerAcquire(ctx, tx, lease)
+		offset, err = tx.OffsetAcquire(ctx, lease)
 		return err
 	})
 	return offset, err
@@ -278,27 +255,23 @@ func (r *Runner) acquire(ctx context.Context, lease db.TelegramPoller) (int64, e
 
 // release gives the lease up when the loop stops, so another process
 // takes the bot over at once.
-func (r *Runner) release(lease db.TelegramPoller, log *slog.Logger) {
+func (r *Runner) release(lease channels.Lease, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := db.InTenantTx(ctx, r.cfg.Pool, lease.TenantID, func(tx pgx.Tx) error {
-		return db.TelegramPollerRelease(ctx, tx, lease)
+	err := r.deps.Store.Tx(ctx, lease.TenantID, func(tx channels.SourceTx) error {
+		return tx.OffsetRelease(ctx, lease)
 	})
 	if err != nil {
 		log.Warn("polling: release lease", "err", err)
 	}
 }
 
-func (r *Runner) account(ctx context.Context, tg target) (*accounts.Account, error) {
-	return r.cfg.Accounts.Outbound(ctx, tg.tenantID, tg.accountID)
-}
-
-func (r *Runner) poller(ctx context.Context, tg target) (*telegram.Poller, error) {
-	acct, err := r.cfg.Accounts.Secrets(ctx, tg.tenantID, tg.accountID)
+func (r *Runner) poller(ctx context.Context, tg target) (*Poller, error) {
+	acct, err := r.deps.Store.Secrets(ctx, tg.tenantID, tg.accountID)
 	if err != nil {
 		return nil, err
 	}
-	return r.cfg.Telegram.NewPoller(acct)
+	return r.tg.NewPoller(acct)
 }
 
 // pause waits d with ±20% jitter, or until ctx ends.
