@@ -14,7 +14,8 @@
 -- security forced (policies keyed on app.current_tenant_id) and is used by
 -- the service as mio_runtime (no BYPASSRLS); migrations run as the owner.
 -- Tables get SELECT, INSERT, UPDATE, DELETE for mio_runtime from the default
--- privileges below; a table that differs says so right after it.
+-- privileges below; a table that differs says so right after it. The
+-- singleton tables get their one row here.
 
 -- +goose Up
 SET lock_timeout = '10s';
@@ -515,6 +516,7 @@ CREATE TABLE mio.consumer_log_gen (
     CONSTRAINT consumer_log_gen_singleton_check CHECK (singleton),
     CONSTRAINT consumer_log_gen_pkey PRIMARY KEY (singleton)
 );
+INSERT INTO mio.consumer_log_gen DEFAULT VALUES;
 
 CREATE SEQUENCE mio.consumer_take_ids MAXVALUE 281474976710655;
 
@@ -624,6 +626,7 @@ CREATE TABLE mio.consumer_id_epoch (
     CONSTRAINT consumer_id_epoch_one_check CHECK (one),
     CONSTRAINT consumer_id_epoch_pkey PRIMARY KEY (one)
 );
+INSERT INTO mio.consumer_id_epoch (started_at) VALUES (pg_postmaster_start_time());
 
 -- The key of the tag in every delivery id (one random key per database,
 -- never returned by any API), so ids cannot be guessed from one another.
@@ -635,6 +638,9 @@ CREATE TABLE mio.delivery_id_key (
     CONSTRAINT delivery_id_key_singleton_check CHECK (singleton),
     CONSTRAINT delivery_id_key_pkey PRIMARY KEY (singleton)
 );
+-- 32 bytes from two version 4 UUIDs (pg_strong_random): 244 random bits.
+INSERT INTO mio.delivery_id_key (key)
+VALUES (decode(substr(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 1, 64), 'hex'));
 REVOKE DELETE, INSERT, UPDATE ON mio.delivery_id_key FROM mio_runtime;
 
 -- ==========================================================================

@@ -29,16 +29,16 @@ type definition struct {
 
 // definitions returns the function files in name order, then the view
 // files in name order (a view that reads another view sorts after it).
-func definitions() ([]definition, error) {
+func definitions(fsys fs.FS) ([]definition, error) {
 	var out []definition
 	for _, dir := range []string{"functions", "views"} {
-		names, err := fs.Glob(files, dir+"/*.sql")
+		names, err := fs.Glob(fsys, dir+"/*.sql")
 		if err != nil {
 			return nil, err
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			b, err := fs.ReadFile(files, n)
+			b, err := fs.ReadFile(fsys, n)
 			if err != nil {
 				return nil, err
 			}
@@ -192,8 +192,8 @@ func diffDefinitions(ctx context.Context, tx pgx.Tx, defs []definition) (diff *D
 // defines is dropped. Functions are created with their bodies unchecked (they
 // call one another and the views in any order), then the views, then the
 // functions again with their bodies checked.
-func applyDefinitions(ctx context.Context, conn *pgx.Conn) (*DefinitionsDiff, error) {
-	defs, err := definitions()
+func applyDefinitions(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (*DefinitionsDiff, error) {
+	defs, err := definitions(fsys)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +273,8 @@ func applyDefinitions(ctx context.Context, conn *pgx.Conn) (*DefinitionsDiff, er
 // migrations after the baseline run: those migrations (and the baseline's
 // policies and triggers) may name them. A function whose signature names a
 // type a later migration creates is left to applyDefinitions.
-func createMissingFunctions(ctx context.Context, conn *pgx.Conn) error {
-	defs, err := definitions()
+func createMissingFunctions(ctx context.Context, conn *pgx.Conn, fsys fs.FS) error {
+	defs, err := definitions(fsys)
 	if err != nil {
 		return err
 	}

@@ -63,13 +63,14 @@ var ErrSchemaOutOfDate = errors.New("database schema is out of date: run `mio mi
 // view files through an owner connection pool.
 type Migrator struct {
 	pool *pgxpool.Pool
+	defs fs.FS // the function and view files: files, or a test's
 
 	mu       sync.Mutex
 	verified string // fingerprint of schema mio's functions and views last found equal to the files
 }
 
 // New returns a Migrator over pool, which must connect as the schema owner.
-func New(pool *pgxpool.Pool) *Migrator { return &Migrator{pool: pool} }
+func New(pool *pgxpool.Pool) *Migrator { return &Migrator{pool: pool, defs: files} }
 
 func (m *Migrator) provider() (*goose.Provider, *sql.DB, error) {
 	db := stdlib.OpenDBFromPool(m.pool)
@@ -123,7 +124,7 @@ func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	if err != nil {
 		return out, fmt.Errorf("mio migrations: %w", err)
 	}
-	if err := m.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return createMissingFunctions(ctx, c.Conn()) }); err != nil {
+	if err := m.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return createMissingFunctions(ctx, c.Conn(), m.defs) }); err != nil {
 		return out, fmt.Errorf("mio functions: %w", err)
 	}
 	results, err = p.Up(ctx)
@@ -144,7 +145,7 @@ func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	}
 	var diff *DefinitionsDiff
 	err = m.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) (err error) {
-		diff, err = applyDefinitions(ctx, c.Conn())
+		diff, err = applyDefinitions(ctx, c.Conn(), m.defs)
 		return err
 	})
 	if err != nil {
@@ -252,7 +253,7 @@ func (m *Migrator) Check(ctx context.Context) error {
 
 // definitionsDiff compares schema mio's functions and views with the files.
 func (m *Migrator) definitionsDiff(ctx context.Context) (*DefinitionsDiff, error) {
-	defs, err := definitions()
+	defs, err := definitions(m.defs)
 	if err != nil {
 		return nil, err
 	}
