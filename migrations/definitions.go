@@ -75,7 +75,12 @@ type object struct {
 	header   string // a function's kind, arguments (names, defaults) and result
 }
 
-func (o object) key() string { return o.name + "(" + o.identity + ")" }
+func (o object) key() string {
+	if o.view {
+		return o.name
+	}
+	return o.name + "(" + o.identity + ")"
+}
 
 // catalogObjects lists the functions, procedures and views of schema s, with
 // the schema's name in their text written as "mio".
