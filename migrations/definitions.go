@@ -50,7 +50,7 @@ func definitions(fsys fs.FS) ([]definition, error) {
 
 // inSchema returns the definitions' text with every reference to an object
 // they define (mio.<name>) moved to schema s, so that the set can be created
-// side by side with the live one and compared with it.
+// beside the live one and compared with it.
 func inSchema(defs []definition, s string) []definition {
 	names := make([]string, len(defs))
 	for i, d := range defs {
@@ -83,17 +83,18 @@ func (o object) key() string {
 }
 
 // catalogObjects lists the functions, procedures and views of schema s, with
-// the schema's name in their text written as "mio".
+// the schema's name in their text written as "mio" (a temporary schema's
+// also as pg_temp).
 func catalogObjects(ctx context.Context, tx pgx.Tx, s string) (map[string]object, error) {
 	rows, err := tx.Query(ctx, `
 SELECT false, p.proname, pg_get_function_identity_arguments(p.oid),
-       replace(pg_get_functiondef(p.oid), quote_ident($1) || '.', 'mio.'),
+       pg_get_functiondef(p.oid),
        coalesce(p.proacl::text, ''),
        p.prokind::text || ' ' || pg_get_function_arguments(p.oid) || ' ' || coalesce(pg_get_function_result(p.oid), '')
 FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM pg_namespace WHERE nspname = $1)
 UNION ALL
 SELECT true, c.relname, '',
-       replace(pg_get_viewdef(c.oid), quote_ident($1) || '.', 'mio.') || coalesce(c.reloptions::text, '') ||
+       pg_get_viewdef(c.oid) || coalesce(c.reloptions::text, '') ||
        (SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
         FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0),
        '', ''
@@ -104,6 +105,14 @@ FROM pg_class c WHERE c.relkind = 'v' AND c.relnamespace = (SELECT oid FROM pg_n
 	objs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (object, error) {
 		var o object
 		err := r.Scan(&o.view, &o.name, &o.identity, &o.def, &o.acl, &o.header)
+		if s != "mio" {
+			o.def = strings.NewReplacer(s+".", "mio.", "pg_temp.", "mio.").Replace(o.def)
+		}
+		if o.view {
+			// A view names a relation of pg_temp unqualified (pg_temp is
+			// always searched), one of mio qualified: compare them unqualified.
+			o.def = strings.ReplaceAll(o.def, "mio.", "")
+		}
 		return o, err
 	})
 	if err != nil {
@@ -142,29 +151,46 @@ func (d *DefinitionsDiff) String() string {
 	return strings.Join(parts, "; ")
 }
 
-// diffDefinitions creates the files' objects in a scratch schema of tx
-// (dropped before it returns) and compares them with schema mio. It also
-// returns both sides, for the caller that goes on to apply the files.
+// diffDefinitions creates the files' objects in the session's temporary
+// schema (pg_temp: no privilege beyond TEMP, seen by no other session),
+// compares them with schema mio, and drops them again. It also returns both
+// sides, for the caller that goes on to apply the files.
 func diffDefinitions(ctx context.Context, tx pgx.Tx, defs []definition) (diff *DefinitionsDiff, want, have map[string]object, err error) {
-	var scratch string
-	if err := tx.QueryRow(ctx, `SELECT 'mio_definitions_' || pg_backend_pid()`).Scan(&scratch); err != nil {
+	if _, err := tx.Exec(ctx, `SET LOCAL check_function_bodies = off`); err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := tx.Exec(ctx, `DROP SCHEMA IF EXISTS `+scratch+` CASCADE; CREATE SCHEMA `+scratch+`; SET LOCAL check_function_bodies = off`); err != nil {
-		return nil, nil, nil, err
-	}
-	for _, d := range inSchema(defs, scratch) {
+	for _, d := range inSchema(defs, "pg_temp") {
 		if _, err := tx.Exec(ctx, d.sql); err != nil {
 			return nil, nil, nil, fmt.Errorf("%s: %w", d.name, err)
 		}
 	}
-	if want, err = catalogObjects(ctx, tx, scratch); err != nil {
+	var temp string
+	if err := tx.QueryRow(ctx, `SELECT nspname::text FROM pg_namespace WHERE oid = pg_my_temp_schema()`).Scan(&temp); err != nil {
+		return nil, nil, nil, err
+	}
+	if want, err = catalogObjects(ctx, tx, temp); err != nil {
 		return nil, nil, nil, err
 	}
 	if have, err = catalogObjects(ctx, tx, "mio"); err != nil {
 		return nil, nil, nil, err
 	}
-	if _, err := tx.Exec(ctx, `DROP SCHEMA `+scratch+` CASCADE; SET LOCAL check_function_bodies = on`); err != nil {
+	var views, routines []string
+	for _, w := range want {
+		if w.view {
+			views = append(views, "pg_temp."+pgx.Identifier{w.name}.Sanitize())
+		} else {
+			routines = append(routines, "pg_temp."+pgx.Identifier{w.name}.Sanitize()+"("+w.identity+")")
+		}
+	}
+	for _, drop := range []struct{ what, list string }{{"VIEW", strings.Join(views, ", ")}, {"ROUTINE", strings.Join(routines, ", ")}} {
+		if drop.list == "" {
+			continue
+		}
+		if _, err := tx.Exec(ctx, `DROP `+drop.what+` `+drop.list); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	if _, err := tx.Exec(ctx, `SET LOCAL check_function_bodies = on`); err != nil {
 		return nil, nil, nil, err
 	}
 	diff = &DefinitionsDiff{}
@@ -236,11 +262,7 @@ func applyDefinitions(ctx context.Context, conn *pgx.Conn, fsys fs.FS) (*Definit
 	}
 	for k := range drops {
 		h := have[k]
-		what := "FUNCTION"
-		if strings.HasPrefix(h.header, "p ") {
-			what = "PROCEDURE"
-		}
-		if _, err := tx.Exec(ctx, `DROP `+what+` mio.`+pgx.Identifier{h.name}.Sanitize()+`(`+h.identity+`)`); err != nil {
+		if _, err := tx.Exec(ctx, `DROP ROUTINE mio.`+pgx.Identifier{h.name}.Sanitize()+`(`+h.identity+`)`); err != nil {
 			return nil, fmt.Errorf("drop %s: %w", k, err)
 		}
 	}
