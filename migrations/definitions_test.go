@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // TestDefinitionsAreTheFiles: after migrate up, every function, procedure
 // and view of schema mio comes from a file of functions/ or views/ and
-// equals what the file creates (built side by side in a scratch schema and
+// equals what the file creates (built beside it in a temporary schema and
 // compared by definition and grants), and the schema is current.
 func TestDefinitionsAreTheFiles(t *testing.T) {
 	t.Parallel()

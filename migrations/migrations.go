@@ -229,8 +229,9 @@ func (m *Migrator) Status(ctx context.Context) ([]AppliedVersion, error) {
 // Check returns ErrSchemaOutOfDate when any MIO or River migration is
 // pending or a function or view differs from its file (or no file defines
 // it), and nil when the schema is current. Comparing with the files builds
-// them in a scratch schema, in a transaction rolled back; it is skipped
-// while the database's functions and views are those last found current.
+// them in the session's temporary schema, in a transaction rolled back; it
+// is skipped while the database's functions and views are those last found
+// current.
 func (m *Migrator) Check(ctx context.Context) error {
 	st, err := m.Status(ctx)
 	if err != nil {
