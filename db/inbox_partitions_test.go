@@ -160,7 +160,7 @@ FROM generate_series(1, 20000) AS g`, b.tenant, b.account, at)
 		{"get by id", `SELECT * FROM mio.inbox WHERE tenant_id = $1 AND id = $2`, []any{b.tenant, id}, true},
 		{"get many", `SELECT id, envelope, raw FROM mio.inbox WHERE tenant_id = $1 AND id = ANY ($2::uuid[])`,
 			[]any{b.tenant, []uuid.UUID{id}}, true},
-		// The consumers' read of the ready stage (migration 00007) from the
+		// The consumers' read of the ready stage (mio.log_ready) from the
 		// window that holds the live day's rows.
 		{"ready window", `SELECT id FROM mio.log_ready($1, ($2 || ':' || $2 || ':')::pg_snapshot, pg_current_snapshot(),
             '0', 0, '{}', '{}', '{}', NULL, 100)`, []any{b.tenant, xid}, false},

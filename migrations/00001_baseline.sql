@@ -1,10 +1,11 @@
 -- The schema of MIO's tables: schemas, the runtime role and its privileges,
 -- sequences, tables, partitions, indexes and constraints. Functions and
--- views are not here: each is one file under db/sql/ (its current text),
--- applied by the migrator after the migrations. The objects that name a
--- function (the outbox state checks, row-level security policies,
--- triggers, the inbox's first partitions) are in 00002_baseline_policies.sql,
--- which runs after the function files have been created.
+-- views are not here: each is one file of its current text,
+-- migrations/functions/<name>.sql or migrations/views/<name>.sql, applied
+-- by the migrator. The objects that name a function (the outbox's state
+-- checks, row-level security policies, triggers, the inbox's first
+-- partitions) are in 00002_baseline_policies.sql, which runs once the
+-- function files have been created.
 --
 -- A database created before this baseline has versions 1..42 recorded and
 -- never runs it (migrations/README.md). Later changes are new migrations,
