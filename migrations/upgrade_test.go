@@ -19,7 +19,7 @@ import (
 	"github.com/miohq/mio/migrations"
 )
 
-// preBaseline is a database migrated by the 42 migrations the baseline
+// preBaseline is a database migrated by the migrations the baseline
 // replaced, with data (testdata/v0-schema-and-data.sql).
 func preBaseline(t *testing.T) []byte {
 	t.Helper()

@@ -1,15 +1,17 @@
--- The pre-baseline schema: a database migrated by the 42 goose migrations
--- that preceded migrations/00001_baseline.sql (goose versions 1..42 recorded
--- in public.mio_schema_migrations, River's tables and migration rows in
--- schema river), holding data in every area the service reads: a tenant with
--- one account per channel (credentials sealed with the key of 32 'k' bytes),
--- API, admin and account access tokens, inbox messages, consumers with
--- acked, leased and dead deliveries, and outbox rows handed off, dead and
--- queued with their River jobs. Frozen: the upgrade tests load it into an
--- empty database (the role mio_runtime must exist) and migrate it up.
+-- The pre-baseline schema: a database migrated by the goose migrations that
+-- preceded migrations/00001_baseline.sql (versions up to 42 recorded in
+-- public.mio_schema_migrations, River's tables and migration rows in schema
+-- river), with rows in every table of schema mio: a tenant with one account
+-- per channel (credentials sealed with the key of 32 'k' bytes), API, admin
+-- and account access tokens, inbox messages, consumers with acked, leased
+-- and dead deliveries, outbox rows handed off, dead and queued with their
+-- River jobs, attachments, archive, bridge and intake cursors. Frozen: the
+-- upgrade tests load it into an empty database (the role mio_runtime must
+-- exist) and migrate it up.
 --
 -- pg_dump --no-owner --column-inserts; psql's \restrict lines removed and
 -- default privileges written for the loading role instead of "postgres".
+--
 --
 -- PostgreSQL database dump
 --
@@ -3518,113 +3520,120 @@ ALTER TABLE ONLY river.river_notification ALTER COLUMN id SET DEFAULT nextval('r
 -- Data for Name: account_access_tokens; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.account_access_tokens (tenant_id, account_id, credentials_enc, token_enc, expires_at, renew_at, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '1ac7db6a-64a2-49e3-90af-48d753d0971a', '\x00', '\x00', '2026-11-28 19:36:21.132191+00', '2026-11-28 19:06:21.132191+00', '2026-11-28 18:36:21.132191+00');
 
 
 --
 -- Data for Name: account_routes; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('92899cbc-4fa6-4b3e-8c4b-c1d174e213b4', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'slack');
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('9abc7ff3-e5dd-4000-813d-07d3298d62a3', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'telegram');
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('36aa20c9-222e-41f9-a4d2-36f812841065', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'discord');
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('fee17517-12e4-4a92-83e4-df619ba5b151', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'zoho_cliq');
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('72296fb5-7e5f-4438-810f-2e0f096b8e44', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'whatsapp');
-INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('f6a726b2-028a-4cc2-a7a3-2213debd0e02', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'webhook');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('32428ea4-29a4-4fbc-abb5-40ae20cf2dad', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'slack');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('256fee44-5658-4c51-8c87-0b42c9a9787b', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'telegram');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('037ece70-b5ab-4a80-b11e-fb5a5f2ae964', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'discord');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('1ac7db6a-64a2-49e3-90af-48d753d0971a', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'zoho_cliq');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('33469f8c-f566-4c08-b485-82f4fcd172c3', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'whatsapp');
+INSERT INTO mio.account_routes (account_id, tenant_id, channel_type) VALUES ('395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'webhook');
 
 
 --
 -- Data for Name: accounts; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'webhook', '', 'active', '{"endpoint_url": "http://127.0.0.1:39023/webhook/in"}', NULL, '\x010f417360f05052bf330a4c8ffd8dac296fdf5b84bed920d61a80df9a1b363515fc45d0b914a5628edb038d4d6880bd26e31451e0d94c9199aada7d59657b97fb5b2981335780533e81b1bf4c0557', NULL, NULL, NULL, '2026-11-28 18:10:42.64502+00', '2026-11-28 18:10:42.64502+00', NULL, NULL, '');
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '92899cbc-4fa6-4b3e-8c4b-c1d174e213b4', 'slack', 'slack', '', 'active', '{}', '\x014ee60a84a4050269fa7ad96c320d016d57d57fa7d6d967aa950af13151f4364fd98a767e6f3029fdcc11e1a6f3409d63537ee20286', '\x0180462213018836c364a3d9bb43ff41614005e559537eb424a2a64e7c9ece49651fdd83938c0ae847', 10000, 10000, NULL, '2026-11-28 18:10:42.601056+00', '2026-11-28 18:10:42.601056+00', NULL, NULL, '');
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '9abc7ff3-e5dd-4000-813d-07d3298d62a3', 'telegram', 'telegram', '', 'active', '{}', '\x0158e750f6d07e258b2ae4b608fedab9f178f9dfeb2990dd8b592fc79433e442e1eb46b0f0cbfc8ba24097e3a22e959846c395b45acbf1654ee62578a7a8', '\x01faf46cf472975f947747ac82eecfe1baad4f3ef1ee7aa95ff436e40b888c9921c5302cee0a4b121c35ca1e', 10000, 10000, NULL, '2026-11-28 18:10:42.616613+00', '2026-11-28 18:10:42.616613+00', NULL, NULL, '');
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '36aa20c9-222e-41f9-a4d2-36f812841065', 'discord', 'discord', '', 'active', '{}', '\x018bd39afc037379e8b0e7827379be432c8f9c39bd86f3029ad3d1d1ac9977a20eb2d3ad2ed3d1ef2520248a152d3b7239ecee487b8ad2a44416', '\x0112716f39c67c47857fb4fa4bfd713776ee84c0ec23eead62c6ec2fd993c848d5fdac27b76415b69b66c8', 10000, 10000, NULL, '2026-11-28 18:10:42.628089+00', '2026-11-28 18:10:42.628089+00', NULL, NULL, '');
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fee17517-12e4-4a92-83e4-df619ba5b151', 'zoho_cliq', 'zoho_cliq', '', 'active', '{}', '\x0103186cad18d81c284e7945a97a045d509e24ea9927ee513d0eee19c43ab151e8e416b02224aaf7256947e7f9bcc4577e18e0eaf01dced27fee', '\x016d6ddcac07d7b195b0629d407ff27ec2b3ed514a49bab94f3694e8d80b12cb2edeb315421c381a2fd332ee56', 10000, 10000, NULL, '2026-11-28 18:10:42.640807+00', '2026-11-28 18:10:42.640807+00', NULL, NULL, '');
-INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '72296fb5-7e5f-4438-810f-2e0f096b8e44', 'whatsapp', 'whatsapp', '', 'active', '{"phone_number_id": "5550001"}', '\x0162995be2833a81e139be3d759ec3754186b6445e5d8e80f1ab1228e073e81180ca5ca8e47334d318a91ba4825711be40fd1ab9618c13a4', '\x01c00b2f164961df23a3ffa87eede1f0dcec937047a6f02a6f30832ee623b1839140a35a31ced9b7566a3870', 10000, 10000, NULL, '2026-11-28 18:10:42.642202+00', '2026-11-28 18:10:42.642202+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'webhook', '', 'active', '{"endpoint_url": "http://127.0.0.1:45799/webhook/in"}', NULL, '\x01cfd8068479ef11fcbd0bc57815ad4d4c6aa6336dd27832a241b90324353d97cf2e3dfb213386a31771b3f634321fb13a5c7481eb67f74cd9c0d0b58a39b94b6c52263e7a3cd28e1991295c32255a', NULL, NULL, NULL, '2026-11-28 18:36:19.298586+00', '2026-11-28 18:36:19.298586+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '32428ea4-29a4-4fbc-abb5-40ae20cf2dad', 'slack', 'slack', '', 'active', '{}', '\x01ae6c415b184d0c54245efbed602b30c2a103c77f84752ba0eeaef37c1ed56930526571318c47a31856998b9299dcbebcc961af474f', '\x019f15610662e509773f085dd81fbd58a1b02b7dd3ba19d88239d060d8dfb2114d701cb4d10bec1b1b', 10000, 10000, NULL, '2026-11-28 18:36:19.285679+00', '2026-11-28 18:36:19.285679+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '256fee44-5658-4c51-8c87-0b42c9a9787b', 'telegram', 'telegram', '', 'active', '{}', '\x01fe214fbb099467cd5a9f15da6a6fad05c4560e65178bfde3bbd4cea6a4c01ad19a2ab8b7f95e6e42f33100bc3a24b23bab833069dd390697529e46e469', '\x0182b02e0524328a13b6d314ef3a97f5c80e786df38533ca1663bbd46ce04c03673a790b24a5b2c8a10dc611', 10000, 10000, NULL, '2026-11-28 18:36:19.292482+00', '2026-11-28 18:36:19.292482+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '037ece70-b5ab-4a80-b11e-fb5a5f2ae964', 'discord', 'discord', '', 'active', '{}', '\x01274a1035c1fbf92aa1740f14694db7892b739c6827c40751a5f99a1b3b9b05b0fdc3211d96efa5409e09d4dbd4eb7b3b7048bceec2b399b71b', '\x01bcc84f2fc1fa36b61328ab43360a1ef1cece1652b4a50912bc56168288d584e19a00150c0ddef8a29d29', 10000, 10000, NULL, '2026-11-28 18:36:19.294295+00', '2026-11-28 18:36:19.294295+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '1ac7db6a-64a2-49e3-90af-48d753d0971a', 'zoho_cliq', 'zoho_cliq', '', 'active', '{}', '\x01a7d453209a581d4a5d26df9bb8602fbd7dbdd432a929ffea53bec5d35866f5dfc40af2cd7b398bf3352eff03682e25bae29ea113427d57c772', '\x01e767d647fa5d008899404f8690443af6958d63466854a11bec0193b11a2d4cb6921624eec29ceefea8f7cf75', 10000, 10000, NULL, '2026-11-28 18:36:19.295536+00', '2026-11-28 18:36:19.295536+00', NULL, NULL, '');
+INSERT INTO mio.accounts (tenant_id, id, channel_type, display_name, external_id, status, settings, credentials_enc, webhook_secret_enc, rate_limit_per_sec, rate_limit_burst, max_attempts, created_at, updated_at, webhook_secret_prev_enc, webhook_secret_prev_until, disabled_reason) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '33469f8c-f566-4c08-b485-82f4fcd172c3', 'whatsapp', 'whatsapp', '', 'active', '{"phone_number_id": "5550001"}', '\x01fd255837e32bc3bd3ca592888b56e919f2c970981f10a6ebe89f2a5f1af8050e219807b7a17a1b11ccfe77673445370ba7c2f66e110566', '\x01acef10c7f6af20e325e9803908c67633f2b50bcb07ce56774f96d2650916e42191670075845cee257a6f55', 10000, 10000, NULL, '2026-11-28 18:36:19.297304+00', '2026-11-28 18:36:19.297304+00', NULL, NULL, '');
 
 
 --
 -- Data for Name: admin_tokens; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.admin_tokens (id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at) VALUES ('fc0d487b-4451-48cc-88cc-5f113804bfc5', 'ops', '{operator}', '\x034cc39903da6c7de1869fb6d132c1312d74fd61247a074acddb36a6de8a1c2f', '2026-11-28 18:10:42.71788+00', NULL, NULL, NULL);
+INSERT INTO mio.admin_tokens (id, name, roles, token_sha256, created_at, last_used_at, revoked_at, expires_at) VALUES ('6ca5a6e5-5b6f-4b31-a617-1209ce521d28', 'ops', '{operator}', '\x90274984cd9917bc77f882797f31240d8b7adc162265e0ee3397ba8dc19ce2a3', '2026-11-28 18:36:19.325117+00', NULL, NULL, NULL);
 
 
 --
 -- Data for Name: api_tokens; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.api_tokens (tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '068970de-85d9-4b4a-9244-06e074992d2b', 'agent', '{consume,produce,read}', '\xc05049d7413a1902c06877d171a4747cceac0569c5ea3fbead0783e6dc410da2', '2026-11-28 18:10:42.699126+00', NULL, NULL);
+INSERT INTO mio.api_tokens (tenant_id, id, name, roles, token_sha256, created_at, last_used_at, revoked_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '2ad2f1f0-a6d5-4bbc-bc30-928eadd98ba8', 'agent', '{consume,produce,read}', '\xdf7c9003b4a3376c8ce3e38b642659acac5f2e739b4d94619ce25bf8c271cabd', '2026-11-28 18:36:19.321523+00', NULL, NULL);
 
 
 --
 -- Data for Name: archive_cursors; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.archive_cursors (tenant_id, ready_xid, ready_seq, updated_at, log_lo, log_hi) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '0', 0, '2026-11-28 18:36:21.122351+00', '819:822:819', NULL);
 
 
 --
 -- Data for Name: archive_parts; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.archive_parts (tenant_id, object_key, channel_type, day, rows, bytes, first_xid, first_seq, last_xid, last_seq, written_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'archive/ac8d79df-2c0d-40a9-83ac-de5f033298d4/webhook/2026-11-28.ndjson', 'webhook', '2026-11-28', 3, 900, '10', 1, '12', 3, '2026-11-28 18:36:21.123555+00');
 
 
 --
 -- Data for Name: attachments; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.attachments (tenant_id, id, message_id, account_id, channel_type, status, kind, name, mime_type, size, storage_key, content_sha256, error, attempts, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '20219c51-10d5-4066-942c-a6b5cd176a53', '01a22371-a300-7426-84c2-e2b2f85d7daf', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'stored', 'file', 'a.txt', 'text/plain', 5, 'blobs/abababababababababababababababababababababababababababababababab', 'abababababababababababababababababababababababababababababababab', '', 0, '2026-11-28 18:36:21.120975+00');
+INSERT INTO mio.attachments (tenant_id, id, message_id, account_id, channel_type, status, kind, name, mime_type, size, storage_key, content_sha256, error, attempts, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'd0db2111-27f5-4c4e-a526-62a32b24b6d9', '01a22371-a300-7426-84c2-e2b2f85d7daf', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'failed', 'image', 'b.png', '', 0, NULL, NULL, 'HTTP 404', 3, '2026-11-28 18:36:21.121747+00');
 
 
 --
 -- Data for Name: audit_log; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (1, '2026-11-28 18:10:42.57593+00', 'system', 'tenant.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '13b182e8-c829-4a42-afef-f7fe0192f93c', NULL, '{"id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "name": "outbound", "status": "active", "created_at": "2026-11-28T18:10:42.57593Z"}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (2, '2026-11-28 18:10:42.601056+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '92899cbc-4fa6-4b3e-8c4b-c1d174e213b4', NULL, '{"id": "92899cbc-4fa6-4b3e-8c4b-c1d174e213b4", "status": "active", "settings": {}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.601056Z", "updated_at": "2026-11-28T18:10:42.601056Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/slack/92899cbc-4fa6-4b3e-8c4b-c1d174e213b4", "channel_type": "slack", "display_name": "slack", "has_credentials": true, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (3, '2026-11-28 18:10:42.616613+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '9abc7ff3-e5dd-4000-813d-07d3298d62a3', NULL, '{"id": "9abc7ff3-e5dd-4000-813d-07d3298d62a3", "status": "active", "settings": {}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.616613Z", "updated_at": "2026-11-28T18:10:42.616613Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/telegram/9abc7ff3-e5dd-4000-813d-07d3298d62a3", "channel_type": "telegram", "display_name": "telegram", "has_credentials": true, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (4, '2026-11-28 18:10:42.628089+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '36aa20c9-222e-41f9-a4d2-36f812841065', NULL, '{"id": "36aa20c9-222e-41f9-a4d2-36f812841065", "status": "active", "settings": {}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.628089Z", "updated_at": "2026-11-28T18:10:42.628089Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/discord/36aa20c9-222e-41f9-a4d2-36f812841065", "channel_type": "discord", "display_name": "discord", "has_credentials": true, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (5, '2026-11-28 18:10:42.640807+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'fee17517-12e4-4a92-83e4-df619ba5b151', NULL, '{"id": "fee17517-12e4-4a92-83e4-df619ba5b151", "status": "active", "settings": {}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.640807Z", "updated_at": "2026-11-28T18:10:42.640807Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/zoho_cliq/fee17517-12e4-4a92-83e4-df619ba5b151", "channel_type": "zoho_cliq", "display_name": "zoho_cliq", "has_credentials": true, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (6, '2026-11-28 18:10:42.642202+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '72296fb5-7e5f-4438-810f-2e0f096b8e44', NULL, '{"id": "72296fb5-7e5f-4438-810f-2e0f096b8e44", "status": "active", "settings": {"phone_number_id": "5550001"}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.642202Z", "updated_at": "2026-11-28T18:10:42.642202Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/whatsapp/72296fb5-7e5f-4438-810f-2e0f096b8e44", "channel_type": "whatsapp", "display_name": "whatsapp", "has_credentials": true, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (7, '2026-11-28 18:10:42.64502+00', 'system', 'account.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', NULL, '{"id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "status": "active", "settings": {"endpoint_url": "http://127.0.0.1:39023/webhook/in"}, "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.64502Z", "updated_at": "2026-11-28T18:10:42.64502Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/webhook/f6a726b2-028a-4cc2-a7a3-2213debd0e02", "channel_type": "webhook", "display_name": "webhook", "has_credentials": false, "has_webhook_secret": true}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (8, '2026-11-28 18:10:42.699126+00', 'system', 'api_token.create', '13b182e8-c829-4a42-afef-f7fe0192f93c', '068970de-85d9-4b4a-9244-06e074992d2b', NULL, '{"id": "068970de-85d9-4b4a-9244-06e074992d2b", "name": "agent", "roles": ["consume", "produce", "read"], "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "created_at": "2026-11-28T18:10:42.699126Z"}');
-INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (9, '2026-11-28 18:10:42.71788+00', 'system', 'admin_token.create', NULL, 'fc0d487b-4451-48cc-88cc-5f113804bfc5', NULL, '{"id": "fc0d487b-4451-48cc-88cc-5f113804bfc5", "name": "ops", "roles": ["operator"], "created_at": "2026-11-28T18:10:42.71788Z"}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (1, '2026-11-28 18:36:19.273246+00', 'system', 'tenant.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', NULL, '{"id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "name": "outbound", "status": "active", "created_at": "2026-11-28T18:36:19.273246Z"}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (2, '2026-11-28 18:36:19.285679+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '32428ea4-29a4-4fbc-abb5-40ae20cf2dad', NULL, '{"id": "32428ea4-29a4-4fbc-abb5-40ae20cf2dad", "status": "active", "settings": {}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.285679Z", "updated_at": "2026-11-28T18:36:19.285679Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/slack/32428ea4-29a4-4fbc-abb5-40ae20cf2dad", "channel_type": "slack", "display_name": "slack", "has_credentials": true, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (3, '2026-11-28 18:36:19.292482+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '256fee44-5658-4c51-8c87-0b42c9a9787b', NULL, '{"id": "256fee44-5658-4c51-8c87-0b42c9a9787b", "status": "active", "settings": {}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.292482Z", "updated_at": "2026-11-28T18:36:19.292482Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/telegram/256fee44-5658-4c51-8c87-0b42c9a9787b", "channel_type": "telegram", "display_name": "telegram", "has_credentials": true, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (4, '2026-11-28 18:36:19.294295+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '037ece70-b5ab-4a80-b11e-fb5a5f2ae964', NULL, '{"id": "037ece70-b5ab-4a80-b11e-fb5a5f2ae964", "status": "active", "settings": {}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.294295Z", "updated_at": "2026-11-28T18:36:19.294295Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/discord/037ece70-b5ab-4a80-b11e-fb5a5f2ae964", "channel_type": "discord", "display_name": "discord", "has_credentials": true, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (5, '2026-11-28 18:36:19.295536+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '1ac7db6a-64a2-49e3-90af-48d753d0971a', NULL, '{"id": "1ac7db6a-64a2-49e3-90af-48d753d0971a", "status": "active", "settings": {}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.295536Z", "updated_at": "2026-11-28T18:36:19.295536Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/zoho_cliq/1ac7db6a-64a2-49e3-90af-48d753d0971a", "channel_type": "zoho_cliq", "display_name": "zoho_cliq", "has_credentials": true, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (6, '2026-11-28 18:36:19.297304+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '33469f8c-f566-4c08-b485-82f4fcd172c3', NULL, '{"id": "33469f8c-f566-4c08-b485-82f4fcd172c3", "status": "active", "settings": {"phone_number_id": "5550001"}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.297304Z", "updated_at": "2026-11-28T18:36:19.297304Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/whatsapp/33469f8c-f566-4c08-b485-82f4fcd172c3", "channel_type": "whatsapp", "display_name": "whatsapp", "has_credentials": true, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (7, '2026-11-28 18:36:19.298586+00', 'system', 'account.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', NULL, '{"id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "status": "active", "settings": {"endpoint_url": "http://127.0.0.1:45799/webhook/in"}, "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.298586Z", "updated_at": "2026-11-28T18:36:19.298586Z", "external_id": "", "webhook_url": "http://mio.test/webhooks/webhook/395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "channel_type": "webhook", "display_name": "webhook", "has_credentials": false, "has_webhook_secret": true}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (8, '2026-11-28 18:36:19.321523+00', 'system', 'api_token.create', 'ac8d79df-2c0d-40a9-83ac-de5f033298d4', '2ad2f1f0-a6d5-4bbc-bc30-928eadd98ba8', NULL, '{"id": "2ad2f1f0-a6d5-4bbc-bc30-928eadd98ba8", "name": "agent", "roles": ["consume", "produce", "read"], "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "created_at": "2026-11-28T18:36:19.321523Z"}');
+INSERT INTO mio.audit_log (id, at, actor, action, tenant_id, target, before, after) OVERRIDING SYSTEM VALUE VALUES (9, '2026-11-28 18:36:19.325117+00', 'system', 'admin_token.create', NULL, '6ca5a6e5-5b6f-4b31-a617-1209ce521d28', NULL, '{"id": "6ca5a6e5-5b6f-4b31-a617-1209ce521d28", "name": "ops", "roles": ["operator"], "created_at": "2026-11-28T18:36:19.325117Z"}');
 
 
 --
 -- Data for Name: bridge_cursors; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.bridge_cursors (tenant_id, stream, log_lo, log_hi, after_xid, after_seq, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'inbound', '819:825:819', NULL, '0', 0, '2026-11-28 18:36:21.125459+00');
 
 
 --
 -- Data for Name: bridge_settings; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.bridge_settings (tenant_id, publish, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', true, '2026-11-28 18:36:21.124535+00');
 
 
 --
 -- Data for Name: consumer_deliveries; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_deliveries (tenant_id, consumer_name, message_id, message_seq, conversation_key, state, delivery_id, delivery_count, available_at, lease_expires_at, last_error, created_at, updated_at, pos) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', '01a2235a-3172-7b67-848c-3384c39ef3d4', 1, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02:conv-1', 'dead', NULL, 1, '2026-11-28 18:10:44.714053+00', NULL, 'max_deliver exceeded', '2026-11-28 18:10:44.714053+00', '2026-11-28 18:10:44.714053+00', 12288);
-INSERT INTO mio.consumer_deliveries (tenant_id, consumer_name, message_id, message_seq, conversation_key, state, delivery_id, delivery_count, available_at, lease_expires_at, last_error, created_at, updated_at, pos) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', '01a2235a-3173-702e-9458-20e8f8ee9713', 2, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02:conv-1', 'dead', NULL, 1, '2026-11-28 18:10:44.714053+00', NULL, 'max_deliver exceeded', '2026-11-28 18:10:44.714053+00', '2026-11-28 18:10:44.714053+00', 12289);
+INSERT INTO mio.consumer_deliveries (tenant_id, consumer_name, message_id, message_seq, conversation_key, state, delivery_id, delivery_count, available_at, lease_expires_at, last_error, created_at, updated_at, pos) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', '01a22371-a300-7426-84c2-e2b2f85d7daf', 1, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145:conv-1', 'dead', NULL, 1, '2026-11-28 18:36:21.102064+00', NULL, 'max_deliver exceeded', '2026-11-28 18:36:21.102064+00', '2026-11-28 18:36:21.102064+00', 12288);
+INSERT INTO mio.consumer_deliveries (tenant_id, consumer_name, message_id, message_seq, conversation_key, state, delivery_id, delivery_count, available_at, lease_expires_at, last_error, created_at, updated_at, pos) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', '01a22371-a300-77e5-9a9a-c21b2a227326', 2, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145:conv-1', 'dead', NULL, 1, '2026-11-28 18:36:21.102064+00', NULL, 'max_deliver exceeded', '2026-11-28 18:36:21.102064+00', '2026-11-28 18:36:21.102064+00', 12289);
 
 
 --
 -- Data for Name: consumer_id_epoch; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_id_epoch (one, started_at) VALUES (true, '2026-11-28 18:10:40.996941+00');
+INSERT INTO mio.consumer_id_epoch (one, started_at) VALUES (true, '2026-11-28 18:36:18.043122+00');
 
 
 --
 -- Data for Name: consumer_leases_0; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'agent', 0, 2, '{01a2235a-3172-7b67-848c-3384c39ef3d4,01a2235a-3173-702e-9458-20e8f8ee9713,01a2235a-3173-7042-8d0a-620be1611c57}', '2026-11-28 19:10:43.193045+00', '2026-11-28 18:10:43.193045+00');
-INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', 0, 3, '{01a2235a-3172-7b67-848c-3384c39ef3d4,01a2235a-3173-702e-9458-20e8f8ee9713}', '2026-11-28 18:10:44.20991+00', '2026-11-28 18:10:43.20991+00');
-INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', 0, 4, '{01a2235a-3173-7042-8d0a-620be1611c57,01a2235a-3173-7053-b507-b0fcb78afed5,01a2235a-3173-7061-86ea-561593fe1e42,01a2235a-3173-706f-9c58-25cdb41760d4}', '2026-11-28 18:10:45.714053+00', '2026-11-28 18:10:44.714053+00');
+INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'agent', 0, 2, '{01a22371-a300-7426-84c2-e2b2f85d7daf,01a22371-a300-77e5-9a9a-c21b2a227326,01a22371-a300-77f2-b497-b8864152a439}', '2026-11-28 19:36:19.588511+00', '2026-11-28 18:36:19.588511+00');
+INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', 0, 3, '{01a22371-a300-7426-84c2-e2b2f85d7daf,01a22371-a300-77e5-9a9a-c21b2a227326}', '2026-11-28 18:36:20.598746+00', '2026-11-28 18:36:19.598746+00');
+INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_ids, expires_at, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', 0, 4, '{01a22371-a300-77f2-b497-b8864152a439,01a22371-a300-77fc-9583-9574fbf6d098,01a22371-a300-7805-9130-a8a52ca52b15,01a22371-a300-780d-a54a-14a08bd92bd5}', '2026-11-28 18:36:22.102064+00', '2026-11-28 18:36:21.102064+00');
 
 
 --
@@ -3643,16 +3652,16 @@ INSERT INTO mio.consumer_leases_0 (tenant_id, consumer_name, gen, id, message_id
 -- Data for Name: consumer_log_gen; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_log_gen (singleton, gen, next_clean, rotated_at) VALUES (true, 0, true, '2026-11-28 18:10:41.474596+00');
+INSERT INTO mio.consumer_log_gen (singleton, gen, next_clean, rotated_at) VALUES (true, 0, true, '2026-11-28 18:36:18.50108+00');
 
 
 --
 -- Data for Name: consumer_positions_0; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'agent', 0, 1, '1:1:', '802:802:', '800', 3, 0, '2026-11-28 18:10:43.193045+00', '2026-11-28 18:10:43.193045+00', 3);
-INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', 0, 2, '1:1:', '804:804:', '800', 2, 0, '2026-11-28 18:10:43.20991+00', '2026-11-28 18:10:43.20991+00', 2);
-INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', 0, 3, '804:804:', NULL, '0', 0, 2, '2026-11-28 18:10:44.714053+00', '2026-11-28 18:10:44.714053+00', 6);
+INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'agent', 0, 1, '1:1:', '802:802:', '800', 3, 0, '2026-11-28 18:36:19.588511+00', '2026-11-28 18:36:19.588511+00', 3);
+INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', 0, 2, '1:1:', '804:804:', '800', 2, 0, '2026-11-28 18:36:19.598746+00', '2026-11-28 18:36:19.598746+00', 2);
+INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, written_at, taken) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', 0, 3, '804:804:', NULL, '0', 0, 2, '2026-11-28 18:36:21.102064+00', '2026-11-28 18:36:21.102064+00', 6);
 
 
 --
@@ -3671,8 +3680,8 @@ INSERT INTO mio.consumer_positions_0 (tenant_id, consumer_name, gen, n, log_lo, 
 -- Data for Name: consumer_settles_0; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumer_settles_0 (tenant_id, consumer_name, gen, lease_id, idxs) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'agent', 0, 2, '{1,0}');
-INSERT INTO mio.consumer_settles_0 (tenant_id, consumer_name, gen, lease_id, idxs) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', 0, 3, '{0,1}');
+INSERT INTO mio.consumer_settles_0 (tenant_id, consumer_name, gen, lease_id, idxs) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'agent', 0, 2, '{1,0}');
+INSERT INTO mio.consumer_settles_0 (tenant_id, consumer_name, gen, lease_id, idxs) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', 0, 3, '{0,1}');
 
 
 --
@@ -3691,39 +3700,42 @@ INSERT INTO mio.consumer_settles_0 (tenant_id, consumer_name, gen, lease_id, idx
 -- Data for Name: consumers; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.consumers (tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at, log_lo, log_hi, swept, taken, backlog_base) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'agent', '{}', '{}', '{}', 'all', NULL, 3600000, 5, 1000, 'none', 'ready', '0', 0, NULL, '2026-11-28 18:10:42.93288+00', '2026-11-28 18:10:42.93288+00', '1:1:', NULL, 0, 0, 0);
-INSERT INTO mio.consumers (tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at, log_lo, log_hi, swept, taken, backlog_base) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'fragile', '{}', '{}', '{}', 'all', NULL, 1000, 1, 1000, 'none', 'ready', '0', 0, NULL, '2026-11-28 18:10:43.123295+00', '2026-11-28 18:10:43.123295+00', '1:1:', NULL, 0, 0, 0);
+INSERT INTO mio.consumers (tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at, log_lo, log_hi, swept, taken, backlog_base) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'agent', '{}', '{}', '{}', 'all', NULL, 3600000, 5, 1000, 'none', 'ready', '0', 0, NULL, '2026-11-28 18:36:19.402942+00', '2026-11-28 18:36:19.402942+00', '1:1:', NULL, 0, 0, 0);
+INSERT INTO mio.consumers (tenant_id, name, filter_channel_types, filter_account_ids, filter_conversation_ids, deliver_policy, start_time, ack_wait_ms, max_deliver, max_ack_pending, ordering, stage, cursor_xid, cursor_seq, last_delivered_at, created_at, updated_at, log_lo, log_hi, swept, taken, backlog_base) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'fragile', '{}', '{}', '{}', 'all', NULL, 1000, 1, 1000, 'none', 'ready', '0', 0, NULL, '2026-11-28 18:36:19.532172+00', '2026-11-28 18:36:19.532172+00', '1:1:', NULL, 0, 0, 0);
 
 
 --
 -- Data for Name: delivery_id_key; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.delivery_id_key (singleton, key, created_at) VALUES (true, '\xabf6138a64744813a975a3987979e016f5496fdc76264924a03336f3e0d9e0d1', '2026-11-28 18:10:41.599369+00');
+INSERT INTO mio.delivery_id_key (singleton, key, created_at) VALUES (true, '\x2a193b97c3c642fa94b52d11d3ce6cce27f018ff695b48c3b45f5e547603f585', '2026-11-28 18:36:18.572261+00');
 
 
 --
 -- Data for Name: gateway_sessions; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.gateway_sessions (tenant_id, account_id, holder, lease_until, session_id, resume_url, seq, identify_at, identifies, identify_window, error, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '037ece70-b5ab-4a80-b11e-fb5a5f2ae964', NULL, '1970-01-01 00:00:00+00', 'sess-1', 'wss://gateway.test', 42, '1970-01-01 00:00:00+00', 0, '1970-01-01 00:00:00+00', '', '2026-11-28 18:36:21.126271+00');
 
 
 --
 -- Data for Name: inbound_dedup; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3172-7b67-848c-3384c39ef3d4', '01a2235a-3172-7b67-848c-3384c39ef3d4', '2026-11-28 18:10:43.187224+00');
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3173-702e-9458-20e8f8ee9713', '01a2235a-3173-702e-9458-20e8f8ee9713', '2026-11-28 18:10:43.187224+00');
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3173-7042-8d0a-620be1611c57', '01a2235a-3173-7042-8d0a-620be1611c57', '2026-11-28 18:10:43.187224+00');
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3173-7053-b507-b0fcb78afed5', '01a2235a-3173-7053-b507-b0fcb78afed5', '2026-11-28 18:10:43.191355+00');
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3173-7061-86ea-561593fe1e42', '01a2235a-3173-7061-86ea-561593fe1e42', '2026-11-28 18:10:43.191355+00');
-INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', '01a2235a-3173-706f-9c58-25cdb41760d4', '01a2235a-3173-706f-9c58-25cdb41760d4', '2026-11-28 18:10:43.191355+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-7426-84c2-e2b2f85d7daf', '01a22371-a300-7426-84c2-e2b2f85d7daf', '2026-11-28 18:36:19.584561+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-77e5-9a9a-c21b2a227326', '01a22371-a300-77e5-9a9a-c21b2a227326', '2026-11-28 18:36:19.584561+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-77f2-b497-b8864152a439', '01a22371-a300-77f2-b497-b8864152a439', '2026-11-28 18:36:19.584561+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-77fc-9583-9574fbf6d098', '01a22371-a300-77fc-9583-9574fbf6d098', '2026-11-28 18:36:19.587309+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-7805-9130-a8a52ca52b15', '01a22371-a300-7805-9130-a8a52ca52b15', '2026-11-28 18:36:19.587309+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', '01a22371-a300-780d-a54a-14a08bd92bd5', '01a22371-a300-780d-a54a-14a08bd92bd5', '2026-11-28 18:36:19.587309+00');
+INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'evt-1', '01a22371-a300-7426-84c2-e2b2f85d7daf', '2026-11-28 18:36:21.128524+00');
 
 
 --
 -- Data for Name: inbound_refs; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.inbound_refs (tenant_id, account_id, conversation_id, platform_message_id, message_id, source_message_id, created_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'conv-1', 'pm-1', '01a22371-a300-7426-84c2-e2b2f85d7daf', 'evt-1', '2026-11-28 18:36:21.129164+00');
 
 
 --
@@ -3736,12 +3748,12 @@ INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message
 -- Data for Name: inbox_p20261128; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3172-7b67-848c-3384c39ef3d4', 1, '800', '800', 1, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3172-7b67-848c-3384c39ef3d4', 'ready', '{"id": "01a2235a-3172-7b67-848c-3384c39ef3d4", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3172-7b67-848c-3384c39ef3d4"}', '\x7b7d', '2026-11-28 18:10:43.187011+00', '2026-11-28 18:10:43.187011+00', NULL);
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3173-702e-9458-20e8f8ee9713', 2, '800', '800', 2, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3173-702e-9458-20e8f8ee9713', 'ready', '{"id": "01a2235a-3173-702e-9458-20e8f8ee9713", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3173-702e-9458-20e8f8ee9713"}', '\x7b7d', '2026-11-28 18:10:43.187016+00', '2026-11-28 18:10:43.187016+00', NULL);
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3173-7042-8d0a-620be1611c57', 3, '800', '800', 3, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3173-7042-8d0a-620be1611c57', 'ready', '{"id": "01a2235a-3173-7042-8d0a-620be1611c57", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3173-7042-8d0a-620be1611c57"}', '\x7b7d', '2026-11-28 18:10:43.187021+00', '2026-11-28 18:10:43.187021+00', NULL);
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3173-7053-b507-b0fcb78afed5', 4, '801', '801', 4, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3173-7053-b507-b0fcb78afed5', 'ready', '{"id": "01a2235a-3173-7053-b507-b0fcb78afed5", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3173-7053-b507-b0fcb78afed5"}', '\x7b7d', '2026-11-28 18:10:43.187024+00', '2026-11-28 18:10:43.187024+00', NULL);
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3173-7061-86ea-561593fe1e42', 5, '801', '801', 5, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3173-7061-86ea-561593fe1e42', 'ready', '{"id": "01a2235a-3173-7061-86ea-561593fe1e42", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3173-7061-86ea-561593fe1e42"}', '\x7b7d', '2026-11-28 18:10:43.187028+00', '2026-11-28 18:10:43.187028+00', NULL);
-INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '01a2235a-3173-706f-9c58-25cdb41760d4', 6, '801', '801', 6, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'conv-1', '01a2235a-3173-706f-9c58-25cdb41760d4', 'ready', '{"id": "01a2235a-3173-706f-9c58-25cdb41760d4", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a2235a-3173-706f-9c58-25cdb41760d4"}', '\x7b7d', '2026-11-28 18:10:43.18707+00', '2026-11-28 18:10:43.18707+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-7426-84c2-e2b2f85d7daf', 1, '800', '800', 1, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-7426-84c2-e2b2f85d7daf', 'ready', '{"id": "01a22371-a300-7426-84c2-e2b2f85d7daf", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-7426-84c2-e2b2f85d7daf"}', '\x7b7d', '2026-11-28 18:36:19.584516+00', '2026-11-28 18:36:19.584516+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-77e5-9a9a-c21b2a227326', 2, '800', '800', 2, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-77e5-9a9a-c21b2a227326', 'ready', '{"id": "01a22371-a300-77e5-9a9a-c21b2a227326", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-77e5-9a9a-c21b2a227326"}', '\x7b7d', '2026-11-28 18:36:19.58452+00', '2026-11-28 18:36:19.58452+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-77f2-b497-b8864152a439', 3, '800', '800', 3, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-77f2-b497-b8864152a439', 'ready', '{"id": "01a22371-a300-77f2-b497-b8864152a439", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-77f2-b497-b8864152a439"}', '\x7b7d', '2026-11-28 18:36:19.584523+00', '2026-11-28 18:36:19.584523+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-77fc-9583-9574fbf6d098', 4, '801', '801', 4, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-77fc-9583-9574fbf6d098', 'ready', '{"id": "01a22371-a300-77fc-9583-9574fbf6d098", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-77fc-9583-9574fbf6d098"}', '\x7b7d', '2026-11-28 18:36:19.584525+00', '2026-11-28 18:36:19.584525+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-7805-9130-a8a52ca52b15', 5, '801', '801', 5, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-7805-9130-a8a52ca52b15', 'ready', '{"id": "01a22371-a300-7805-9130-a8a52ca52b15", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-7805-9130-a8a52ca52b15"}', '\x7b7d', '2026-11-28 18:36:19.584527+00', '2026-11-28 18:36:19.584527+00', NULL);
+INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '01a22371-a300-780d-a54a-14a08bd92bd5', 6, '801', '801', 6, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'conv-1', '01a22371-a300-780d-a54a-14a08bd92bd5', 'ready', '{"id": "01a22371-a300-780d-a54a-14a08bd92bd5", "text": "in", "edited": false, "sender": {"id": "", "is_bot": false}, "deleted": false, "sent_at": "0001-01-01T00:00:00Z", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145", "attachments": [], "received_at": "0001-01-01T00:00:00Z", "channel_type": "webhook", "conversation": {"id": "conv-1", "type": "dm"}, "source_message_id": "01a22371-a300-780d-a54a-14a08bd92bd5"}', '\x7b7d', '2026-11-28 18:36:19.584529+00', '2026-11-28 18:36:19.584529+00', NULL);
 
 
 --
@@ -3790,131 +3802,136 @@ INSERT INTO mio.inbox_p20261128 (tenant_id, id, seq, xid, ready_xid, ready_seq, 
 -- Data for Name: media_blobs; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.media_blobs (content_sha256, storage_key, size, refs, unreferenced_since, created_at) VALUES ('abababababababababababababababababababababababababababababababab', 'blobs/abababababababababababababababababababababababababababababababab', 5, 1, NULL, '2026-11-28 18:36:21.119511+00');
 
 
 --
 -- Data for Name: outbox; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'd256f9b9-21af-4d80-bac1-1d71798bb784', 2, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'dead-1', '', '679dcdf8-b898-4d68-92ad-4e307f2aed3a', '\x0000000000000000000000000000000000000000000000000000000000000000', 'refused', NULL, NULL, NULL, 'dead', 'unknown', 1, 1, 1, 1, '2026-11-28 18:10:42.754134+00', NULL, 2, NULL, false, 'permanent: webhook: endpoint answered HTTP 400', NULL, '2026-11-28 18:10:42.754134+00', '2026-11-28 18:10:42.840345+00', NULL, '2026-11-28 18:10:42.840345+00', NULL);
-INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d', 1, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'c-ok', '', '02aa04aa-1c2b-449e-b7ad-62fa8bee81e5', '\x0000000000000000000000000000000000000000000000000000000000000000', 'delivered', NULL, NULL, NULL, 'handed_off', 'accepted', 1, 1, 1, 1, '2026-11-28 18:10:42.737435+00', NULL, 1, '1002', false, NULL, NULL, '2026-11-28 18:10:42.737435+00', '2026-11-28 18:10:42.850305+00', '2026-11-28 18:10:42.850305+00', NULL, NULL);
-INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '84e57049-dab7-4a6a-bb33-5b023ce27dd4', 3, 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 'webhook', 'c-queued', '', 'da2ef31d-7768-4f31-baeb-aa5820c94f95', '\x0000000000000000000000000000000000000000000000000000000000000000', 'waiting 1', NULL, NULL, NULL, 'queued', 'unknown', 1, 1, 1, 0, '2026-11-28 18:10:42.914518+00', NULL, 3, NULL, false, NULL, NULL, '2026-11-28 18:10:42.914518+00', '2026-11-28 18:10:42.914518+00', NULL, NULL, NULL);
-INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'ac89d0c6-06e5-428f-9346-4dd34a362816', 4, '92899cbc-4fa6-4b3e-8c4b-c1d174e213b4', 'slack', 'C1', '', '440506ee-5e51-4f5b-b4f7-fc1d9714e023', '\x0000000000000000000000000000000000000000000000000000000000000000', 'waiting 2', NULL, NULL, NULL, 'queued', 'unknown', 1, 1, 1, 0, '2026-11-28 18:10:42.927239+00', NULL, 4, NULL, false, NULL, NULL, '2026-11-28 18:10:42.927239+00', '2026-11-28 18:10:42.927239+00', NULL, NULL, NULL);
+INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '7cc4152b-2540-47a6-91a7-8c8b759141de', 1, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'c-ok', '', 'b44f0dcd-ff6b-4a68-9dc6-dd772e1ff506', '\x0000000000000000000000000000000000000000000000000000000000000000', 'delivered', NULL, NULL, NULL, 'handed_off', 'accepted', 1, 1, 1, 1, '2026-11-28 18:36:19.328344+00', NULL, 1, '1001', false, NULL, NULL, '2026-11-28 18:36:19.328344+00', '2026-11-28 18:36:19.355373+00', '2026-11-28 18:36:19.355373+00', NULL, NULL);
+INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'd2e6bc65-3029-429c-bb81-11202c212dbb', 2, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'dead-1', '', 'e393c0ed-63d5-4ce3-a4bc-eee18a35fc51', '\x0000000000000000000000000000000000000000000000000000000000000000', 'refused', NULL, NULL, NULL, 'dead', 'unknown', 1, 1, 1, 1, '2026-11-28 18:36:19.333717+00', NULL, 1, NULL, false, 'permanent: webhook: endpoint answered HTTP 400', NULL, '2026-11-28 18:36:19.333717+00', '2026-11-28 18:36:19.362651+00', NULL, '2026-11-28 18:36:19.362651+00', NULL);
+INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '83e8588f-5e31-4682-806e-7eb7b9643c75', 3, '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 'webhook', 'c-queued', '', '409c80a6-963d-41bb-a38f-ebc9c7e8a716', '\x0000000000000000000000000000000000000000000000000000000000000000', 'waiting 1', NULL, NULL, NULL, 'queued', 'unknown', 1, 1, 1, 0, '2026-11-28 18:36:19.394884+00', NULL, 3, NULL, false, NULL, NULL, '2026-11-28 18:36:19.394884+00', '2026-11-28 18:36:19.394884+00', NULL, NULL, NULL);
+INSERT INTO mio.outbox (tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '29e6be9d-1866-490b-830b-7bb7ba588274', 4, '32428ea4-29a4-4fbc-abb5-40ae20cf2dad', 'slack', 'C1', '', 'f9577a2f-0fe9-42d0-a2ad-94ea3c767fca', '\x0000000000000000000000000000000000000000000000000000000000000000', 'waiting 2', NULL, NULL, NULL, 'queued', 'unknown', 1, 1, 1, 0, '2026-11-28 18:36:19.396964+00', NULL, 4, NULL, false, NULL, NULL, '2026-11-28 18:36:19.396964+00', '2026-11-28 18:36:19.396964+00', NULL, NULL, NULL);
 
 
 --
 -- Data for Name: outbox_events; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d', 1, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:10:42.752749+00', '786');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'd256f9b9-21af-4d80-bac1-1d71798bb784', 2, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:10:42.766656+00', '788');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'd256f9b9-21af-4d80-bac1-1d71798bb784', 3, 'sending', 'handoff', 'sending', 1, NULL, '2026-11-28 18:10:42.816812+00', '790');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d', 4, 'sending', 'handoff', 'sending', 1, NULL, '2026-11-28 18:10:42.822852+00', '791');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'd256f9b9-21af-4d80-bac1-1d71798bb784', 5, 'dead', 'handoff', 'dead', 1, '{"error": "permanent: webhook: endpoint answered HTTP 400", "operation": "send"}', '2026-11-28 18:10:42.849948+00', '792');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d', 6, 'handed_off', 'handoff', 'handed_off', 1, '{"operation": "send", "idempotency_key": "mio-8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d", "provider_message_id": "1002"}', '2026-11-28 18:10:42.860969+00', '793');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d', 7, 'accepted', 'provider', 'accepted', 1, NULL, '2026-11-28 18:10:42.860992+00', '793');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', '84e57049-dab7-4a6a-bb33-5b023ce27dd4', 8, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:10:42.923395+00', '796');
-INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'ac89d0c6-06e5-428f-9346-4dd34a362816', 9, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:10:42.930241+00', '797');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '7cc4152b-2540-47a6-91a7-8c8b759141de', 1, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:36:19.332969+00', '786');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'd2e6bc65-3029-429c-bb81-11202c212dbb', 2, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:36:19.344662+00', '789');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '7cc4152b-2540-47a6-91a7-8c8b759141de', 3, 'sending', 'handoff', 'sending', 1, NULL, '2026-11-28 18:36:19.348447+00', '788');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'd2e6bc65-3029-429c-bb81-11202c212dbb', 4, 'sending', 'handoff', 'sending', 1, NULL, '2026-11-28 18:36:19.351166+00', '788');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '7cc4152b-2540-47a6-91a7-8c8b759141de', 5, 'handed_off', 'handoff', 'handed_off', 1, '{"operation": "send", "idempotency_key": "mio-7cc4152b-2540-47a6-91a7-8c8b759141de", "provider_message_id": "1001"}', '2026-11-28 18:36:19.358279+00', '791');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '7cc4152b-2540-47a6-91a7-8c8b759141de', 6, 'accepted', 'provider', 'accepted', 1, NULL, '2026-11-28 18:36:19.359803+00', '791');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'd2e6bc65-3029-429c-bb81-11202c212dbb', 7, 'dead', 'handoff', 'dead', 1, '{"error": "permanent: webhook: endpoint answered HTTP 400", "operation": "send"}', '2026-11-28 18:36:19.375057+00', '792');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '83e8588f-5e31-4682-806e-7eb7b9643c75', 8, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:36:19.396468+00', '795');
+INSERT INTO mio.outbox_events (tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid) OVERRIDING SYSTEM VALUE VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '29e6be9d-1866-490b-830b-7bb7ba588274', 9, 'queued', 'handoff', 'queued', 1, NULL, '2026-11-28 18:36:19.400201+00', '796');
 
 
 --
 -- Data for Name: provider_events; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.provider_events (tenant_id, account_id, provider_message_id, status, occurred_at, recipient_id, error, raw, received_at, applied_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '33469f8c-f566-4c08-b485-82f4fcd172c3', 'wamid.1', 'delivered', '2026-11-28 18:36:21.130082+00', '', '', '{"status": "delivered"}', '2026-11-28 18:36:21.130082+00', NULL);
 
 
 --
 -- Data for Name: rate_buckets; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.rate_buckets (tenant_id, bucket_key, tokens, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'account:32428ea4-29a4-4fbc-abb5-40ae20cf2dad', 3.5, '2026-11-28 18:36:21.130801+00');
 
 
 --
 -- Data for Name: source_cursors; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.source_cursors (tenant_id, account_id, conversation_id, conversation_type, last_source_id, active_at, gap_after, gap_before) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '32428ea4-29a4-4fbc-abb5-40ae20cf2dad', 'C1', 'channel', '1700000000.000100', '2026-11-28 18:36:21.127836+00', '1690000000.000100', '');
 
 
 --
 -- Data for Name: stream_counts; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'ready', 'webhook', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 3);
-INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'received', 'webhook', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 3);
-INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'ready', 'webhook', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 3);
-INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'received', 'webhook', 'f6a726b2-028a-4cc2-a7a3-2213debd0e02', 3);
+INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'ready', 'webhook', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 3);
+INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'received', 'webhook', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 3);
+INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'ready', 'webhook', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 3);
+INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'received', 'webhook', '395f7ecf-f7f3-4bc4-b0a1-b942eeb15145', 3);
 
 
 --
 -- Data for Name: telegram_pollers; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.telegram_pollers (tenant_id, account_id, next_offset, holder, lease_until, updated_at) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', '256fee44-5658-4c51-8c87-0b42c9a9787b', 1001, NULL, '-infinity', '2026-11-28 18:36:21.127065+00');
 
 
 --
 -- Data for Name: tenants; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
-INSERT INTO mio.tenants (id, name, created_at, status) VALUES ('13b182e8-c829-4a42-afef-f7fe0192f93c', 'outbound', '2026-11-28 18:10:42.57593+00', 'active');
+INSERT INTO mio.tenants (id, name, created_at, status) VALUES ('ac8d79df-2c0d-40a9-83ac-de5f033298d4', 'outbound', '2026-11-28 18:36:19.273246+00', 'active');
 
 
 --
 -- Data for Name: worker_heartbeats; Type: TABLE DATA; Schema: mio; Owner: -
 --
 
+INSERT INTO mio.worker_heartbeats (client_id, alive_since, expires_at) VALUES ('worker-gone', '2026-11-28 18:36:21.131134+00', '2026-11-28 18:35:21.131134+00');
 
 
 --
 -- Data for Name: mio_schema_migrations; Type: TABLE DATA; Schema: public; Owner: -
 --
 
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (1, 0, true, '2026-11-28 18:10:41.214378');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (2, 1, true, '2026-11-28 18:10:41.232289');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (3, 2, true, '2026-11-28 18:10:41.269701');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (4, 3, true, '2026-11-28 18:10:41.286223');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (5, 4, true, '2026-11-28 18:10:41.306929');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (6, 5, true, '2026-11-28 18:10:41.400536');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (7, 6, true, '2026-11-28 18:10:41.433777');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (8, 7, true, '2026-11-28 18:10:41.448492');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (9, 8, true, '2026-11-28 18:10:41.474596');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (10, 9, true, '2026-11-28 18:10:41.554976');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (11, 10, true, '2026-11-28 18:10:41.571045');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (12, 11, true, '2026-11-28 18:10:41.575837');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (13, 12, true, '2026-11-28 18:10:41.584115');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (14, 13, true, '2026-11-28 18:10:41.599369');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (15, 15, true, '2026-11-28 18:10:41.606219');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (16, 16, true, '2026-11-28 18:10:41.72284');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (17, 17, true, '2026-11-28 18:10:41.723653');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (18, 21, true, '2026-11-28 18:10:41.724758');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (19, 22, true, '2026-11-28 18:10:41.734735');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (20, 24, true, '2026-11-28 18:10:41.739422');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (21, 26, true, '2026-11-28 18:10:41.759256');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (22, 27, true, '2026-11-28 18:10:41.762809');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (23, 28, true, '2026-11-28 18:10:41.764798');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (24, 29, true, '2026-11-28 18:10:41.766347');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (25, 30, true, '2026-11-28 18:10:41.76808');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (26, 31, true, '2026-11-28 18:10:41.76923');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (27, 32, true, '2026-11-28 18:10:41.77258');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (28, 33, true, '2026-11-28 18:10:41.775086');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (29, 34, true, '2026-11-28 18:10:41.778172');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (30, 35, true, '2026-11-28 18:10:41.785225');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (31, 36, true, '2026-11-28 18:10:41.789292');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (32, 37, true, '2026-11-28 18:10:41.789944');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (33, 38, true, '2026-11-28 18:10:42.168237');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (34, 39, true, '2026-11-28 18:10:42.169891');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (35, 40, true, '2026-11-28 18:10:42.170571');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (36, 41, true, '2026-11-28 18:10:42.248873');
-INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (37, 42, true, '2026-11-28 18:10:42.253136');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (1, 0, true, '2026-11-28 18:36:18.331682');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (2, 1, true, '2026-11-28 18:36:18.355328');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (3, 2, true, '2026-11-28 18:36:18.390581');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (4, 3, true, '2026-11-28 18:36:18.41775');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (5, 4, true, '2026-11-28 18:36:18.435066');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (6, 5, true, '2026-11-28 18:36:18.465054');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (7, 6, true, '2026-11-28 18:36:18.481786');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (8, 7, true, '2026-11-28 18:36:18.489142');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (9, 8, true, '2026-11-28 18:36:18.50108');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (10, 9, true, '2026-11-28 18:36:18.545594');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (11, 10, true, '2026-11-28 18:36:18.552649');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (12, 11, true, '2026-11-28 18:36:18.558702');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (13, 12, true, '2026-11-28 18:36:18.564905');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (14, 13, true, '2026-11-28 18:36:18.572261');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (15, 15, true, '2026-11-28 18:36:18.575851');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (16, 16, true, '2026-11-28 18:36:18.683936');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (17, 17, true, '2026-11-28 18:36:18.684575');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (18, 21, true, '2026-11-28 18:36:18.685902');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (19, 22, true, '2026-11-28 18:36:18.688677');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (20, 24, true, '2026-11-28 18:36:18.691855');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (21, 26, true, '2026-11-28 18:36:18.696014');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (22, 27, true, '2026-11-28 18:36:18.69766');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (23, 28, true, '2026-11-28 18:36:18.698453');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (24, 29, true, '2026-11-28 18:36:18.699406');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (25, 30, true, '2026-11-28 18:36:18.701213');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (26, 31, true, '2026-11-28 18:36:18.70165');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (27, 32, true, '2026-11-28 18:36:18.702706');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (28, 33, true, '2026-11-28 18:36:18.703766');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (29, 34, true, '2026-11-28 18:36:18.705651');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (30, 35, true, '2026-11-28 18:36:18.708703');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (31, 36, true, '2026-11-28 18:36:18.714587');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (32, 37, true, '2026-11-28 18:36:18.714997');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (33, 38, true, '2026-11-28 18:36:18.859486');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (34, 39, true, '2026-11-28 18:36:18.860253');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (35, 40, true, '2026-11-28 18:36:18.860688');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (36, 41, true, '2026-11-28 18:36:18.880911');
+INSERT INTO public.mio_schema_migrations (id, version_id, is_applied, tstamp) VALUES (37, 42, true, '2026-11-28 18:36:18.883183');
 
 
 --
 -- Data for Name: river_job; Type: TABLE DATA; Schema: river; Owner: -
 --
 
-INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (1, 'completed', 1, 25, '2026-11-28 18:10:42.754158+00', '2026-11-28 18:10:42.737643+00', '2026-11-28 18:10:42.862941+00', '2026-11-28 18:10:42.737643+00', 1, '{"outbox_id": "8351ef68-ea8e-4c18-a10c-6a7a9f9afe8d", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02"}', '{vm_2026_11_28T18_10_42_678602}', NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
-INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (2, 'completed', 1, 25, '2026-11-28 18:10:42.779829+00', '2026-11-28 18:10:42.755475+00', '2026-11-28 18:10:42.860606+00', '2026-11-28 18:10:42.755475+00', 1, '{"outbox_id": "d256f9b9-21af-4d80-bac1-1d71798bb784", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02"}', '{vm_2026_11_28T18_10_42_678602}', NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
-INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (3, 'available', 0, 25, NULL, '2026-11-28 18:10:42.914785+00', NULL, '2026-11-28 18:10:42.914785+00', 1, '{"outbox_id": "84e57049-dab7-4a6a-bb33-5b023ce27dd4", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "f6a726b2-028a-4cc2-a7a3-2213debd0e02"}', NULL, NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
-INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (4, 'available', 0, 25, NULL, '2026-11-28 18:10:42.927386+00', NULL, '2026-11-28 18:10:42.927386+00', 1, '{"outbox_id": "ac89d0c6-06e5-428f-9346-4dd34a362816", "tenant_id": "13b182e8-c829-4a42-afef-f7fe0192f93c", "account_id": "92899cbc-4fa6-4b3e-8c4b-c1d174e213b4"}', NULL, NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
+INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (1, 'completed', 1, 25, '2026-11-28 18:36:19.334128+00', '2026-11-28 18:36:19.328521+00', '2026-11-28 18:36:19.382538+00', '2026-11-28 18:36:19.328521+00', 1, '{"outbox_id": "7cc4152b-2540-47a6-91a7-8c8b759141de", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145"}', '{vm_2026_11_28T18_36_19_307806}', NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
+INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (3, 'available', 0, 25, NULL, '2026-11-28 18:36:19.395151+00', NULL, '2026-11-28 18:36:19.395151+00', 1, '{"outbox_id": "83e8588f-5e31-4682-806e-7eb7b9643c75", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "395f7ecf-f7f3-4bc4-b0a1-b942eeb15145"}', NULL, NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
+INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, created_at, finalized_at, scheduled_at, priority, args, attempted_by, errors, kind, metadata, queue, tags, unique_key, unique_states) VALUES (4, 'available', 0, 25, NULL, '2026-11-28 18:36:19.397049+00', NULL, '2026-11-28 18:36:19.397049+00', 1, '{"outbox_id": "29e6be9d-1866-490b-830b-7bb7ba588274", "tenant_id": "ac8d79df-2c0d-40a9-83ac-de5f033298d4", "account_id": "32428ea4-29a4-4fbc-abb5-40ae20cf2dad"}', NULL, NULL, 'mio.dispatch', '{}', 'dispatch', '{}', NULL, NULL);
 
 
 --
@@ -3927,14 +3944,14 @@ INSERT INTO river.river_job (id, state, attempt, max_attempts, attempted_at, cre
 -- Data for Name: river_migration; Type: TABLE DATA; Schema: river; Owner: -
 --
 
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 1, '2026-11-28 18:10:42.26423+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 2, '2026-11-28 18:10:42.267447+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 3, '2026-11-28 18:10:42.284424+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 4, '2026-11-28 18:10:42.28545+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 5, '2026-11-28 18:10:42.296711+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 6, '2026-11-28 18:10:42.310992+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 7, '2026-11-28 18:10:42.317645+00');
-INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 8, '2026-11-28 18:10:42.339805+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 1, '2026-11-28 18:36:18.888299+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 2, '2026-11-28 18:36:18.891793+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 3, '2026-11-28 18:36:18.903263+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 4, '2026-11-28 18:36:18.904326+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 5, '2026-11-28 18:36:18.908451+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 6, '2026-11-28 18:36:18.922827+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 7, '2026-11-28 18:36:18.92514+00');
+INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 8, '2026-11-28 18:36:18.931588+00');
 
 
 --
@@ -3947,7 +3964,7 @@ INSERT INTO river.river_migration (line, version, created_at) VALUES ('main', 8,
 -- Data for Name: river_queue; Type: TABLE DATA; Schema: river; Owner: -
 --
 
-INSERT INTO river.river_queue (name, created_at, metadata, paused_at, updated_at) VALUES ('dispatch', '2026-11-28 18:10:42.694248+00', '{}', NULL, '2026-11-28 18:10:42.694248+00');
+INSERT INTO river.river_queue (name, created_at, metadata, paused_at, updated_at) VALUES ('dispatch', '2026-11-28 18:36:19.318575+00', '{}', NULL, '2026-11-28 18:36:19.318575+00');
 
 
 --
