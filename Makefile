@@ -70,7 +70,7 @@ lint:
 	cd deploy/deploytest && $(GO) tool -modfile=../../tools/go.mod staticcheck ./...
 	cd cmd/mio-bench && $(GO) tool -modfile=../../tools/go.mod staticcheck ./...
 
-## generate: regenerate sqlc code from queries/*.sql and migrations/*.sql
+## generate: regenerate sqlc code from queries/*.sql and the schema in migrations/ (its function and view files too)
 generate:
 	$(TOOL) sqlc generate
 

@@ -17,14 +17,14 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// TestAckReadsRangesByID: mio.consumer_ack (migration 00028) — and the
+// TestAckReadsRangesByID: mio.consumer_ack — and the
 // materialization of range members before a nak, term or extend — finds the
 // ranges it settles, and their settlements, by one index equality per
 // lease id, not by reading every range of the consumer's ring generation.
 // The ring's partitions are truncated as they rotate, so their statistics
-// estimate one row per consumer; under the ack's generic plans, 00027's
-// `id = ANY (...)` was costed as a filter over the consumer's prefix of
-// the index and each ack read the whole generation (auto_explain: 3,984
+// estimate one row per consumer; under the ack's generic plans, an
+// `id = ANY (...)` lookup is costed as a filter over the consumer's prefix of
+// the index and each ack reads the whole generation (auto_explain: 3,984
 // ranges removed by filter in one ack of 100 during mio-bench consume).
 // The ack runs here under auto_explain with nested statements, after 300
 // one-message ranges, and every scan of a range or settle partition must

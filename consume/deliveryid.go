@@ -22,7 +22,7 @@ import (
 // Callers never see that form: on the way out (Pull) the fixed tail (62
 // bits after the variant) is replaced by a tag, an HMAC-SHA256 of the
 // tenant, the consumer and the range and index, keyed with the install's
-// random delivery-id key (migration 00013); on the way in (Settle,
+// random delivery-id key (mio.delivery_id_key); on the way in (Settle,
 // AckLiveTx) the tag is checked and the fixed tail put back. An id whose tag
 // does not match, or which comes in the untagged database form, settles
 // nothing ("unknown or expired delivery"). Random (version 4) delivery

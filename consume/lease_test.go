@@ -16,7 +16,7 @@ import (
 
 // leaseRows counts a consumer's outstanding lease ranges (some member
 // neither acknowledged nor moved out) and its per-message deliveries by
-// state. Ranges are append-only (migration 00008): a settled range stays
+// state. Ranges are append-only: a settled range stays
 // until its generation is retired, so "gone" means "nothing outstanding".
 func (b *testBundle) leaseRows(t *testing.T, consumer string) (ranges int, perMessage map[string]int) {
 	t.Helper()

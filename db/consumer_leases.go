@@ -15,8 +15,8 @@ import (
 var leaseIDTail = [8]byte{0x80, 0x00, 0x6d, 0x69, 0x6f, 0x6c, 0x73, 0x65}
 
 // LeaseDeliveryID is the delivery id of member idx of lease range
-// leaseID: an RFC 9562 version 8 UUID carrying both (migration 00006,
-// mio.lease_delivery_id).
+// leaseID: an RFC 9562 version 8 UUID carrying both
+// (mio.lease_delivery_id).
 func LeaseDeliveryID(leaseID int64, idx int) uuid.UUID {
 	var u uuid.UUID
 	var b [8]byte

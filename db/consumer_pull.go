@@ -56,7 +56,7 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(pullSettings, tenantID.String())
-	// Range ids never repeat after a server restart (migration 00022).
+	// Range ids never repeat after a server restart.
 	b.Queue("SELECT mio.consumer_ids_guard()")
 	var locked bool
 	b.Queue(dbsqlc.ConsumerLock, tenantID, name).QueryRow(func(row pgx.Row) error { return row.Scan(&locked) })
@@ -80,18 +80,17 @@ func BeginPull(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name
 	return p, nil
 }
 
-// PullSteady is the steady-state pull of consumer name as ONE statement
-// in an implicit transaction: mio.consumer_pull_steady (migration 00026)
-// sets the tenant and the pull's settings, runs the id guard, takes the
-// consumer's row lock, reads, takes and appends the position; the commit
-// follows the statement. The lock that serializes a consumer's pulls is
-// held only while PostgreSQL runs it, never across a round trip to this
-// process. For an unordered consumer of the ready stage with nothing due
-// again and no lease range expired it leases up to max new rows as one
-// range (steady true). Otherwise it writes nothing and steady is false:
-// the pull takes the full path (BeginPull); ordered says it always will
-// (an ordered consumer or the received stage). ErrNotFound when there is
-// no such consumer.
+// PullSteady is the steady-state pull of consumer name as ONE statement in
+// an implicit transaction: mio.consumer_pull_steady sets the tenant and the
+// pull's settings, runs the id guard, takes the consumer's row lock, reads,
+// takes and appends the position; the commit follows the statement. The lock
+// that serializes a consumer's pulls is held only while PostgreSQL runs it,
+// never across a round trip to this process. For an unordered consumer of
+// the ready stage with nothing due again and no lease range expired it
+// leases up to max new rows as one range (steady true). Otherwise it writes
+// nothing and steady is false: the pull takes the full path (BeginPull);
+// ordered says it always will (an ordered consumer or the received stage).
+// ErrNotFound when there is no such consumer.
 func PullSteady(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, name string, max int) (out []TakenDelivery, steady, ordered bool, err error) {
 	if tenantID == uuid.Nil {
 		return nil, false, false, ErrNoTenant
@@ -202,13 +201,13 @@ type TakenDelivery struct {
 }
 
 // AckAll acknowledges delivery ids of a consumer in ONE statement
-// (mio.consumer_ack, migrations 00027 and 00028, in an implicit transaction: the
-// tenant and settings, the ranges' settle locks, lease-range members (an
-// appended settle row per range), per-message deliveries) and returns the
-// ids that matched an outstanding delivery. A lease-range member is
-// either outstanding in its range or has a per-message row (moved out by
-// a nak, term, extend or expiry), never both, so trying every id both ways
-// acknowledges each at most once.
+// (mio.consumer_ack, in an implicit transaction: the tenant and settings,
+// the ranges' settle locks, lease-range members (an appended settle row per
+// range), per-message deliveries) and returns the ids that matched an
+// outstanding delivery. A lease-range member is either outstanding in its
+// range or has a per-message row (moved out by a nak, term, extend or
+// expiry), never both, so trying every id both ways acknowledges each at
+// most once.
 func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consumer string, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if tenantID == uuid.Nil {
 		return nil, ErrNoTenant
@@ -244,7 +243,7 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 	return matched, nil
 }
 
-// ackSQL: mio.consumer_ack (migrations 00027, 00028) for consumer $2 of tenant
+// ackSQL: mio.consumer_ack for consumer $2 of tenant
 // $1: lease-range members ($3[k], $4[k]) and per-message deliveries $5.
 const ackSQL = `SELECT a.lease_id, a.idx, a.delivery_id FROM mio.consumer_ack($1::uuid, $2::text, $3::bigint[], $4::int[], $5::uuid[]) AS a`
 
@@ -267,8 +266,8 @@ const pullSettings = "SELECT set_config('app.current_tenant_id', $1, true), set_
 	"set_config('synchronous_commit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 // The pull's state and take, shared by both paths of a pull
-// (mio.consumer_pull_state and mio.consumer_take_ready, migration 00026:
-// plpgsql functions, because the one-round-trip pull runs them inside
+// (mio.consumer_pull_state and mio.consumer_take_ready: plpgsql functions,
+// because the one-round-trip pull runs them inside
 // mio.consumer_pull_steady; sqlc cannot type a plpgsql function's table,
 // hence the statements here).
 const (

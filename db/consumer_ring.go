@@ -15,7 +15,7 @@ import (
 )
 
 // The consumers' append-only tables (lease ranges, settlements, positions)
-// are partitioned into a ring of ringGens generations (migration 00008).
+// are partitioned into a ring of ringGens generations.
 // Rows are appended to the current generation. The generation after it,
 // the oldest, is retired by TRUNCATE once nothing in it is needed: the
 // still outstanding members of its lease ranges are moved out into

@@ -45,7 +45,7 @@ type Consumer struct {
 	// Pos is the consumer's position in the log.
 	Pos LogPos
 	// Swept: every lease range of the consumer with an id up to it is
-	// settled (migration 00008); ranges are only looked at above it.
+	// settled; ranges are only looked at above it.
 	Swept int64
 	// Taken counts the matching stream rows the position has read
 	// (appended with it; docs/architecture.md, "Exact backlog").
@@ -82,7 +82,7 @@ func ConsumerUpsert(ctx context.Context, tx DBTX, c *Consumer) (out *Consumer, c
 		return nil, false, translate(err)
 	}
 	if !r.Created {
-		// The row's position columns are only a base (migration 00008):
+		// The row's position columns are only a base:
 		// an existing consumer's position is its newest appended one.
 		out, err := ConsumerGet(ctx, tx, c.TenantID, c.Name)
 		return out, false, err
@@ -145,7 +145,7 @@ func ConsumerPage(ctx context.Context, tx DBTX, tenantID uuid.UUID, after string
 }
 
 // ConsumerAdvance appends a consumer's log position, sweep and taken count
-// (a pull never updates a row: migration 00008) and, when delivered,
+// (a pull never updates a row) and, when delivered,
 // stamps its last delivery time.
 func ConsumerAdvance(ctx context.Context, tx DBTX, c *Consumer, to LogPos, delivered bool) error {
 	return translate(queries().ConsumerAdvance(ctx, tx, &dbsqlc.ConsumerAdvanceParams{
@@ -388,7 +388,7 @@ func ConsumerRebase(ctx context.Context, tx DBTX, tenantID uuid.UUID, name strin
 }
 
 // StreamCountsFold folds the streams' count deltas into one row per
-// tenant, stage, channel type and account (migration 00040) and returns
+// tenant, stage, channel type and account and returns
 // how many rows it folded away. It runs in a transaction of its own.
 func StreamCountsFold(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	n, err := queries().StreamCountsFold(ctx, pool)

@@ -43,7 +43,7 @@ WHERE k.tenant_id = $1 AND k.name = $2
 RETURNING log_lo::text`
 
 // ConsumerSeek moves a consumer to the messages received at or after t
-// (appending its new position, as a pull does: migration 00008):
+// (appending its new position, as a pull does):
 // those are delivered (again), earlier ones are skipped. Its pending and
 // leased deliveries are dropped (their acks then match nothing); dead
 // ones stay dead letters; its backlog counters are rebased on the new

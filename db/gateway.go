@@ -155,7 +155,7 @@ type SourceCursor struct {
 	LastSourceID     string
 	ActiveAt         time.Time
 	// GapAfter and GapBefore bound the messages a history walk has not
-	// read yet (both exclusive). Migration 00016. Slack's walk: GapBefore
+	// read yet (both exclusive). Slack's walk: GapBefore
 	// "" = no gap. Discord's (a lost Gateway session): GapAfter "" = no
 	// gap, GapBefore "" = a gap whose end is not known yet.
 	GapAfter, GapBefore string

@@ -12,7 +12,6 @@ import (
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
-	"github.com/miohq/mio/migrations"
 )
 
 type partitionBundle struct {
@@ -69,67 +68,6 @@ INSERT INTO mio.archive_cursors (tenant_id, log_lo) VALUES ($1, pg_current_snaps
 ON CONFLICT (tenant_id) DO UPDATE SET log_lo = excluded.log_lo, log_hi = NULL, ready_xid = '0', ready_seq = 0`, b.tenant)
 		return err
 	}))
-}
-
-func (b *partitionBundle) partitionOf(t *testing.T, id uuid.UUID) string {
-	t.Helper()
-	ctx := context.Background()
-	var name string
-	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
-		return tx.QueryRow(ctx, `SELECT tableoid::regclass::text FROM mio.inbox WHERE tenant_id = $1 AND id = $2`, b.tenant, id).Scan(&name)
-	}))
-	return name
-}
-
-func TestInboxPartitionMigration(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	b := setupPartitions(t)
-	mig := migrations.New(b.env.OwnerPool(t))
-	// Roll back through 00015 (and whatever came after it).
-	downThrough := func(version int64) {
-		t.Helper()
-		for {
-			v, err := mig.Down(ctx)
-			require.NoError(t, err)
-			require.GreaterOrEqual(t, v.Version, version, "rolled back past %d", version)
-			if v.Version == version {
-				return
-			}
-		}
-	}
-	downThrough(15)
-
-	old := time.Now().Add(-72 * time.Hour)
-	ids := []uuid.UUID{v7At(old), v7At(time.Now()), uuid.New()}
-	for _, id := range ids {
-		b.insertRow(t, id, true)
-	}
-	_, err := mig.Up(ctx)
-	require.NoError(t, err)
-
-	require.Equal(t, "mio."+db.InboxPartitionName(old), b.partitionOf(t, ids[0]))
-	require.Equal(t, "mio."+db.InboxPartitionName(time.Now()), b.partitionOf(t, ids[1]))
-	require.Equal(t, "mio.inbox_default", b.partitionOf(t, ids[2]))
-	owner := b.env.OwnerPool(t)
-	var invoker bool
-	require.NoError(t, owner.QueryRow(ctx,
-		`SELECT 'security_invoker=true' = ANY (reloptions) FROM pg_class WHERE oid = 'mio.dead_letters'::regclass`).Scan(&invoker))
-	require.True(t, invoker, "dead_letters keeps security_invoker")
-	var fns int
-	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*) FROM pg_proc WHERE prorettype = 'mio.inbox'::regtype`).Scan(&fns))
-	require.Equal(t, 2, fns, "log_ready and log_received return the partitioned table's rows")
-	// A new message after the move takes the next seq.
-	b.insertRow(t, v7At(time.Now()), true)
-
-	downThrough(15)
-	var n int
-	var kind string
-	require.NoError(t, owner.QueryRow(ctx, `SELECT count(*), (SELECT relkind::text FROM pg_class WHERE oid = 'mio.inbox'::regclass) FROM mio.inbox`).Scan(&n, &kind))
-	require.Equal(t, 4, n)
-	require.Equal(t, "r", kind)
-	_, err = mig.Up(ctx)
-	require.NoError(t, err)
 }
 
 func TestInboxPartitionRetire(t *testing.T) {
@@ -222,7 +160,7 @@ FROM generate_series(1, 20000) AS g`, b.tenant, b.account, at)
 		{"get by id", `SELECT * FROM mio.inbox WHERE tenant_id = $1 AND id = $2`, []any{b.tenant, id}, true},
 		{"get many", `SELECT id, envelope, raw FROM mio.inbox WHERE tenant_id = $1 AND id = ANY ($2::uuid[])`,
 			[]any{b.tenant, []uuid.UUID{id}}, true},
-		// The consumers' read of the ready stage (migration 00007) from the
+		// The consumers' read of the ready stage (mio.log_ready) from the
 		// window that holds the live day's rows.
 		{"ready window", `SELECT id FROM mio.log_ready($1, ($2 || ':' || $2 || ':')::pg_snapshot, pg_current_snapshot(),
             '0', 0, '{}', '{}', '{}', NULL, 100)`, []any{b.tenant, xid}, false},

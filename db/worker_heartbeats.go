@@ -9,9 +9,8 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
-// WorkerHeartbeat refreshes the heartbeat row of River client clientID
-// (migration 00024) to expire ttl from now, by the database's clock, and
-// returns since when its refreshes have run unbroken.
+// WorkerHeartbeat refreshes the heartbeat row of River client clientID to
+// expire ttl from now, by the database's clock, and returns since when its refreshes have run unbroken.
 func WorkerHeartbeat(ctx context.Context, db DBTX, clientID string, ttl time.Duration) (time.Time, error) {
 	since, err := queries().WorkerHeartbeat(ctx, db, &dbsqlc.WorkerHeartbeatParams{ClientID: clientID, TtlSeconds: ttl.Seconds()})
 	return since, translate(err)

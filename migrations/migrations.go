@@ -1,6 +1,9 @@
-// Package migrations holds MIO's schema migrations (goose SQL files,
-// embedded in the binary) and runs them together with River's own
-// migrations, so one command brings a database to the current schema.
+// Package migrations holds MIO's schema and brings a database to it: the
+// goose migrations of the tables (00001_baseline.sql and
+// 00002_baseline_policies.sql, then one file per later change, numbered
+// from 00043), River's own migrations, and the current text of every
+// function (functions/) and view (views/), applied after the migrations.
+// README.md says how to change each.
 //
 // Internal to MIO; not a stable API.
 package migrations
@@ -13,6 +16,11 @@ import (
 	"fmt"
 	"io/fs"
 
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+	"sync"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -22,11 +30,25 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-//go:embed *.sql
+//go:embed *.sql functions/*.sql views/*.sql
 var files embed.FS
 
-// FS returns the embedded migration files.
+// FS returns the embedded migration, function and view files.
 func FS() fs.FS { return files }
+
+// BaselineTables is the version of the baseline's tables; the function
+// files are created after it, before the baseline's policies and triggers
+// (00002) and every later migration.
+const BaselineTables = 1
+
+// BaselineEnd is the last version the baseline stands for: a database
+// created before the baseline has versions up to it recorded, and never
+// runs the baseline. New migrations are numbered after it.
+const BaselineEnd = 42
+
+// ErrBaselineDown is returned by Down when the newest applied migration is
+// part of the baseline, which cannot be rolled back.
+var ErrBaselineDown = errors.New("the baseline cannot be rolled back")
 
 // GooseTable is the table goose records MIO's applied versions in.
 const GooseTable = "public.mio_schema_migrations"
@@ -37,14 +59,18 @@ const RiverSchema = "river"
 // ErrSchemaOutOfDate is returned by Check when migrations are pending.
 var ErrSchemaOutOfDate = errors.New("database schema is out of date: run `mio migrate up`")
 
-// Migrator applies MIO's and River's migrations through an owner
-// connection pool.
+// Migrator applies MIO's and River's migrations and MIO's function and
+// view files through an owner connection pool.
 type Migrator struct {
 	pool *pgxpool.Pool
+	defs fs.FS // the function and view files: files, or a test's
+
+	mu       sync.Mutex
+	verified string // fingerprint of schema mio's functions and views last found equal to the files
 }
 
 // New returns a Migrator over pool, which must connect as the schema owner.
-func New(pool *pgxpool.Pool) *Migrator { return &Migrator{pool: pool} }
+func New(pool *pgxpool.Pool) *Migrator { return &Migrator{pool: pool, defs: files} }
 
 func (m *Migrator) provider() (*goose.Provider, *sql.DB, error) {
 	db := stdlib.OpenDBFromPool(m.pool)
@@ -54,6 +80,9 @@ func (m *Migrator) provider() (*goose.Provider, *sql.DB, error) {
 		return nil, nil, fmt.Errorf("goose store: %w", err)
 	}
 	p, err := goose.NewProvider("", db, files, goose.WithStore(store), goose.WithDisableGlobalRegistry(true))
+	// Goose reads only the top-level *.sql files; versions recorded in the
+	// database without a file (the history the baseline replaced) are
+	// ignored.
 	if err != nil {
 		db.Close()
 		return nil, nil, fmt.Errorf("goose provider: %w", err)
@@ -67,27 +96,41 @@ func (m *Migrator) river() (*rivermigrate.Migrator[pgx.Tx], error) {
 
 // AppliedVersion is one migration and whether it has been applied.
 type AppliedVersion struct {
-	Source  string // "mio" or "river"
+	Source  string // "mio", "river", or "definition" (a function or view file; Version 0)
 	Version int64
 	Name    string
 	Applied bool
 }
 
-// Up applies every pending MIO migration, then every pending River
-// migration. It is idempotent.
+// Up brings the database to the current schema, and is idempotent: the
+// baseline's tables (on a new database), the functions no migration has
+// created yet, every other pending MIO migration, River's pending
+// migrations, then the function and view files where the database differs
+// from them (applyDefinitions).
 func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	p, db, err := m.provider()
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
-	results, err := p.Up(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("mio migrations: %w", err)
-	}
 	var out []AppliedVersion
-	for _, r := range results {
-		out = append(out, AppliedVersion{Source: "mio", Version: r.Source.Version, Name: baseName(r.Source.Path), Applied: true})
+	add := func(results []*goose.MigrationResult) {
+		for _, r := range results {
+			out = append(out, AppliedVersion{Source: "mio", Version: r.Source.Version, Name: baseName(r.Source.Path), Applied: true})
+		}
+	}
+	results, err := p.UpTo(ctx, BaselineTables)
+	add(results)
+	if err != nil {
+		return out, fmt.Errorf("mio migrations: %w", err)
+	}
+	if err := m.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error { return createMissingFunctions(ctx, c.Conn(), m.defs) }); err != nil {
+		return out, fmt.Errorf("mio functions: %w", err)
+	}
+	results, err = p.Up(ctx)
+	add(results)
+	if err != nil {
+		return out, fmt.Errorf("mio migrations: %w", err)
 	}
 	rm, err := m.river()
 	if err != nil {
@@ -100,17 +143,45 @@ func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	for _, v := range res.Versions {
 		out = append(out, AppliedVersion{Source: "river", Version: int64(v.Version), Name: v.Name, Applied: true})
 	}
+	var diff *DefinitionsDiff
+	err = m.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) (err error) {
+		diff, err = applyDefinitions(ctx, c.Conn(), m.defs)
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("mio functions and views: %w", err)
+	}
+	for _, names := range [][]string{diff.Missing, diff.Changed} {
+		for _, n := range names {
+			out = append(out, AppliedVersion{Source: "definition", Name: n, Applied: true})
+		}
+	}
+	for _, n := range diff.Extra {
+		out = append(out, AppliedVersion{Source: "definition", Name: n + " (dropped)", Applied: true})
+	}
 	return out, nil
 }
 
-// Down rolls back the newest MIO migration. River's migrations are left in
-// place (they belong to the job queue, not to MIO's schema).
+// Down rolls back the newest MIO migration after the baseline
+// (ErrBaselineDown when there is none). River's migrations are left in
+// place (they belong to the job queue, not to MIO's schema), and so are the
+// function and view files' objects: the next Up applies the files.
 func (m *Migrator) Down(ctx context.Context) (*AppliedVersion, error) {
 	p, db, err := m.provider()
 	if err != nil {
 		return nil, err
 	}
 	defer db.Close()
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mio migrations: %w", err)
+	}
+	if v == 0 {
+		return nil, nil
+	}
+	if v <= BaselineEnd {
+		return nil, ErrBaselineDown
+	}
 	r, err := p.Down(ctx)
 	if err != nil {
 		if errors.Is(err, goose.ErrNoNextVersion) {
@@ -156,7 +227,11 @@ func (m *Migrator) Status(ctx context.Context) ([]AppliedVersion, error) {
 }
 
 // Check returns ErrSchemaOutOfDate when any MIO or River migration is
-// pending, and nil when the schema is current.
+// pending or a function or view differs from its file (or no file defines
+// it), and nil when the schema is current. Comparing with the files builds
+// them in the session's temporary schema, in a transaction rolled back; it
+// is skipped while the database's functions and views are those last found
+// current.
 func (m *Migrator) Check(ctx context.Context) error {
 	st, err := m.Status(ctx)
 	if err != nil {
@@ -167,10 +242,76 @@ func (m *Migrator) Check(ctx context.Context) error {
 			return ErrSchemaOutOfDate
 		}
 	}
+	diff, err := m.definitionsDiff(ctx)
+	if err != nil {
+		return err
+	}
+	if !diff.Empty() {
+		return fmt.Errorf("%w (functions and views: %s)", ErrSchemaOutOfDate, diff)
+	}
 	return nil
 }
 
-// Latest returns the newest embedded MIO migration version.
+// definitionsDiff compares schema mio's functions and views with the files.
+func (m *Migrator) definitionsDiff(ctx context.Context) (*DefinitionsDiff, error) {
+	defs, err := definitions(m.defs)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := m.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	have, err := catalogObjects(ctx, tx, "mio")
+	if err != nil {
+		return nil, err
+	}
+	fp := fingerprint(have)
+	m.mu.Lock()
+	verified := m.verified == fp
+	m.mu.Unlock()
+	if verified {
+		return &DefinitionsDiff{}, nil
+	}
+	diff, _, _, err := diffDefinitions(ctx, tx, defs)
+	if err != nil {
+		return nil, fmt.Errorf("mio functions and views: %w", err)
+	}
+	if diff.Empty() {
+		m.mu.Lock()
+		m.verified = fp
+		m.mu.Unlock()
+	}
+	return diff, nil
+}
+
+// DefinitionsDiff compares schema mio's functions and views with the
+// function and view files.
+func (m *Migrator) DefinitionsDiff(ctx context.Context) (*DefinitionsDiff, error) {
+	m.mu.Lock()
+	m.verified = ""
+	m.mu.Unlock()
+	return m.definitionsDiff(ctx)
+}
+
+func fingerprint(objs map[string]object) string {
+	keys := make([]string, 0, len(objs))
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	for _, k := range keys {
+		o := objs[k]
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", k, o.def, o.acl)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Latest returns the newest embedded MIO migration version (BaselineEnd
+// until a migration after the baseline exists: a database at the baseline
+// is at the schema of version 42).
 func Latest() (int64, error) {
 	entries, err := fs.Glob(files, "*.sql")
 	if err != nil || len(entries) == 0 {
@@ -184,7 +325,7 @@ func Latest() (int64, error) {
 		}
 		latest = max(latest, v)
 	}
-	return latest, nil
+	return max(latest, BaselineEnd), nil
 }
 
 func baseName(p string) string {

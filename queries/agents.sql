@@ -1,4 +1,4 @@
--- Agents first (migration 00013): the delivery-id key and the live-lease acks
+-- Agents first: the delivery-id key and the live-lease acks
 -- of a reply with ack.
 
 -- name: DeliveryIDKey :one
@@ -6,7 +6,7 @@ SELECT key FROM mio.delivery_id_key WHERE singleton;
 
 -- name: LeaseAckLive :many
 -- A reply with ack's acknowledgement of lease-range members
--- (@lease_ids[k], @idxs[k]) whose range is still live: mio.consumer_ack's range ack (migration 00027) with the
+-- (@lease_ids[k], @idxs[k]) whose range is still live: mio.consumer_ack's range ack with the
 -- expiry checked, returning each acknowledged member's message routing
 -- (NULL when retention removed the message). The caller holds LeaseLock
 -- on the ranges.

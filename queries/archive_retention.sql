@@ -1,11 +1,11 @@
 -- name: InboxArchivedPrune :one
 -- Deletes at most @max_rows of the tenant's inbox messages received before
 -- @before AND already read by the archive (an unarchived message is never
--- deleted; the archive position says which, migration 00007), found by the
+-- deleted; the archive position says which), found by the
 -- BRIN index on received_at (one per partition), with their attachment
 -- rows, and releases the blob references those attachments held. Returns
 -- how many messages it deleted. Rows are named by key, not ctid: a ctid
--- is unique within one partition only (migration 00015).
+-- is unique within one partition only.
 WITH doomed AS (
     DELETE FROM mio.inbox
     WHERE tenant_id = @tenant_id::uuid AND id = ANY (ARRAY(
@@ -18,7 +18,7 @@ WITH doomed AS (
     RETURNING id, xid, seq, ready_xid, ready_seq, channel_type, account_id, conversation_id, received_at
 ), unread AS (
     -- Deleted rows a consumer had not read yet, which it would have taken:
-    -- counted into its base (migration 00040). The caller holds the
+    -- counted into its base. The caller holds the
     -- consumers' pull locks (ConsumersLockTenant), so positions read here
     -- are current.
     SELECT s.name, count(*) AS n
@@ -74,12 +74,12 @@ SELECT count(*) FROM (SELECT 1 FROM mio.consumers WHERE tenant_id = @tenant_id O
 
 -- name: InboxPartitionsEnsure :one
 -- Creates the inbox's missing day partitions from @from_day to @to_day
--- (UTC days, both included); returns how many it created (migration 00015).
+-- (UTC days, both included); returns how many it created.
 SELECT mio.inbox_partitions_ensure(@from_day::date, @to_day::date)::int AS created;
 
 -- name: InboxPartitionRetire :many
 -- Detaches and drops the oldest inbox day partition that ended by @before,
--- once all its messages are ready and archived (migration 00015); no row
+-- once all its messages are ready and archived; no row
 -- when none is due.
 SELECT r.partition_name::text AS partition_name, r.messages::bigint AS messages, r.blobs_released::bigint AS blobs_released
 FROM mio.inbox_partition_retire(@before::timestamptz) AS r;

@@ -1,8 +1,8 @@
--- Lease ranges of unordered consumers (migration 00006): one row per batch
+-- Lease ranges of unordered consumers: one row per batch
 -- taken from the stream; per-message rows only off the happy path.
 
 -- name: LeaseTakeReceived :many
--- As mio.consumer_take_ready (migration 00026), for the received stage (ordered by insert position).
+-- As mio.consumer_take_ready, for the received stage (ordered by insert position).
 WITH s AS (
     SELECT i.id, i.xid AS xid, i.seq AS seq, i.seq AS message_seq, i.envelope, i.raw
     FROM mio.log_received(@tenant_id, (@lo::text)::pg_snapshot, (@hi::text)::pg_snapshot, @cursor_xid::xid8, @cursor_seq::bigint,
@@ -111,7 +111,7 @@ WITH req AS (
 -- Each range is looked up by one equality per distinct id (LATERAL,
 -- OFFSET 0: not flattened), never by `id = ANY (...)`, which a generic plan
 -- over the ring's freshly truncated partitions costs as a filter over the
--- consumer's whole generation (migration 00028, the ack's same lookup).
+-- consumer's whole generation (the ack's same lookup).
 l AS (
     SELECT r.id, r.message_ids, r.expires_at
     FROM (SELECT DISTINCT u.id FROM unnest(@lease_ids::bigint[]) AS u (id)) AS ids
@@ -148,7 +148,7 @@ ins AS (
 SELECT m.lease_id, m.idx::int AS idx FROM m;
 
 -- name: ConsumerLogGen :one
--- The ring's state (migration 00008): the generation written, whether the
+-- The ring's state: the generation written, whether the
 -- one after it is empty, when it last advanced.
 SELECT gen, next_clean, rotated_at FROM mio.consumer_log_gen;
 

@@ -68,9 +68,9 @@ SELECT tenant_id, name, filter_channel_types, filter_account_ids, filter_convers
 FROM mio.consumer_state WHERE tenant_id = @tenant_id AND name > @after_name::text ORDER BY name LIMIT @max_rows;
 
 -- name: ConsumerAdvance :exec
--- Appends a consumer's position (migration 00008: a pull never updates a
--- row), stamping its last delivery when @delivered, with @taken: the
--- matching rows its position has read (migration 00040).
+-- Appends a consumer's position (a pull never updates a row), stamping its
+-- last delivery when @delivered, with @taken: the matching rows its position
+-- has read.
 INSERT INTO mio.consumer_positions (tenant_id, consumer_name, gen, log_lo, log_hi, cursor_xid, cursor_seq, swept, last_delivered_at, taken)
 SELECT @tenant_id::uuid, @name::text, g.gen, (@log_lo::text)::pg_snapshot, (sqlc.narg('log_hi')::text)::pg_snapshot,
        @cursor_xid::xid8, @cursor_seq::bigint, @swept::bigint,
@@ -102,8 +102,8 @@ SELECT pg_current_snapshot()::text AS snapshot;
 -- Takes stream rows into the consumer: leased at once (ordering none) or
 -- pending (ordering conversation, claimed afterwards in order). Their take
 -- positions are batch * 4096 + index, the batch drawn from the lease-range
--- id sequence, so they follow every position taken before (migration
--- 00007). At most 4096 rows.
+-- id sequence, so they follow every position taken before. At most 4096
+-- rows.
 WITH b AS (SELECT nextval('mio.consumer_take_ids') * 4096 AS base)
 INSERT INTO mio.consumer_deliveries (
     tenant_id, consumer_name, message_id, pos, message_seq, conversation_key, state,
@@ -252,5 +252,5 @@ WHERE h.kind = 'consumer' AND h.tenant_id = @tenant_id AND h.consumer = ANY (@na
 SELECT mio.consumer_rebase(@tenant_id, @name)::bigint AS backlog_base;
 
 -- name: StreamCountsFold :one
--- Folds the stream count deltas into one row per key (migration 00040).
+-- Folds the stream count deltas into one row per key.
 SELECT mio.stream_counts_fold()::bigint AS folded;

@@ -38,9 +38,8 @@ type HeartbeatConfig struct {
 	Timeout time.Duration
 }
 
-// Heartbeat is a working process's liveness in mio.worker_heartbeats
-// (migration 00024), under its River client id, and the reclaimer of dead
-// workers' jobs. River marks a job running when a process fetches it; if
+// Heartbeat is a working process's liveness in mio.worker_heartbeats under
+// its River client id, and the reclaimer of dead workers' jobs. River marks a job running when a process fetches it; if
 // the process dies (SIGKILL, OOM, a lost node) the job stays running
 // until River's rescuer takes it back after RescueStuckJobsAfter (an
 // hour), and the outbox sweeper gives its send a new job only after the

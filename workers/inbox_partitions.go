@@ -13,8 +13,7 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// InboxPartitionsArgs creates the inbox's day partitions ahead of time
-// (migration 00015).
+// InboxPartitionsArgs creates the inbox's day partitions ahead of time.
 type InboxPartitionsArgs struct{}
 
 // Kind is the River job kind.

@@ -38,7 +38,7 @@ const (
 //   - whole inbox day partitions that ended more than InboxRetention ago,
 //     once every message in them is ready and archived (an unarchived
 //     message is never deleted): DETACH and DROP, no row deletes and no
-//     dead tuples (migration 00015); their attachment rows go and the
+//     dead tuples; their attachment rows go and the
 //     blob references those held are released;
 //   - in bounded batches, the archived messages left with a received_at
 //     more than InboxRetention ago (in the default partition: ids that

@@ -38,6 +38,10 @@ func cmdMigrate(ctx context.Context, args []string, getenv env, stdout, stderr i
 	case "up":
 		applied, err := m.Up(ctx)
 		for _, a := range applied {
+			if a.Version == 0 {
+				fmt.Fprintf(stdout, "applied %s %s\n", a.Source, a.Name)
+				continue
+			}
 			fmt.Fprintf(stdout, "applied %s %d %s\n", a.Source, a.Version, a.Name)
 		}
 		if err != nil {

@@ -212,6 +212,10 @@ type Env struct {
 type Options struct {
 	// Empty creates an unmigrated database.
 	Empty bool
+	// Load, when set, is SQL (a plain pg_dump) run in an empty database,
+	// which is then migrated up as `mio migrate up` would: a database of an
+	// older schema, upgraded.
+	Load []byte
 	// MaxConns of the runtime pool. Default 10.
 	MaxConns int32
 }
@@ -228,11 +232,11 @@ func NewWith(t testing.TB, opts Options) *Env {
 	ctx := context.Background()
 	name := "t_" + randomHex(8)
 	tpl := tplName
-	if opts.Empty {
+	if opts.Empty || opts.Load != nil {
 		tpl = "template0"
 	}
 	stmt := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{tpl}.Sanitize()
-	if server.hasFileCopy && !opts.Empty {
+	if server.hasFileCopy && tpl != "template0" {
 		stmt += " STRATEGY FILE_COPY"
 	}
 	if _, err := server.admin.Exec(ctx, stmt); err != nil {
@@ -254,6 +258,11 @@ func NewWith(t testing.TB, opts Options) *Env {
 	if opts.Empty {
 		return env
 	}
+	if opts.Load != nil {
+		if err := loadAndMigrate(ctx, url, opts.Load); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+	}
 	if opts.MaxConns == 0 {
 		opts.MaxConns = 10
 	}
@@ -269,6 +278,29 @@ func NewWith(t testing.TB, opts Options) *Env {
 		t.Fatalf("dbtest: open runtime pool: %v", err)
 	}
 	return env
+}
+
+// loadAndMigrate runs sql in the database at url on a connection of its
+// own (a dump sets the session's search_path), then migrates it up.
+func loadAndMigrate(ctx context.Context, url string, sql []byte) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	_, err = conn.PgConn().Exec(ctx, string(sql)).ReadAll()
+	conn.Close(ctx)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	owner, err := db.Open(ctx, url, db.PoolOptions{MaxConns: 2, StatementTimeout: -1, IdleInTxTimeout: -1})
+	if err != nil {
+		return err
+	}
+	defer owner.Close()
+	if _, err := migrations.New(owner).Up(ctx); err != nil {
+		return fmt.Errorf("migrate loaded database: %w", err)
+	}
+	return nil
 }
 
 // OwnerPool opens a pool on the test database as the owner; closed at

@@ -68,7 +68,7 @@ const DeliveryIDKey = `-- name: DeliveryIDKey :one
 SELECT key FROM mio.delivery_id_key WHERE singleton
 `
 
-// Agents first (migration 00013): the delivery-id key and the live-lease acks
+// Agents first: the delivery-id key and the live-lease acks
 // of a reply with ack.
 func (q *Queries) DeliveryIDKey(ctx context.Context, db DBTX) ([]byte, error) {
 	row := db.QueryRow(ctx, DeliveryIDKey)
@@ -123,7 +123,7 @@ type LeaseAckLiveRow struct {
 }
 
 // A reply with ack's acknowledgement of lease-range members
-// (@lease_ids[k], @idxs[k]) whose range is still live: mio.consumer_ack's range ack (migration 00027) with the
+// (@lease_ids[k], @idxs[k]) whose range is still live: mio.consumer_ack's range ack with the
 // expiry checked, returning each acknowledged member's message routing
 // (NULL when retention removed the message). The caller holds LeaseLock
 // on the ranges.

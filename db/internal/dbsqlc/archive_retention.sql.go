@@ -42,7 +42,7 @@ WITH doomed AS (
     RETURNING id, xid, seq, ready_xid, ready_seq, channel_type, account_id, conversation_id, received_at
 ), unread AS (
     -- Deleted rows a consumer had not read yet, which it would have taken:
-    -- counted into its base (migration 00040). The caller holds the
+    -- counted into its base. The caller holds the
     -- consumers' pull locks (ConsumersLockTenant), so positions read here
     -- are current.
     SELECT s.name, count(*) AS n
@@ -95,11 +95,11 @@ type InboxArchivedPruneRow struct {
 
 // Deletes at most @max_rows of the tenant's inbox messages received before
 // @before AND already read by the archive (an unarchived message is never
-// deleted; the archive position says which, migration 00007), found by the
+// deleted; the archive position says which), found by the
 // BRIN index on received_at (one per partition), with their attachment
 // rows, and releases the blob references those attachments held. Returns
 // how many messages it deleted. Rows are named by key, not ctid: a ctid
-// is unique within one partition only (migration 00015).
+// is unique within one partition only.
 func (q *Queries) InboxArchivedPrune(ctx context.Context, db DBTX, arg *InboxArchivedPruneParams) (InboxArchivedPruneRow, error) {
 	row := db.QueryRow(ctx, InboxArchivedPrune, arg.TenantID, arg.Before, arg.MaxRows)
 	var i InboxArchivedPruneRow
@@ -146,7 +146,7 @@ type InboxPartitionRetireRow struct {
 }
 
 // Detaches and drops the oldest inbox day partition that ended by @before,
-// once all its messages are ready and archived (migration 00015); no row
+// once all its messages are ready and archived; no row
 // when none is due.
 func (q *Queries) InboxPartitionRetire(ctx context.Context, db DBTX, arg *InboxPartitionRetireParams) ([]InboxPartitionRetireRow, error) {
 	rows, err := db.Query(ctx, InboxPartitionRetire, arg.Before)
@@ -178,7 +178,7 @@ type InboxPartitionsEnsureParams struct {
 }
 
 // Creates the inbox's missing day partitions from @from_day to @to_day
-// (UTC days, both included); returns how many it created (migration 00015).
+// (UTC days, both included); returns how many it created.
 func (q *Queries) InboxPartitionsEnsure(ctx context.Context, db DBTX, arg *InboxPartitionsEnsureParams) (int32, error) {
 	row := db.QueryRow(ctx, InboxPartitionsEnsure, arg.FromDay, arg.ToDay)
 	var created int32

@@ -23,7 +23,7 @@ type ConsumerLogGenRow struct {
 	RotatedAt time.Time
 }
 
-// The ring's state (migration 00008): the generation written, whether the
+// The ring's state: the generation written, whether the
 // one after it is empty, when it last advanced.
 func (q *Queries) ConsumerLogGen(ctx context.Context, db DBTX) (ConsumerLogGenRow, error) {
 	row := db.QueryRow(ctx, ConsumerLogGen)
@@ -280,7 +280,7 @@ type LeaseMaterializeMembersRow struct {
 // Each range is looked up by one equality per distinct id (LATERAL,
 // OFFSET 0: not flattened), never by `id = ANY (...)`, which a generic plan
 // over the ring's freshly truncated partitions costs as a filter over the
-// consumer's whole generation (migration 00028, the ack's same lookup).
+// consumer's whole generation (the ack's same lookup).
 func (q *Queries) LeaseMaterializeMembers(ctx context.Context, db DBTX, arg *LeaseMaterializeMembersParams) ([]LeaseMaterializeMembersRow, error) {
 	rows, err := db.Query(ctx, LeaseMaterializeMembers,
 		arg.LeaseIds,
@@ -424,9 +424,9 @@ type LeaseTakeReceivedRow struct {
 	LeaseID    int64
 }
 
-// Lease ranges of unordered consumers (migration 00006): one row per batch
+// Lease ranges of unordered consumers: one row per batch
 // taken from the stream; per-message rows only off the happy path.
-// As mio.consumer_take_ready (migration 00026), for the received stage (ordered by insert position).
+// As mio.consumer_take_ready, for the received stage (ordered by insert position).
 // The new position: when fewer rows than asked came back, the window
 // (@lo, @hi] has been read to its end and @hi becomes lo (no window open);
 // otherwise the window stays open at @hi, read up to the last row.

@@ -34,9 +34,9 @@ type ConsumerAdvanceParams struct {
 	Taken           int64
 }
 
-// Appends a consumer's position (migration 00008: a pull never updates a
-// row), stamping its last delivery when @delivered, with @taken: the
-// matching rows its position has read (migration 00040).
+// Appends a consumer's position (a pull never updates a row), stamping its
+// last delivery when @delivered, with @taken: the matching rows its position
+// has read.
 func (q *Queries) ConsumerAdvance(ctx context.Context, db DBTX, arg *ConsumerAdvanceParams) error {
 	_, err := db.Exec(ctx, ConsumerAdvance,
 		arg.TenantID,
@@ -800,8 +800,8 @@ type DeliveryInsertBatchRow struct {
 // Takes stream rows into the consumer: leased at once (ordering none) or
 // pending (ordering conversation, claimed afterwards in order). Their take
 // positions are batch * 4096 + index, the batch drawn from the lease-range
-// id sequence, so they follow every position taken before (migration
-// 00007). At most 4096 rows.
+// id sequence, so they follow every position taken before. At most 4096
+// rows.
 func (q *Queries) DeliveryInsertBatch(ctx context.Context, db DBTX, arg *DeliveryInsertBatchParams) ([]DeliveryInsertBatchRow, error) {
 	rows, err := db.Query(ctx, DeliveryInsertBatch,
 		arg.TenantID,
@@ -994,7 +994,7 @@ const StreamCountsFold = `-- name: StreamCountsFold :one
 SELECT mio.stream_counts_fold()::bigint AS folded
 `
 
-// Folds the stream count deltas into one row per key (migration 00040).
+// Folds the stream count deltas into one row per key.
 func (q *Queries) StreamCountsFold(ctx context.Context, db DBTX) (int64, error) {
 	row := db.QueryRow(ctx, StreamCountsFold)
 	var folded int64

@@ -194,6 +194,36 @@ type MioConsumerLease struct {
 	CreatedAt    time.Time
 }
 
+type MioConsumerLeases0 struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	ID           int64
+	MessageIds   []uuid.UUID
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+}
+
+type MioConsumerLeases1 struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	ID           int64
+	MessageIds   []uuid.UUID
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+}
+
+type MioConsumerLeases2 struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	ID           int64
+	MessageIds   []uuid.UUID
+	ExpiresAt    time.Time
+	CreatedAt    time.Time
+}
+
 type MioConsumerLogGen struct {
 	Singleton bool
 	Gen       int16
@@ -216,7 +246,76 @@ type MioConsumerPosition struct {
 	Taken           int64
 }
 
+type MioConsumerPositions0 struct {
+	TenantID        uuid.UUID
+	ConsumerName    string
+	Gen             int16
+	N               int64
+	LogLo           interface{}
+	LogHi           interface{}
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	Swept           int64
+	LastDeliveredAt *time.Time
+	WrittenAt       time.Time
+	Taken           int64
+}
+
+type MioConsumerPositions1 struct {
+	TenantID        uuid.UUID
+	ConsumerName    string
+	Gen             int16
+	N               int64
+	LogLo           interface{}
+	LogHi           interface{}
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	Swept           int64
+	LastDeliveredAt *time.Time
+	WrittenAt       time.Time
+	Taken           int64
+}
+
+type MioConsumerPositions2 struct {
+	TenantID        uuid.UUID
+	ConsumerName    string
+	Gen             int16
+	N               int64
+	LogLo           interface{}
+	LogHi           interface{}
+	CursorXid       pgtype.Uint64
+	CursorSeq       int64
+	Swept           int64
+	LastDeliveredAt *time.Time
+	WrittenAt       time.Time
+	Taken           int64
+}
+
 type MioConsumerSettle struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	LeaseID      int64
+	Idxs         []int32
+}
+
+type MioConsumerSettles0 struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	LeaseID      int64
+	Idxs         []int32
+}
+
+type MioConsumerSettles1 struct {
+	TenantID     uuid.UUID
+	ConsumerName string
+	Gen          int16
+	LeaseID      int64
+	Idxs         []int32
+}
+
+type MioConsumerSettles2 struct {
 	TenantID     uuid.UUID
 	ConsumerName string
 	Gen          int16

@@ -1,0 +1,121 @@
+-- Claims, for the dispatch jobs p_job_ids, up to p_counts more rows each
+-- from the jobs' lanes (the next messages behind the one a job was enqueued
+-- for), except on accounts named in p_unlimited's complement. Returns them
+-- with the job that took each.
+--
+-- plpgsql with planner settings: rows are found by index order and updated
+-- by TID (docs/architecture.md, "Planner safety").
+
+CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bigint[], p_counts integer[], p_unlimited text[], p_lease_seconds double precision) RETURNS TABLE(id uuid, job_id bigint, account_id uuid, channel_type text, conversation_id text, thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid, attempt_no integer, series_first_attempt integer, created_at timestamp with time zone, provider_state text, edit_provider_message_id text)
+    LANGUAGE plpgsql
+    SET enable_sort TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_material TO 'off'
+    SET enable_indexscan TO 'on'
+    AS $$
+#variable_conflict use_column
+DECLARE
+    owners bigint[] := '{}';
+    walk   tid[];
+    ids    uuid[];
+    jobs   bigint[];
+    tids   tid[];
+    edits  text[];
+    k      integer;
+    i      integer;
+BEGIN
+    -- Owner of the n-th row taken: the jobs in turn, each up to its count.
+    FOR i IN 1 .. coalesce((SELECT max(c) FROM unnest(p_counts) AS c), 0) LOOP
+        FOR k IN 1 .. coalesce(array_length(p_job_ids, 1), 0) LOOP
+            IF p_counts[k] >= i THEN
+                owners := owners || p_job_ids[k];
+            END IF;
+        END LOOP;
+    END LOOP;
+    IF cardinality(owners) = 0 THEN
+        RETURN;
+    END IF;
+    -- The walk (00033): at most a depth of 4 rows per row asked for (at
+    -- least 256) from the newest end of the due index.
+    SELECT array_agg(w.tid) INTO walk
+    FROM (
+        SELECT d.ctid AS tid
+        FROM mio.outbox AS d
+        WHERE d.tenant_id = p_tenant AND d.active AND d.next_attempt_at <= now()
+        ORDER BY d.next_attempt_at DESC
+        LIMIT greatest(4 * cardinality(owners), 256)
+    ) AS w;
+    IF walk IS NULL THEN
+        RETURN;
+    END IF;
+    -- In walk order, the rows first of their lane whose own job has not
+    -- started, each found by the version the walk saw (one updated since
+    -- is skipped) and locked with its job, until there is one per owner.
+    SELECT array_agg(c.id), array_agg(c.jid), array_agg(c.tid), array_agg(c.edit) INTO ids, jobs, tids, edits
+    FROM (
+        SELECT r.id, j.jid, r.tid,
+               CASE WHEN r.edit_of IS NULL THEN ''
+                    ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
+                                   FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
+                                         WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
+                                         ORDER BY y.id LIMIT 1) AS e), '') END AS edit
+        FROM unnest(walk) AS w(tid)
+        CROSS JOIN LATERAL (
+            SELECT o.id, o.ctid AS tid, o.job_id, o.edit_of FROM mio.outbox AS o
+            WHERE o.ctid = w.tid AND o.tenant_id = p_tenant AND o.active AND o.handoff_state = 'queued'
+              AND o.next_attempt_at <= now() AND o.channel_type = ANY (p_unlimited)
+              AND EXISTS (SELECT 1 FROM mio.accounts AS a
+                          WHERE a.tenant_id = o.tenant_id AND a.id = o.account_id
+                            AND a.rate_limit_per_sec IS NULL AND a.rate_limit_burst IS NULL)
+              AND (SELECT 1 FROM mio.outbox AS p
+                   WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+                     AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+                   ORDER BY p.seq LIMIT 1) IS NULL
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) AS r
+        CROSS JOIN LATERAL (
+            SELECT x.id AS jid FROM river.river_job AS x
+            WHERE x.id = r.job_id AND x.state = 'available'
+            FOR UPDATE SKIP LOCKED
+        ) AS j
+        LIMIT cardinality(owners)
+    ) AS c;
+    IF ids IS NULL THEN
+        RETURN;
+    END IF;
+    -- Their jobs go, unless a job names more rows than this one (a group of
+    -- sends shares one job, jobs.DispatchArgs.More): it must stay for the
+    -- others, and runs to find this one taken.
+    DELETE FROM river.river_job AS j WHERE j.id = ANY (jobs) AND NOT (j.args ? 'more');
+    PERFORM set_config('enable_indexscan', 'off', true);
+    RETURN QUERY
+    WITH input AS (
+        SELECT t.id, t.tid, t.edit, owners[t.n] AS owner
+        FROM unnest(ids, tids, edits) WITH ORDINALITY AS t(id, tid, edit, n)
+    ),
+    upd AS (
+        -- The rows are locked: their versions stay the ones found.
+        UPDATE mio.outbox AS o
+        SET handoff_state = 'sending', attempts = o.attempts + 1, job_id = input.owner,
+            lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+        FROM input
+        WHERE o.ctid = input.tid AND o.tenant_id = p_tenant AND o.id = input.id
+        RETURNING o.id, o.job_id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text,
+                  o.rich_content, o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.created_at,
+                  o.provider_state, input.edit
+    ),
+    ev AS (
+        INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+        SELECT p_tenant, upd.id, 'sending', 'handoff', 'sending', upd.attempt_no FROM upd
+    )
+    SELECT upd.id, upd.job_id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id,
+           upd.text, upd.rich_content, upd.attachments, upd.edit_of, upd.attempt_no,
+           upd.series_first_attempt, upd.created_at, upd.provider_state, upd.edit
+    FROM upd;
+END
+$$;

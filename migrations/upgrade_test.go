@@ -1,0 +1,115 @@
+package migrations_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/db/dbtest"
+	"github.com/miohq/mio/db/localpg"
+	"github.com/miohq/mio/migrations"
+)
+
+// preBaseline is a database migrated by the migrations the baseline
+// replaced, with data (testdata/v0-schema-and-data.sql).
+func preBaseline(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/v0-schema-and-data.sql")
+	require.NoError(t, err)
+	return b
+}
+
+// TestUpgradeFromPreBaseline: a database created before the baseline
+// (versions up to 42 recorded) runs no goose or River migration, only the
+// function and view files; it is then current, its schema dump equals a new
+// database's, the baseline cannot be rolled back, and a second migrate up
+// does nothing.
+func TestUpgradeFromPreBaseline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.NewWith(t, dbtest.Options{Empty: true})
+	conn, err := pgx.Connect(ctx, env.OwnerURL)
+	require.NoError(t, err)
+	_, err = conn.PgConn().Exec(ctx, string(preBaseline(t))).ReadAll()
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	owner, err := db.Open(ctx, env.OwnerURL, db.PoolOptions{MaxConns: 2})
+	require.NoError(t, err)
+	t.Cleanup(owner.Close)
+	m := migrations.New(owner)
+	applied, err := m.Up(ctx)
+	require.NoError(t, err)
+	for _, a := range applied {
+		require.Equal(t, "definition", a.Source, "%s %d %s ran on a database at the baseline", a.Source, a.Version, a.Name)
+	}
+	again, err := m.Up(ctx)
+	require.NoError(t, err)
+	require.Empty(t, again)
+	require.NoError(t, m.Check(ctx))
+	st, err := m.Status(ctx)
+	require.NoError(t, err)
+	for _, s := range st {
+		require.True(t, s.Applied, "%s %d %s", s.Source, s.Version, s.Name)
+	}
+	_, err = m.Down(ctx)
+	require.ErrorIs(t, err, migrations.ErrBaselineDown)
+
+	fresh := dbtest.New(t)
+	want, got := schemaDump(t, fresh.OwnerURL), schemaDump(t, env.OwnerURL)
+	require.Empty(t, without(want, got), "in a new database's schema, not in the upgraded one's")
+	require.Empty(t, without(got, want), "in the upgraded database's schema, not in a new one's")
+}
+
+// without returns the entries of a not in b.
+func without(a, b []string) []string {
+	var out []string
+	for _, e := range a {
+		if !slices.Contains(b, e) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// schemaDump returns pg_dump --schema-only of the database at url as its
+// entries (one object each), sorted, less what legitimately differs between
+// two databases of the same schema: the inbox's day partitions (named after
+// the days around the database's creation) and pg_dump's session noise.
+// Sorted: pg_dump orders objects it has no rule for by creation.
+func schemaDump(t *testing.T, url string) []string {
+	t.Helper()
+	bin, err := localpg.FindBinDir()
+	if err != nil {
+		t.Skipf("no pg_dump: %v", err)
+	}
+	out, err := exec.Command(filepath.Join(bin, "pg_dump"), "--schema-only", "--no-owner", "--dbname", url).Output()
+	require.NoError(t, err)
+	dayPartition := regexp.MustCompile(`inbox_p\d{8}`)
+	var entries []string
+	for _, e := range strings.Split(string(out), "\n--\n-- Name: ")[1:] {
+		if dayPartition.MatchString(e) {
+			continue
+		}
+		var keep []string
+		for _, l := range strings.Split(e, "\n") {
+			if strings.HasPrefix(l, `\`) || strings.HasPrefix(l, "-- Dumped") || strings.HasPrefix(l, "-- PostgreSQL database dump") {
+				continue
+			}
+			keep = append(keep, l)
+		}
+		entries = append(entries, strings.TrimSpace(strings.Join(keep, "\n")))
+	}
+	require.NotEmpty(t, entries)
+	slices.Sort(entries)
+	return entries
+}
