@@ -249,6 +249,7 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchA
 
 func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID, more []uuid.UUID) error {
 	start := time.Now()
+	client := clientFromContext(ctx)
 	polls := 0
 	// Rows of accounts without rate limits take the one-statement claim.
 	fast := false
@@ -273,7 +274,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		more = nil
 	}
 	for {
-		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID}
+		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID, client: client}
 		if fast {
 			req.also = more
 			req.extras = max(0, d.cfg.Extras-len(more))
@@ -292,7 +293,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 			own = append(own, &res)
 		}
 		if len(own)+len(op.extras) > 0 {
-			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0}
+			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0, client: client}
 			fins, err := d.sendAll(ctx, tenantID, run, own, op.extras)
 			if err != nil {
 				return fmt.Errorf("dispatch %s: %w", id, err)
@@ -383,6 +384,16 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 		}
 	}
 	return fins[:len(own)], nil
+}
+
+// clientFromContext is the River client running the job of ctx, nil
+// outside a job.
+func clientFromContext(ctx context.Context) *river.Client[pgx.Tx] {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return nil
+	}
+	return client
 }
 
 // rescheduleRetrying is reschedule, tried again for up to the lease (at

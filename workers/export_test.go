@@ -24,7 +24,3 @@ func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 	w := &OutboxSweepWorker{Pool: pool, Cfg: cfg}
 	return w.sweepTenant(ctx, client, tenantID)
 }
-
-// SetAfterReclaim installs a hook run after a reclaim took back dead
-// workers' jobs and before it ended their sends' leases.
-func (h *Heartbeat) SetAfterReclaim(f func()) { h.afterReclaim = f }
