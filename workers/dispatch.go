@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -36,9 +35,9 @@ type DispatchConfig struct {
 	// (accounts.CacheTTL). Required.
 	Accounts *accounts.Resolver
 	// BackoffBase and BackoffMax shape the retry delay after a transient
-	// failure: attempt k waits a uniformly random time in
-	// [0, min(BackoffMax, BackoffBase·2^(k-1))] (full jitter). Defaults
-	// 1s and 5m.
+	// failure (RetryPolicy.Base and Max): attempt k waits a uniformly
+	// random time in [0, min(BackoffMax, BackoffBase·2^(k-1))] (full
+	// jitter). Defaults 1s and 5m.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// Extras is how many more rows a dispatch job of an account without
@@ -69,8 +68,8 @@ type DispatchConfig struct {
 	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
-	// MaxAttempts per attempt series unless the account sets its own.
-	// Default 5.
+	// MaxAttempts per attempt series unless the account sets its own
+	// (RetryPolicy.MaxAttempts). Default jobs.DispatchMaxAttempts.
 	MaxAttempts int
 	// MaxBatch caps the rows of one claim or finish transaction. Default 128.
 	MaxBatch int
@@ -119,7 +118,7 @@ func (c *DispatchConfig) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 5
+		c.MaxAttempts = jobs.DispatchMaxAttempts
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 128
@@ -222,6 +221,12 @@ type DispatchWorker struct {
 // transactions around them.
 func (w *DispatchWorker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration {
 	return w.d.JobTimeout()
+}
+
+// NextRetry is when a failed run of a dispatch job runs again (see
+// RetryPolicy).
+func (w *DispatchWorker) NextRetry(job *river.Job[jobs.DispatchArgs]) time.Time {
+	return w.d.retry().NextRetry(job.JobRow)
 }
 
 // JobTimeout bounds one run of a dispatch job.
@@ -509,16 +514,13 @@ func seriesKey(id uuid.UUID, seriesFirstAttempt int) string {
 	return fmt.Sprintf("mio-%s-r%d", id, seriesFirstAttempt)
 }
 
-// backoff is the full-jitter delay before attempt k+1 of a series.
-func (d *Dispatcher) backoff(k int) time.Duration {
-	ceiling := d.cfg.BackoffMax
-	if k-1 < 30 {
-		if c := d.cfg.BackoffBase << (k - 1); c > 0 && c < ceiling {
-			ceiling = c
-		}
-	}
-	return max(time.Millisecond, time.Duration(rand.Int64N(int64(ceiling)+1)))
+// retry is the dispatcher's retry policy, from its configuration.
+func (d *Dispatcher) retry() RetryPolicy {
+	return RetryPolicy{Base: d.cfg.BackoffBase, Max: d.cfg.BackoffMax, MaxAttempts: d.cfg.MaxAttempts}.withDefaults()
 }
+
+// backoff is the full-jitter delay after failure k of a series.
+func (d *Dispatcher) backoff(k int) time.Duration { return d.retry().Backoff(k) }
 
 // maxErrorLen bounds last_error.
 const maxErrorLen = 1000
