@@ -17,6 +17,7 @@ import (
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
@@ -157,14 +158,15 @@ func (c *DispatchConfig) slotWait() time.Duration {
 }
 
 // Dispatcher hands outbox rows to their platforms. Concurrent jobs share
-// transactions (group commit): one transaction records the outcomes of a
-// batch of attempts and claims the next batch of rows, so the database
-// cost of a send is a fraction of one short transaction.
+// transactions (package groupcommit, without a window): one transaction
+// records the outcomes of a batch of attempts and claims the next batch of
+// rows, so the database cost of a send is a fraction of one short
+// transaction.
 type Dispatcher struct {
 	pool  *pgxpool.Pool
 	cfg   DispatchConfig
 	lanes *laneSignals
-	ops   *groupCommit[opReq, opRes]
+	ops   *groupcommit.Committer[opReq, opRes]
 	// limits are the channels' default rate limits, from the registry.
 	limits map[string][]bucketSpec
 	// unlimited lists the channels without default rate limits.
@@ -200,9 +202,17 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 			d.unlimited = append(d.unlimited, ct)
 		}
 	}
-	d.ops = newGroupCommit(cfg.MaxBatch, cfg.Flushers, d.runOps)
+	// No window: a batch is the claims and finishes that queued while the
+	// previous ones were in flight.
+	d.ops = groupcommit.New(d.runOps, groupcommit.Config{Window: -1, MaxBatch: cfg.MaxBatch, Flushers: cfg.Flushers,
+		Logger: cfg.Logger, Name: "dispatch"})
+	d.ops.Start()
 	return d
 }
+
+// Stop ends the dispatcher's shared transactions once those queued are
+// done. Call it after River stopped: a claim or finish after it fails.
+func (d *Dispatcher) Stop() { d.ops.Stop() }
 
 // AddDispatch registers the dispatch worker on the dispatch queue.
 func (s *Set) AddDispatch(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
@@ -285,7 +295,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 			req.extras = max(0, d.cfg.Extras-len(more))
 			more = nil // claimed once; what is left is handed on or taken
 		}
-		op, err := d.ops.do(ctx, req)
+		op, err := d.ops.Do(ctx, req)
 		if err == nil {
 			err = op.err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/metrics"
 )
 
@@ -72,8 +73,9 @@ type claimRes struct {
 // runOps runs a batch of claims and finishes: per tenant one transaction
 // that first records the outcomes, then claims the rows that need no
 // rate-limit token (one round trip); the other rows, and those that could
-// not be claimed, go through claimLimited.
-func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]opRes, error) {
+// not be claimed, go through claimLimited. A tenant's failure is its
+// requests' (opRes.err), never the batch's.
+func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]groupcommit.Outcome[opRes], error) {
 	out := make([]opRes, len(reqs))
 	byTenant := map[uuid.UUID][]int{}
 	var order []uuid.UUID
@@ -90,7 +92,11 @@ func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]opRes, error) 
 			}
 		}
 	}
-	return out, nil
+	outs := make([]groupcommit.Outcome[opRes], len(out))
+	for i := range out {
+		outs[i].Res = out[i]
+	}
+	return outs, nil
 }
 
 // opsTenant runs the requests reqs[idx] (all of tenantID) into out.

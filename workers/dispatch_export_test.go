@@ -12,7 +12,7 @@ import (
 // ClaimOnly claims a row as a worker does and then forgets it, like a
 // process that crashed mid-send.
 func (d *Dispatcher) ClaimOnly(ctx context.Context, tenantID, id uuid.UUID) error {
-	res, err := d.ops.do(ctx, opReq{tenantID: tenantID, claim: id})
+	res, err := d.ops.Do(ctx, opReq{tenantID: tenantID, claim: id})
 	if err == nil {
 		err = res.err
 	}

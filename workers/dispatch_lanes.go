@@ -49,7 +49,7 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 					Claim: time.Since(run.start) < d.cfg.LaneBudget}
 				req.next.Adopt = req.next.Claim && n == 0
 			}
-			res, err = d.ops.do(ctx, req)
+			res, err = d.ops.Do(ctx, req)
 			if err == nil {
 				err = res.err
 			}
@@ -113,7 +113,7 @@ func (d *Dispatcher) retryInline(ctx context.Context, tenantID uuid.UUID, run la
 		return r, false
 	case <-t.C:
 	}
-	op, err := d.ops.do(ctx, opReq{tenantID: tenantID, claim: r.cand.ID, fast: true, jobID: run.jobID, client: run.client})
+	op, err := d.ops.Do(ctx, opReq{tenantID: tenantID, claim: r.cand.ID, fast: true, jobID: run.jobID, client: run.client})
 	if err != nil || op.err != nil || op.claim.kind != claimClaimed {
 		return r, false
 	}

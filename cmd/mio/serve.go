@@ -272,6 +272,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			ccancel()
 		}
 	}
+	dispatcher.Stop() // after River: no job claims or finishes any more
 	log.Info("stopped")
 	return failed
 }
