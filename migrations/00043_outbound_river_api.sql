@@ -8,16 +8,18 @@
 --     runs is left to run and find its row taken);
 --   - a dispatch job killed with its worker is rescued by River's rescuer
 --     (the job's Timeout, the client's RescueStuckJobsAfter), and waiting
---     jobs are scheduled by River's scheduler: the worker heartbeats
---     (mio.worker_heartbeats, mio.worker_reclaim, mio.dispatch_job_row)
---     and mio.worker_schedule go;
+--     jobs are scheduled by River's scheduler: mio.worker_reclaim,
+--     mio.dispatch_job_row and mio.worker_schedule go. The table
+--     mio.worker_heartbeats stays, unused by this release, for workers of
+--     the previous one while the pods roll: their heartbeat refresh keeps
+--     succeeding (without it they would stop their jobs), only their
+--     reclaim and schedule calls fail and are logged;
 --   - the outbox sweeper asks River's client which jobs are live
 --     (JobList): mio.dispatch_job_live goes.
 SET lock_timeout = '10s';
 
 DROP FUNCTION IF EXISTS mio.worker_schedule(text, float8, int);
 DROP FUNCTION IF EXISTS mio.worker_reclaim(text, float8, int);
-DROP TABLE IF EXISTS mio.worker_heartbeats;
 DROP FUNCTION IF EXISTS mio.dispatch_job_row(bigint);
 DROP FUNCTION IF EXISTS mio.dispatch_job_live(bigint, timestamptz);
 DROP FUNCTION IF EXISTS mio.dispatch_claim_extras(uuid, bigint[], integer[], text[], double precision);
@@ -622,24 +624,6 @@ END
 $$;
 -- +goose StatementEnd
 GRANT EXECUTE ON FUNCTION mio.dispatch_job_row(bigint) TO mio_runtime;
-
--- Worker liveness. Each process that works River jobs keeps a row here
--- under its River client id (the id River appends to river_job.attempted_by
--- when the process fetches a job), refreshed every few seconds with an
--- expiry of now() + the heartbeat timeout. The running jobs of a process
--- whose row expired are reclaimed by the live ones (mio.worker_reclaim),
--- seconds after its death instead of after River's rescue threshold. A
--- process that cannot refresh its row stops its jobs itself well before
--- the row expires (workers.Heartbeat), so a job is never taken from a
--- process that still works it.
-CREATE TABLE mio.worker_heartbeats (
-    client_id   text PRIMARY KEY,
-    -- alive_since: the start of the unbroken run of refreshes (reset when
-    -- a refresh finds the row already expired).
-    alive_since timestamptz NOT NULL DEFAULT now(),
-    expires_at  timestamptz NOT NULL
-);
-GRANT SELECT, INSERT, UPDATE, DELETE ON mio.worker_heartbeats TO mio_runtime;
 
 -- mio.worker_reclaim: called by live worker p_client_id, reclaims the
 -- running River jobs (up to p_max) of the processes whose heartbeat row

@@ -468,3 +468,9 @@ type MioTenant struct {
 	CreatedAt time.Time
 	Status    string
 }
+
+type MioWorkerHeartbeat struct {
+	ClientID   string
+	AliveSince time.Time
+	ExpiresAt  time.Time
+}
