@@ -185,10 +185,6 @@ type Config struct {
 	// WebhookMaxBody (MIO_WEBHOOK_MAX_BODY) is the largest webhook body
 	// accepted, in bytes (suffixes KiB, MiB allowed). Default 1MiB.
 	WebhookMaxBody int64
-	// WorkerHeartbeatTimeout (MIO_WORKER_HEARTBEAT_TIMEOUT): a worker
-	// process that has not refreshed its heartbeat row for this long is
-	// dead, and the live ones reclaim its running jobs. Default 10s.
-	WorkerHeartbeatTimeout time.Duration
 	// BlobURL (MIO_BLOB_URL) is the blob store: file://DIR or
 	// gs://BUCKET/PREFIX. Default file://$MIO_DATA_DIR/blobs.
 	BlobURL string
@@ -417,11 +413,6 @@ func options() []option {
 				}
 				c.WebhookMaxBody = n
 				return nil
-			}},
-		{flag: "worker-heartbeat-timeout", envs: []string{"MIO_WORKER_HEARTBEAT_TIMEOUT"}, def: "10s",
-			usage: "a worker silent this long is dead: its running jobs are reclaimed",
-			set: func(c *Config, v string) error {
-				return duration(&c.WorkerHeartbeatTimeout, v, 2*time.Second, 10*time.Minute)
 			}},
 	}
 }

@@ -62,7 +62,8 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 		}
 		if extras != nil && len(extras.JobIDs) > 0 {
 			b.Queue(`SELECT id, job_id, account_id, channel_type, conversation_id, thread_id, text, rich_content,
-				attachments, edit_of, attempt_no, series_first_attempt, created_at, provider_state, edit_provider_message_id
+				attachments, edit_of, attempt_no, series_first_attempt, created_at, provider_state, edit_provider_message_id,
+				coalesce(prior_job_id, 0)
 				FROM mio.dispatch_claim_extras($1, $2, $3, $4, $5)`,
 				tenantID, extras.JobIDs, extras.Counts, extras.Unlimited, lease.Seconds()).Query(func(rows pgx.Rows) error {
 				for rows.Next() {
@@ -70,7 +71,7 @@ func OutboxFinishAndClaimCommit(ctx context.Context, pool *pgxpool.Pool, tenantI
 					c := &e.Candidate
 					if err := rows.Scan(&c.ID, &e.JobID, &c.AccountID, &c.ChannelType, &c.ConversationID, &c.ThreadID,
 						&c.Text, &c.RichContent, &c.Attachments, &c.EditOf, &c.AttemptNo, &c.SeriesFirstAttempt,
-						&c.CreatedAt, &c.ProviderState, &c.EditProviderMessageID); err != nil {
+						&c.CreatedAt, &c.ProviderState, &c.EditProviderMessageID, &e.PriorJobID); err != nil {
 						return err
 					}
 					c.HandoffState = HandoffQueued
@@ -98,11 +99,13 @@ type ExtrasRequest struct {
 	Unlimited []string
 }
 
-// ExtraClaim is a row claimed for the running dispatch job JobID, whose
-// own job was deleted.
+// ExtraClaim is a row claimed for the running dispatch job JobID.
 type ExtraClaim struct {
 	JobID     int64
 	Candidate ClaimCandidate
+	// PriorJobID is the job the row had (0 for none): River need not run
+	// it, and the caller deletes it through River's client.
+	PriorJobID int64
 }
 
 // pipelineTx sends the tenant settings and the statements queue adds as

@@ -214,12 +214,18 @@ func finishArgs(tenantID uuid.UUID, items []OutboxFinish) []any {
 	return []any{tenantID, ids, attemptNos, outcomes, providerMessageIDs, errs, delaysMs, receiptTimeoutsMs, details, accepts}
 }
 
-// SweepCandidate is an active outbox row without a live dispatch job.
+// SweepCandidate is an active outbox row that may have no live dispatch
+// job.
 type SweepCandidate struct {
 	ID             uuid.UUID
 	AccountID      uuid.UUID
 	ChannelType    string
 	ConversationID string
+	// JobID is the River job recorded on the row, 0 for none.
+	JobID int64
+	// Abandoned: the row is sending and its lease ended before
+	// SweepParams.LeaseEndedBefore; it needs a job whatever its job's state.
+	Abandoned bool
 }
 
 // SweepParams bound an OutboxSweepCandidates scan.
@@ -228,25 +234,23 @@ type SweepParams struct {
 	// at most ScanRows of them, oldest due first.
 	OverdueBefore time.Time
 	ScanRows      int
-	// Jobs running since before StuckBefore count as lost; sending rows
-	// whose lease ended before LeaseEndedBefore as abandoned.
-	StuckBefore      time.Time
+	// Sending rows whose lease ended before LeaseEndedBefore are abandoned.
 	LeaseEndedBefore time.Time
-	MaxRows          int
 }
 
-// OutboxSweepCandidates returns active rows of the tenant that no live
-// River job will dispatch (see mio.dispatch_job_live).
+// OutboxSweepCandidates returns active rows of the tenant that may have
+// no live River job: without a job, or overdue. Which of their jobs are
+// live is River's to say (the outbox sweeper asks its client).
 func OutboxSweepCandidates(ctx context.Context, tx DBTX, tenantID uuid.UUID, p SweepParams) ([]SweepCandidate, error) {
 	rows, err := queries().OutboxSweepCandidates(ctx, tx, &dbsqlc.OutboxSweepCandidatesParams{
-		TenantID: tenantID, OverdueBefore: p.OverdueBefore, ScanRows: int32(p.ScanRows), StuckBefore: p.StuckBefore,
-		LeaseEndedBefore: p.LeaseEndedBefore, MaxRows: int32(p.MaxRows)})
+		TenantID: tenantID, OverdueBefore: p.OverdueBefore, ScanRows: int32(p.ScanRows), LeaseEndedBefore: p.LeaseEndedBefore})
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := make([]SweepCandidate, len(rows))
 	for i, r := range rows {
-		out[i] = SweepCandidate{ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID}
+		out[i] = SweepCandidate{ID: r.ID, AccountID: r.AccountID, ChannelType: r.ChannelType, ConversationID: r.ConversationID,
+			JobID: r.JobID.Int64, Abandoned: r.Abandoned}
 	}
 	return out, nil
 }

@@ -84,8 +84,8 @@ func TestClaimExtrasWalkIsBounded(t *testing.T) {
 // (migration 00032) even when the rows share their due time, as the rows
 // of one transaction do. 00029 bounded it by the due time found at that
 // depth, which bounded nothing then: every call walked the whole backlog.
-// 3,000 due rows sharing one due time, none takeable (their jobs are
-// running): the walk reads at most its depth of the due index, counted by
+// 3,000 due rows sharing one due time, none takeable (their channel
+// takes rate-limit tokens): the walk reads at most its depth of the due index, counted by
 // the transaction's own index statistics (00029's function reads all
 // 3,000 and fails this).
 func TestClaimExtrasWalkCountsRows(t *testing.T) {
@@ -102,7 +102,7 @@ func TestClaimExtrasWalkCountsRows(t *testing.T) {
 		)
 		INSERT INTO mio.outbox (tenant_id, id, account_id, channel_type, conversation_id, idempotency_key,
 		                        request_sha256, next_attempt_at, job_id)
-		SELECT $1, gen_random_uuid(), $2, 'webhook', 'same-' || jobs.n, 'same-' || jobs.n, '\x00'::bytea,
+		SELECT $1, gen_random_uuid(), $2, 'slack', 'same-' || jobs.n, 'same-' || jobs.n, '\x00'::bytea,
 		       now() - interval '1 hour', jobs.id
 		FROM jobs`, b.tenant, b.account)
 	require.NoError(t, err)
@@ -123,12 +123,14 @@ func TestClaimExtrasWalkCountsRows(t *testing.T) {
 	require.Zero(t, seqRead, "the walk's rows are joined back by row version, not by a scan of the outbox")
 }
 
-// TestTakeOversKeepGroupJobs: a dispatch job that names more rows than
-// the one taken over (a group of sends shares one job, migration 00033)
-// is not deleted by the extras walk nor by a lane's hand-on, which still
-// delete the jobs of single rows. With 00032's and 00031's functions the
-// group's job was deleted, and its other rows waited for the sweeper.
-func TestTakeOversKeepGroupJobs(t *testing.T) {
+// TestTakeOversNameTheJobsLeft: the extras walk and a lane's hand-on take
+// rows over without touching River's tables: every job still exists, and
+// each taken row's former job is returned (ExtraClaim.PriorJobID,
+// LaneNextResult.PriorJobIDs) for the dispatcher to delete through
+// River's client, which keeps a group's job (workers,
+// TestTakenOverJobsDeletedThroughRiver). The drain is recorded as the job
+// of the rows behind, grouped or not.
+func TestTakeOversNameTheJobsLeft(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b := newOutboxBundle(t)
@@ -154,10 +156,10 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 		require.NoError(t, err)
 		return id
 	}
-	exists := func(job int64) bool {
-		var ok bool
-		require.NoError(t, owner.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river.river_job WHERE id = $1)`, job).Scan(&ok))
-		return ok
+	jobs := func() int {
+		var n int
+		require.NoError(t, owner.QueryRow(ctx, `SELECT count(*) FROM river.river_job`).Scan(&n))
+		return n
 	}
 
 	// Extras: three rows first of their lanes; two share a group job, one
@@ -168,14 +170,18 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 		&db.ExtrasRequest{JobIDs: []int64{1}, Counts: []int32{3}, Unlimited: []string{"webhook"}}, nil)
 	require.NoError(t, err)
 	require.Len(t, got, 3)
-	require.True(t, exists(group), "the group's job stays")
-	require.False(t, exists(own), "a single row's job goes")
+	prior := map[uuid.UUID]int64{}
+	for _, e := range got {
+		require.Equal(t, int64(1), e.JobID)
+		prior[e.Candidate.ID] = e.PriorJobID
+	}
+	require.Equal(t, map[uuid.UUID]int64{g1: group, g2: group, single: own}, prior)
+	require.Equal(t, 2, jobs(), "River's table is not written")
 
 	// A lane's hand-on: the finished row's lane holds a row of a group
 	// (whose other row is in another lane) and, behind it, a row with a
 	// job of its own and a row of another group. Job 7 claims the first
-	// and adopts the two behind: the single row's job goes, the groups'
-	// jobs stay.
+	// and adopts the two behind, naming the three jobs they leave.
 	_, err = owner.Exec(ctx, `UPDATE mio.outbox SET handoff_state = 'handed_off' WHERE tenant_id = $1`, b.tenant)
 	require.NoError(t, err)
 	head, elsewhere, behind := b.insert(t, "head", "lane"), b.insert(t, "elsewhere", "other"), b.insert(t, "behind", "lane")
@@ -189,9 +195,8 @@ func TestTakeOversKeepGroupJobs(t *testing.T) {
 	require.Len(t, lanes.Results, 1)
 	require.True(t, lanes.Results[0].Claimed)
 	require.Equal(t, head, lanes.Results[0].Candidate.ID)
-	require.True(t, exists(group), "the group's job stays for its row in another lane")
-	require.True(t, exists(group2), "so does the other group's")
-	require.False(t, exists(own), "the adopted row's own job goes")
+	require.ElementsMatch(t, []int64{group, own, group2}, lanes.Results[0].PriorJobIDs)
+	require.Equal(t, 5, jobs(), "River's table is not written")
 	var headJob, behindJob, behindGroupedJob, elsewhereJob int64
 	require.NoError(t, owner.QueryRow(ctx, `SELECT
 		(SELECT job_id FROM mio.outbox WHERE id = $1), (SELECT job_id FROM mio.outbox WHERE id = $2),

@@ -18,8 +18,8 @@ type LaneNext struct {
 	Claim bool
 	// Adopt, with Claim: the job starts draining the lane. It also
 	// becomes the job of the queued rows behind (up to 1,000), whose own
-	// jobs, not started, are deleted: River need not run a job per
-	// message only to find its lane busy.
+	// jobs are returned in LaneNextResult.PriorJobIDs: River need not run
+	// a job per message only to find its lane busy.
 	Adopt bool
 }
 
@@ -27,7 +27,8 @@ type LaneNext struct {
 // outcomes of their messages are recorded (mio.dispatch_claim_next): a
 // lane's first active row, when it is queued and due and needs no
 // rate-limit token (a channel of Unlimited, an account without limits),
-// is claimed for the asking job under the lease and its own job deleted;
+// is claimed for the asking job under the lease (the job it leaves is
+// returned in LaneNextResult.PriorJobIDs);
 // a row that is due but cannot be claimed this way is named. Lanes whose
 // first row is in flight (the finished row itself, rate-limited), locked
 // or waiting for a retry (the finished row itself, retried) are absent
@@ -47,6 +48,10 @@ type LaneNextResult struct {
 	Lane      int
 	Claimed   bool
 	Candidate ClaimCandidate
+	// PriorJobIDs, on a claimed row, are the jobs it and the rows its
+	// job adopted had: River need not run them, and the caller deletes
+	// them through River's client.
+	PriorJobIDs []int64
 }
 
 // queueLaneNext adds the lane statement of r to a dispatch transaction.
@@ -62,7 +67,8 @@ func queueLaneNext(b *pgx.Batch, tenantID uuid.UUID, lease time.Duration, r *Lan
 	b.Queue(`SELECT lane, claimed, id, account_id, coalesce(channel_type, ''), conversation_id,
 		coalesce(thread_id, ''), coalesce(text, ''), rich_content, attachments, edit_of,
 		coalesce(attempt_no, 0), coalesce(series_first_attempt, 0), coalesce(attempts, 0),
-		coalesce(created_at, now()), coalesce(provider_state, ''), coalesce(edit_provider_message_id, '')
+		coalesce(created_at, now()), coalesce(provider_state, ''), coalesce(edit_provider_message_id, ''),
+		coalesce(prior_job_ids, '{}')
 		FROM mio.dispatch_claim_next($1, $2, $3, $4, $5, $6, $7, $8)`,
 		tenantID, jobIDs, accountIDs, conversations, claims, adopts, r.Unlimited, lease.Seconds()).Query(func(rows pgx.Rows) error {
 		r.Results = r.Results[:0]
@@ -72,7 +78,7 @@ func queueLaneNext(b *pgx.Batch, tenantID uuid.UUID, lease time.Duration, r *Lan
 			var state string
 			if err := rows.Scan(&n.Lane, &n.Claimed, &c.ID, &c.AccountID, &c.ChannelType, &c.ConversationID,
 				&c.ThreadID, &c.Text, &c.RichContent, &c.Attachments, &c.EditOf, &c.AttemptNo,
-				&c.SeriesFirstAttempt, &c.Attempts, &c.CreatedAt, &state, &c.EditProviderMessageID); err != nil {
+				&c.SeriesFirstAttempt, &c.Attempts, &c.CreatedAt, &state, &c.EditProviderMessageID, &n.PriorJobIDs); err != nil {
 				return err
 			}
 			n.Lane-- // SQL arrays count from 1

@@ -8,8 +8,8 @@
 // Config.Flushers transactions run at once, and Config.BurstFlushers
 // more while the recent batches are small (see Config).
 //
-// Webhook ingest (package ingest) and outbound sends (package outbox)
-// use it. Internal to MIO; not a stable API.
+// Webhook ingest (package ingest), outbound sends (package outbox) and
+// the dispatcher's claims and finishes (package workers) use it. Internal to MIO; not a stable API.
 package groupcommit
 
 import (
@@ -47,7 +47,10 @@ const (
 // Config tunes a Committer.
 type Config struct {
 	// Window is how long a flusher waits to gather more requests into its
-	// transaction. Default 500µs.
+	// transaction. Default 500µs. Negative: no wait — a batch is the
+	// requests already queued, which gathered while the previous batches
+	// were in flight (the dispatcher's claims and finishes: each waits for
+	// a provider call in between, and a wait would only add to it).
 	Window time.Duration
 	// MaxBatch caps the requests in one transaction. Default 64.
 	MaxBatch int
@@ -143,7 +146,7 @@ type pending[Req, Res any] struct {
 
 // New returns a Committer; call Start.
 func New[Req, Res any](commit Func[Req, Res], cfg Config) *Committer[Req, Res] {
-	if cfg.Window <= 0 {
+	if cfg.Window == 0 {
 		cfg.Window = DefaultWindow
 	}
 	if cfg.MaxBatch <= 0 {
@@ -246,20 +249,38 @@ func (c *Committer[Req, Res]) flusher(ctx context.Context) {
 			}
 		}
 		batch := []*pending[Req, Res]{first}
-		timer.Reset(c.cfg.Window)
-	collect:
-		for len(batch) < c.cfg.MaxBatch {
-			select {
-			case p := <-c.queue:
-				batch = append(batch, p)
-			case <-timer.C:
-				break collect
+		if c.cfg.Window < 0 {
+			batch = c.gatherQueued(batch)
+		} else {
+			timer.Reset(c.cfg.Window)
+		collect:
+			for len(batch) < c.cfg.MaxBatch {
+				select {
+				case p := <-c.queue:
+					batch = append(batch, p)
+				case <-timer.C:
+					break collect
+				}
 			}
+			timer.Stop()
 		}
-		timer.Stop()
 		c.flush(batch)
 		c.release(len(batch))
 	}
+}
+
+// gatherQueued adds the requests already queued to batch, up to
+// MaxBatch, without waiting for more.
+func (c *Committer[Req, Res]) gatherQueued(batch []*pending[Req, Res]) []*pending[Req, Res] {
+	for len(batch) < c.cfg.MaxBatch {
+		select {
+		case p := <-c.queue:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 // flush commits a batch; on failure it retries each request alone, so

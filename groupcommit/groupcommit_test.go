@@ -279,3 +279,55 @@ func TestNoBurstFlusherWhileBatchesAreLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestNoWindowTakesWhatIsQueued: with a negative Window a flusher does
+// not wait for more requests: a lone request commits alone at once, and
+// the requests that queued while a batch was in flight go together in the
+// next.
+func TestNoWindowTakesWhatIsQueued(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var batches [][]int
+	commit := func(_ context.Context, reqs []int) ([]groupcommit.Outcome[int], error) {
+		mu.Lock()
+		batches = append(batches, append([]int(nil), reqs...))
+		first := len(batches) == 1
+		mu.Unlock()
+		if first {
+			<-release // the first batch is in flight while the others queue
+		}
+		return make([]groupcommit.Outcome[int], len(reqs)), nil
+	}
+	c := groupcommit.New(commit, groupcommit.Config{Window: -1, MaxBatch: 10, Flushers: 1})
+	c.Start()
+	defer c.Stop()
+
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _, _ = c.Do(context.Background(), 1) }()
+	for {
+		mu.Lock()
+		n := len(batches)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for v := 2; v <= 4; v++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = c.Do(context.Background(), v) }()
+	}
+	time.Sleep(20 * time.Millisecond) // the three queue behind the first batch
+	close(release)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(batches) != 2 || len(batches[0]) != 1 || len(batches[1]) != 3 {
+		t.Fatalf("batches %v, want [[1] [2 3 4]]", batches)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("took %s", took)
+	}
+}

@@ -107,11 +107,17 @@ func (l *IDList) UnmarshalJSON(data []byte) error {
 // Kind is the River job kind.
 func (DispatchArgs) Kind() string { return "mio.dispatch" }
 
+// DispatchMaxAttempts is the default attempts of an outbound message's
+// attempt series (its dead-letter point) and the River attempts of a
+// dispatch job, one policy for both (workers.RetryPolicy).
+const DispatchMaxAttempts = 5
+
 // InsertOpts puts dispatch jobs on their own queue. Attempts here count
-// River-level failures only (the database unavailable); send attempts are
-// counted on the outbox row.
+// failed runs (the database unavailable, a worker killed); send attempts
+// are counted on the outbox row. A row whose job River discarded gets a
+// new one from the outbox sweeper.
 func (DispatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueDispatch, MaxAttempts: 25}
+	return river.InsertOpts{Queue: QueueDispatch, MaxAttempts: DispatchMaxAttempts}
 }
 
 // EnrichArgs asks for the attachments of one inbox message to be fetched

@@ -795,9 +795,9 @@ ALTER TABLE mio.rate_buckets FORCE ROW LEVEL SECURITY;
 -- Workers
 -- ==========================================================================
 
--- One row per live worker process (River client), refreshed with an expiry.
--- The running jobs of a process whose row expired are reclaimed by the live
--- ones (mio.worker_reclaim).
+-- Heartbeats of worker processes of the release before River's rescuer took
+-- over dead workers' jobs: unused by this release, kept so that those
+-- workers' refreshes succeed while the pods roll (docs/operations.md).
 CREATE TABLE mio.worker_heartbeats (
     client_id text NOT NULL,
     alive_since timestamptz DEFAULT now() NOT NULL,

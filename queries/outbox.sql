@@ -143,26 +143,20 @@ ev AS (
 SELECT r.id, r.attempt_no, r.series FROM r;
 
 -- name: OutboxSweepCandidates :many
--- Active rows of the tenant that no live River job will dispatch: rows
--- put back to work from SQL (no job), rows whose job is gone or runs
--- since before stuck_before (its process crashed), and sending rows whose
--- lease ended before lease_ended_before (their worker gave up). Only rows
--- without a job or overdue (due before overdue_before) are looked at, at
--- most scan_rows of them, oldest due first, so a sweep stays cheap
--- whatever the backlog.
-SELECT c.id, c.account_id, c.channel_type, c.conversation_id
-FROM (
-    SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id, o.handoff_state, o.lease_until
-    FROM mio.outbox AS o
-    WHERE o.tenant_id = @tenant_id AND o.active
-      AND (o.job_id IS NULL OR o.next_attempt_at < @overdue_before::timestamptz)
-    ORDER BY o.next_attempt_at
-    LIMIT @scan_rows::int
-) AS c
-WHERE c.job_id IS NULL
-   OR NOT mio.dispatch_job_live(c.job_id, @stuck_before::timestamptz)
-   OR (c.handoff_state = 'sending' AND c.lease_until < @lease_ended_before::timestamptz)
-LIMIT @max_rows;
+-- Active rows of the tenant that may have no live River job: rows put
+-- back to work from SQL (no job) and rows overdue (due before
+-- overdue_before), at most scan_rows of them, oldest due first, so a
+-- sweep stays cheap whatever the backlog. abandoned: a sending row whose
+-- lease ended before lease_ended_before (its worker gave up), which needs
+-- a job whatever its job's state. The caller asks River's client which of
+-- the other rows' jobs are live.
+SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id,
+       (o.handoff_state = 'sending' AND o.lease_until < @lease_ended_before::timestamptz)::bool AS abandoned
+FROM mio.outbox AS o
+WHERE o.tenant_id = @tenant_id AND o.active
+  AND (o.job_id IS NULL OR o.next_attempt_at < @overdue_before::timestamptz)
+ORDER BY o.next_attempt_at
+LIMIT @scan_rows::int;
 
 -- name: OutboxSetJobs :exec
 UPDATE mio.outbox AS o SET job_id = input.job_id

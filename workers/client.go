@@ -39,12 +39,19 @@ type Config struct {
 	// when the pool goes through a transaction pooler (PgBouncer in
 	// transaction mode), where LISTEN hears nothing.
 	PollOnly bool
-	// Heartbeat, when set, runs every job under the process's heartbeat
-	// (cancelled when it is lost) so that dead workers' jobs can be
-	// reclaimed at once; see Heartbeat. Nil: jobs of a killed process
-	// wait for River's rescuer and the outbox sweeper's stuck bound.
-	Heartbeat *Heartbeat
+	// RescueStuckJobsAfter is how long a job may stay running before
+	// River's rescuer takes it back for a retry (its process died): a job
+	// whose worker sets a longer Timeout (the dispatch job,
+	// Dispatcher.JobTimeout) is taken back only once that has passed.
+	// Default RescueStuckJobsAfterDefault.
+	RescueStuckJobsAfter time.Duration
 }
+
+// RescueStuckJobsAfterDefault is when River's rescuer takes back a job
+// left running by a process that died: River's job timeout (1 min, which
+// cancels a live run before) plus 15 s. Jobs whose worker sets a longer
+// Timeout wait for it; River's rescuer runs every 30 s.
+const RescueStuckJobsAfterDefault = river.JobTimeoutDefault + 15*time.Second
 
 // Set is the process's worker set and periodic jobs; cmd builds it.
 type Set struct {
@@ -77,11 +84,15 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 	if cfg.FetchCooldown == 0 {
 		cfg.FetchCooldown = 10 * time.Millisecond
 	}
+	if cfg.RescueStuckJobsAfter <= 0 {
+		cfg.RescueStuckJobsAfter = RescueStuckJobsAfterDefault
+	}
 	rc := &river.Config{
-		FetchCooldown: cfg.FetchCooldown,
-		Logger:        cfg.Logger,
-		Schema:        migrations.RiverSchema,
-		PollOnly:      cfg.PollOnly,
+		FetchCooldown:        cfg.FetchCooldown,
+		Logger:               cfg.Logger,
+		Schema:               migrations.RiverSchema,
+		PollOnly:             cfg.PollOnly,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 	}
 	if !cfg.PollOnly {
 		// Without LISTEN no producer hears a notification.
@@ -91,9 +102,6 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		rc.Workers = set.Workers
 		rc.Queues = set.Queues
 		rc.PeriodicJobs = set.Periodic
-		if cfg.Heartbeat != nil {
-			rc.Middleware = []rivertype.Middleware{cfg.Heartbeat}
-		}
 	}
 	return river.NewClient(riverpgxv5.New(pool), rc)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
 )
@@ -36,9 +36,9 @@ type DispatchConfig struct {
 	// (accounts.CacheTTL). Required.
 	Accounts *accounts.Resolver
 	// BackoffBase and BackoffMax shape the retry delay after a transient
-	// failure: attempt k waits a uniformly random time in
-	// [0, min(BackoffMax, BackoffBase·2^(k-1))] (full jitter). Defaults
-	// 1s and 5m.
+	// failure (RetryPolicy.Base and Max): attempt k waits a uniformly
+	// random time in [0, min(BackoffMax, BackoffBase·2^(k-1))] (full
+	// jitter). Defaults 1s and 5m.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// Extras is how many more rows a dispatch job of an account without
@@ -69,8 +69,8 @@ type DispatchConfig struct {
 	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
-	// MaxAttempts per attempt series unless the account sets its own.
-	// Default 5.
+	// MaxAttempts per attempt series unless the account sets its own
+	// (RetryPolicy.MaxAttempts). Default jobs.DispatchMaxAttempts.
 	MaxAttempts int
 	// MaxBatch caps the rows of one claim or finish transaction. Default 128.
 	MaxBatch int
@@ -119,7 +119,7 @@ func (c *DispatchConfig) setDefaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 5
+		c.MaxAttempts = jobs.DispatchMaxAttempts
 	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = 128
@@ -158,14 +158,15 @@ func (c *DispatchConfig) slotWait() time.Duration {
 }
 
 // Dispatcher hands outbox rows to their platforms. Concurrent jobs share
-// transactions (group commit): one transaction records the outcomes of a
-// batch of attempts and claims the next batch of rows, so the database
-// cost of a send is a fraction of one short transaction.
+// transactions (package groupcommit, without a window): one transaction
+// records the outcomes of a batch of attempts and claims the next batch of
+// rows, so the database cost of a send is a fraction of one short
+// transaction.
 type Dispatcher struct {
 	pool  *pgxpool.Pool
 	cfg   DispatchConfig
 	lanes *laneSignals
-	ops   *groupCommit[opReq, opRes]
+	ops   *groupcommit.Committer[opReq, opRes]
 	// limits are the channels' default rate limits, from the registry.
 	limits map[string][]bucketSpec
 	// unlimited lists the channels without default rate limits.
@@ -201,9 +202,17 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 			d.unlimited = append(d.unlimited, ct)
 		}
 	}
-	d.ops = newGroupCommit(cfg.MaxBatch, cfg.Flushers, d.runOps)
+	// No window: a batch is the claims and finishes that queued while the
+	// previous ones were in flight.
+	d.ops = groupcommit.New(d.runOps, groupcommit.Config{Window: -1, MaxBatch: cfg.MaxBatch, Flushers: cfg.Flushers,
+		Logger: cfg.Logger, Name: "dispatch"})
+	d.ops.Start()
 	return d
 }
+
+// Stop ends the dispatcher's shared transactions once those queued are
+// done. Call it after River stopped: a claim or finish after it fails.
+func (d *Dispatcher) Stop() { d.ops.Stop() }
 
 // AddDispatch registers the dispatch worker on the dispatch queue.
 func (s *Set) AddDispatch(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
@@ -222,6 +231,12 @@ type DispatchWorker struct {
 // transactions around them.
 func (w *DispatchWorker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration {
 	return w.d.JobTimeout()
+}
+
+// NextRetry is when a failed run of a dispatch job runs again (see
+// RetryPolicy).
+func (w *DispatchWorker) NextRetry(job *river.Job[jobs.DispatchArgs]) time.Time {
+	return w.d.retry().NextRetry(job.JobRow)
 }
 
 // JobTimeout bounds one run of a dispatch job.
@@ -249,6 +264,7 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchA
 
 func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID, more []uuid.UUID) error {
 	start := time.Now()
+	client := clientFromContext(ctx)
 	polls := 0
 	// Rows of accounts without rate limits take the one-statement claim.
 	fast := false
@@ -273,13 +289,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		more = nil
 	}
 	for {
-		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID}
+		req := opReq{tenantID: tenantID, claim: id, fast: fast, jobID: jobID, client: client}
 		if fast {
 			req.also = more
 			req.extras = max(0, d.cfg.Extras-len(more))
 			more = nil // claimed once; what is left is handed on or taken
 		}
-		op, err := d.ops.do(ctx, req)
+		op, err := d.ops.Do(ctx, req)
 		if err == nil {
 			err = op.err
 		}
@@ -292,7 +308,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 			own = append(own, &res)
 		}
 		if len(own)+len(op.extras) > 0 {
-			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0}
+			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0, client: client}
 			fins, err := d.sendAll(ctx, tenantID, run, own, op.extras)
 			if err != nil {
 				return fmt.Errorf("dispatch %s: %w", id, err)
@@ -383,6 +399,16 @@ func (d *Dispatcher) sendAll(ctx context.Context, tenantID uuid.UUID, run laneRu
 		}
 	}
 	return fins[:len(own)], nil
+}
+
+// clientFromContext is the River client running the job of ctx, nil
+// outside a job.
+func clientFromContext(ctx context.Context) *river.Client[pgx.Tx] {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return nil
+	}
+	return client
 }
 
 // rescheduleRetrying is reschedule, tried again for up to the lease (at
@@ -498,16 +524,13 @@ func seriesKey(id uuid.UUID, seriesFirstAttempt int) string {
 	return fmt.Sprintf("mio-%s-r%d", id, seriesFirstAttempt)
 }
 
-// backoff is the full-jitter delay before attempt k+1 of a series.
-func (d *Dispatcher) backoff(k int) time.Duration {
-	ceiling := d.cfg.BackoffMax
-	if k-1 < 30 {
-		if c := d.cfg.BackoffBase << (k - 1); c > 0 && c < ceiling {
-			ceiling = c
-		}
-	}
-	return max(time.Millisecond, time.Duration(rand.Int64N(int64(ceiling)+1)))
+// retry is the dispatcher's retry policy, from its configuration.
+func (d *Dispatcher) retry() RetryPolicy {
+	return RetryPolicy{Base: d.cfg.BackoffBase, Max: d.cfg.BackoffMax, MaxAttempts: d.cfg.MaxAttempts}.withDefaults()
 }
+
+// backoff is the full-jitter delay after failure k of a series.
+func (d *Dispatcher) backoff(k int) time.Duration { return d.retry().Backoff(k) }
 
 // maxErrorLen bounds last_error.
 const maxErrorLen = 1000

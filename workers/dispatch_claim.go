@@ -1,15 +1,19 @@
 package workers
 
 import (
+	"cmp"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/metrics"
 )
 
@@ -34,6 +38,9 @@ type opReq struct {
 	// next, with a finish: in the same transaction, move the row's lane on
 	// (db.LaneNextRequest).
 	next *db.LaneNext
+	// client is the River client running the job: it deletes the jobs of
+	// rows the batch took over (deleteTakenJobs).
+	client *river.Client[pgx.Tx]
 }
 
 // opRes answers an opReq: a claim's result (and extra rows now owned by
@@ -66,8 +73,9 @@ type claimRes struct {
 // runOps runs a batch of claims and finishes: per tenant one transaction
 // that first records the outcomes, then claims the rows that need no
 // rate-limit token (one round trip); the other rows, and those that could
-// not be claimed, go through claimLimited.
-func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]opRes, error) {
+// not be claimed, go through claimLimited. A tenant's failure is its
+// requests' (opRes.err), never the batch's.
+func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]groupcommit.Outcome[opRes], error) {
 	out := make([]opRes, len(reqs))
 	byTenant := map[uuid.UUID][]int{}
 	var order []uuid.UUID
@@ -84,7 +92,11 @@ func (d *Dispatcher) runOps(ctx context.Context, reqs []opReq) ([]opRes, error) 
 			}
 		}
 	}
-	return out, nil
+	outs := make([]groupcommit.Outcome[opRes], len(out))
+	for i := range out {
+		outs[i].Res = out[i]
+	}
+	return outs, nil
 }
 
 // opsTenant runs the requests reqs[idx] (all of tenantID) into out.
@@ -165,6 +177,22 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	if err != nil {
 		return err
 	}
+	var taken []int64
+	var client *river.Client[pgx.Tx]
+	for _, i := range idx {
+		client = cmp.Or(client, reqs[i].client)
+	}
+	for k := range extra {
+		if extra[k].PriorJobID != 0 {
+			taken = append(taken, extra[k].PriorJobID)
+		}
+	}
+	if lanes != nil {
+		for k := range lanes.Results {
+			taken = append(taken, lanes.Results[k].PriorJobIDs...)
+		}
+	}
+	d.deleteTakenJobs(ctx, client, taken)
 	if extras != nil {
 		d.extrasFound(tenantID, len(extra) > 0, now)
 	}
@@ -229,6 +257,31 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 		}
 	}
 	return nil
+}
+
+// deleteTakenJobs deletes, through River's client, the jobs of rows the
+// batch's transaction took over for other jobs (extras, a lane's hand-on
+// and the rows it adopted): River need not run them only to find their
+// rows taken. River leaves a job it is running, and a job that names more
+// rows (a group of sends, jobs.DispatchArgs.More) stays for the others;
+// those run and find their rows taken, as duplicate jobs always may (the
+// row, not the job, says what remains to do). It runs after the commit,
+// one round trip for the batches that took rows over: in the commit's
+// transaction it would turn the one-round-trip implicit transaction
+// (db.OutboxFinishAndClaimCommit) into BEGIN … COMMIT for every batch. A
+// job River fetches in between runs as a no-op; a failure is logged and
+// leaves the jobs to do the same.
+func (d *Dispatcher) deleteTakenJobs(ctx context.Context, client *river.Client[pgx.Tx], ids []int64) {
+	if client == nil || len(ids) == 0 {
+		return
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	params := river.NewJobDeleteManyParams().IDs(ids...).First(min(len(ids), 10_000)).Where("NOT (args ? 'more')")
+	if _, err := client.JobDeleteMany(ctx, params); err != nil {
+		d.cfg.Logger.Warn("dispatch: delete the jobs of rows taken over (they will run and find their rows taken)",
+			"jobs", len(ids), "err", err)
+	}
 }
 
 // claimLimited claims rows that need rate-limit tokens, and those of

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/db"
 )
@@ -17,6 +19,8 @@ type laneRun struct {
 	// chain: the job's rows need no rate-limit token, so each hand-off
 	// claims the lane's next message for the job (mio.dispatch_claim_next).
 	chain bool
+	// client is the River client running the job (nil outside one).
+	client *river.Client[pgx.Tx]
 }
 
 // sendLane makes one attempt for a claimed row and records its outcome.
@@ -39,13 +43,13 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 		fin, err := d.attempt(ctx, tenantID, r)
 		var res opRes
 		if err == nil {
-			req := opReq{tenantID: tenantID, finish: &fin}
+			req := opReq{tenantID: tenantID, finish: &fin, client: run.client}
 			if run.chain {
 				req.next = &db.LaneNext{JobID: run.jobID, AccountID: r.cand.AccountID, ConversationID: r.cand.ConversationID,
 					Claim: time.Since(run.start) < d.cfg.LaneBudget}
 				req.next.Adopt = req.next.Claim && n == 0
 			}
-			res, err = d.ops.do(ctx, req)
+			res, err = d.ops.Do(ctx, req)
 			if err == nil {
 				err = res.err
 			}
@@ -109,7 +113,7 @@ func (d *Dispatcher) retryInline(ctx context.Context, tenantID uuid.UUID, run la
 		return r, false
 	case <-t.C:
 	}
-	op, err := d.ops.do(ctx, opReq{tenantID: tenantID, claim: r.cand.ID, fast: true, jobID: run.jobID})
+	op, err := d.ops.Do(ctx, opReq{tenantID: tenantID, claim: r.cand.ID, fast: true, jobID: run.jobID, client: run.client})
 	if err != nil || op.err != nil || op.claim.kind != claimClaimed {
 		return r, false
 	}

@@ -104,7 +104,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		// after Retry-After.
 		outcome = metrics.OutcomeRateLimited
 		fin.Outcome = db.OutcomeRateLimited
-		fin.Delay = max(rl.RetryAfter, 10*time.Millisecond)
+		fin.Delay = d.retry().RetryAfter(rl.RetryAfter)
 		detail["retry_after"] = fin.Delay.String()
 		detail["error"] = errorText(err)
 		d.cfg.Metrics.RateLimitWaits.WithLabelValues(c.ChannelType, metrics.RateLimitProvider).Observe(fin.Delay.Seconds())
@@ -125,17 +125,14 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		outcome = metrics.OutcomeTransientError
 		fin.Error = errorText(err)
 		detail["error"] = fin.Error
-		maxAttempts := d.cfg.MaxAttempts
-		if acct.MaxAttempts != nil {
-			maxAttempts = int(*acct.MaxAttempts)
-		}
-		if inSeries := c.AttemptNo - c.SeriesFirstAttempt + 1; inSeries >= maxAttempts {
+		dead, maxAttempts, delay := d.retry().Next(c.AttemptNo-c.SeriesFirstAttempt+1, acct.MaxAttempts)
+		if dead {
 			fin.Outcome = db.OutcomeDead
 			detail["attempts_exhausted"] = maxAttempts
 			d.deadLetter(tenantID, c, fin.Error)
 		} else {
 			fin.Outcome = db.OutcomeRetry
-			fin.Delay = d.backoff(inSeries)
+			fin.Delay = delay
 			detail["retry_in"] = fin.Delay.String()
 			d.cfg.Logger.Info("outbound attempt failed; retrying", "message_id", c.ID, "attempt", c.AttemptNo,
 				"channel_type", c.ChannelType, "retry_in", fin.Delay.String(), "err", fin.Error)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/miohq/mio/db"
 )
@@ -34,8 +35,9 @@ type OutboxSweepConfig struct {
 	// Interval between sweeps. Default 5s.
 	Interval time.Duration
 	// StuckAfter: a dispatch job running longer than this belongs to a
-	// crashed process. Default 3m; keep it above the dispatch job timeout
-	// (Dispatcher.JobTimeout).
+	// crashed process whose job River's rescuer has not taken back yet
+	// (its rows get a job of their own). Default 3m; keep it above the
+	// dispatch job timeout (Dispatcher.JobTimeout).
 	StuckAfter time.Duration
 	// BatchSize caps the rows enqueued per tenant and sweep. Default 1000.
 	BatchSize int
@@ -81,8 +83,8 @@ func (w *OutboxSweepWorker) Work(ctx context.Context, _ *river.Job[OutboxSweepAr
 func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID) (int, error) {
 	now := w.Cfg.Now()
 	p := db.SweepParams{OverdueBefore: now.Add(-w.Cfg.Grace), ScanRows: 2 * w.Cfg.BatchSize,
-		StuckBefore: now.Add(-w.Cfg.StuckAfter), LeaseEndedBefore: now.Add(-w.Cfg.Grace), MaxRows: w.Cfg.BatchSize}
-	n, err := SweepOutbox(ctx, w.Pool, client, tenantID, p)
+		LeaseEndedBefore: now.Add(-w.Cfg.Grace)}
+	n, err := SweepOutbox(ctx, w.Pool, client, tenantID, p, now.Add(-w.Cfg.StuckAfter), w.Cfg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
@@ -92,24 +94,70 @@ func (w *OutboxSweepWorker) sweepTenant(ctx context.Context, client *river.Clien
 	})
 }
 
-// SweepOutbox enqueues, in one transaction, a dispatch job for the
-// tenant's active outbox rows that no live job will dispatch (see
-// db.OutboxSweepCandidates), and returns how many.
-func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, p db.SweepParams) (int, error) {
+// SweepOutbox enqueues, in one transaction, a dispatch job for up to
+// maxRows of the tenant's active outbox rows that no live job will
+// dispatch, and returns how many. The rows come from
+// db.OutboxSweepCandidates; which of their jobs are live is asked of
+// River's client (JobList): waiting to run, or running since after
+// stuckBefore. A job running longer is River's rescuer's to take back; the
+// sweeper does not wait for it.
+func SweepOutbox(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, p db.SweepParams,
+	stuckBefore time.Time, maxRows int) (int, error) {
 	n := 0
 	err := db.InDispatchTx(ctx, pool, tenantID, func(tx pgx.Tx) error {
 		rows, err := db.OutboxSweepCandidates(ctx, tx, tenantID, p)
 		if err != nil || len(rows) == 0 {
 			return err
 		}
-		items := make([]rescheduled, len(rows))
-		for i, r := range rows {
-			items[i] = rescheduled{id: r.ID, accountID: r.AccountID}
+		live, err := liveJobs(ctx, client, tx, rows, stuckBefore)
+		if err != nil {
+			return err
 		}
-		n = len(rows)
+		var items []rescheduled
+		for _, r := range rows {
+			if len(items) == maxRows {
+				break
+			}
+			if r.Abandoned || r.JobID == 0 || !live[r.JobID] {
+				items = append(items, rescheduled{id: r.ID, accountID: r.AccountID})
+			}
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		n = len(items)
 		return enqueueDispatch(ctx, client, tx, tenantID, items)
 	})
 	return n, err
+}
+
+// liveJobs asks River which of the jobs of rows (the abandoned ones
+// aside) can still dispatch them: waiting to run, or running since after
+// stuckBefore.
+func liveJobs(ctx context.Context, client *river.Client[pgx.Tx], tx pgx.Tx, rows []db.SweepCandidate,
+	stuckBefore time.Time) (map[int64]bool, error) {
+	var ids []int64
+	for _, r := range rows {
+		if r.JobID != 0 && !r.Abandoned {
+			ids = append(ids, r.JobID)
+		}
+	}
+	live := make(map[int64]bool, len(ids))
+	if len(ids) == 0 {
+		return live, nil
+	}
+	res, err := client.JobListTx(ctx, tx, river.NewJobListParams().IDs(ids...).First(min(len(ids), 10_000)).
+		States(rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateScheduled,
+			rivertype.JobStateRetryable, rivertype.JobStateRunning))
+	if err != nil {
+		return nil, fmt.Errorf("list the rows' jobs: %w", err)
+	}
+	for _, j := range res.Jobs {
+		if j.State != rivertype.JobStateRunning || j.AttemptedAt != nil && j.AttemptedAt.After(stuckBefore) {
+			live[j.ID] = true
+		}
+	}
+	return live, nil
 }
 
 // AddOutboxSweeper registers the sweeper and runs it every cfg.Interval.

@@ -122,17 +122,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	// Behind a transaction pooler (MIO_DATABASE_LISTEN_URL set) River polls.
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker",
 		PollOnly: cfg.DatabaseListenURL != ""}
-	// A working process keeps a heartbeat (on a pool of its own) so that
-	// its jobs are reclaimed seconds after it dies.
-	if workers.Works(set, wcfg) {
-		hbPool, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, RuntimeRole: cfg.DBRuntimeRole, ApplicationName: "mio-heartbeat"})
-		if err != nil {
-			return fmt.Errorf("database (heartbeat): %w", err)
-		}
-		defer hbPool.Close()
-		wcfg.Heartbeat = workers.NewHeartbeat(hbPool, workers.HeartbeatConfig{Timeout: cfg.WorkerHeartbeatTimeout,
-			Logger: log.With("component", "heartbeat")})
-	}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
@@ -250,10 +239,6 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 
 	working := workers.Works(set, wcfg)
 	if working {
-		if err := wcfg.Heartbeat.Start(ctx, riverClient.ID(), riverClient); err != nil {
-			return err
-		}
-		defer wcfg.Heartbeat.Stop() // after River stopped: its row goes once no job runs
 		if err := riverClient.Start(ctx); err != nil {
 			return fmt.Errorf("start river: %w", err)
 		}
@@ -288,6 +273,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			ccancel()
 		}
 	}
+	dispatcher.Stop() // after River: no job claims or finishes any more
 	log.Info("stopped")
 	return failed
 }

@@ -1,22 +1,27 @@
--- Claims, for the dispatch jobs p_job_ids, up to p_counts more rows each
--- from the jobs' lanes (the next messages behind the one a job was enqueued
--- for), except on accounts named in p_unlimited's complement. Returns them
--- with the job that took each.
---
--- plpgsql with planner settings: rows are found by index order and updated
--- by TID (docs/architecture.md, "Planner safety").
+-- mio.dispatch_claim_extras lets running dispatch jobs take over more
+-- rows: it claims up to sum(p_counts) rows of p_tenant that can be sent
+-- now, need no rate-limit token (their channel is one of p_unlimited and
+-- their account sets no limit) and that no other transaction holds; it
+-- hands them out to the jobs p_job_ids (up to p_counts[k] each, in turn),
+-- records the owning job on each row, moves them to sending under a lease
+-- of p_lease_seconds with their event, and returns them with the job each
+-- row had before (prior_job_id). Newest rows first: River fetches the
+-- oldest jobs, so the two rarely meet.
 
-CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bigint[], p_counts integer[], p_unlimited text[], p_lease_seconds double precision) RETURNS TABLE(id uuid, job_id bigint, account_id uuid, channel_type text, conversation_id text, thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid, attempt_no integer, series_first_attempt integer, created_at timestamp with time zone, provider_state text, edit_provider_message_id text)
+CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bigint[], p_counts integer[],
+                                          p_unlimited text[], p_lease_seconds double precision)
+    RETURNS TABLE (id uuid, job_id bigint, account_id uuid, channel_type text, conversation_id text,
+                   thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid,
+                   attempt_no integer, series_first_attempt integer, created_at timestamptz,
+                   provider_state text, edit_provider_message_id text, prior_job_id bigint)
     LANGUAGE plpgsql
-    SET enable_sort TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET jit TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET enable_material TO 'off'
-    SET enable_indexscan TO 'on'
+    -- Each walked row is joined back by TID in a LATERAL and updated by
+    -- TID alone. River's tables are not touched: the rows' former jobs
+    -- are returned (prior_job_id) for the caller to delete through
+    -- River's client.
+    SET enable_sort = off SET enable_bitmapscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+    SET enable_indexscan = on -- restored on return: the update turns it off
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -53,12 +58,12 @@ BEGIN
     IF walk IS NULL THEN
         RETURN;
     END IF;
-    -- In walk order, the rows first of their lane whose own job has not
-    -- started, each found by the version the walk saw (one updated since
-    -- is skipped) and locked with its job, until there is one per owner.
-    SELECT array_agg(c.id), array_agg(c.jid), array_agg(c.tid), array_agg(c.edit) INTO ids, jobs, tids, edits
+    -- In walk order, the rows first of their lane, each found by the
+    -- version the walk saw (one updated since is skipped) and locked (one
+    -- another transaction holds is skipped), until there is one per owner.
+    SELECT array_agg(c.id), array_agg(c.job_id), array_agg(c.tid), array_agg(c.edit) INTO ids, jobs, tids, edits
     FROM (
-        SELECT r.id, j.jid, r.tid,
+        SELECT r.id, r.job_id, r.tid,
                CASE WHEN r.edit_of IS NULL THEN ''
                     ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
                                    FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
@@ -78,25 +83,16 @@ BEGIN
                    ORDER BY p.seq LIMIT 1) IS NULL
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS r
-        CROSS JOIN LATERAL (
-            SELECT x.id AS jid FROM river.river_job AS x
-            WHERE x.id = r.job_id AND x.state = 'available'
-            FOR UPDATE SKIP LOCKED
-        ) AS j
         LIMIT cardinality(owners)
     ) AS c;
     IF ids IS NULL THEN
         RETURN;
     END IF;
-    -- Their jobs go, unless a job names more rows than this one (a group of
-    -- sends shares one job, jobs.DispatchArgs.More): it must stay for the
-    -- others, and runs to find this one taken.
-    DELETE FROM river.river_job AS j WHERE j.id = ANY (jobs) AND NOT (j.args ? 'more');
     PERFORM set_config('enable_indexscan', 'off', true);
     RETURN QUERY
     WITH input AS (
-        SELECT t.id, t.tid, t.edit, owners[t.n] AS owner
-        FROM unnest(ids, tids, edits) WITH ORDINALITY AS t(id, tid, edit, n)
+        SELECT t.id, t.tid, t.edit, t.prior, owners[t.n] AS owner
+        FROM unnest(ids, tids, edits, jobs) WITH ORDINALITY AS t(id, tid, edit, prior, n)
     ),
     upd AS (
         -- The rows are locked: their versions stay the ones found.
@@ -107,7 +103,7 @@ BEGIN
         WHERE o.ctid = input.tid AND o.tenant_id = p_tenant AND o.id = input.id
         RETURNING o.id, o.job_id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text,
                   o.rich_content, o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.created_at,
-                  o.provider_state, input.edit
+                  o.provider_state, input.edit, input.prior
     ),
     ev AS (
         INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
@@ -115,7 +111,7 @@ BEGIN
     )
     SELECT upd.id, upd.job_id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id,
            upd.text, upd.rich_content, upd.attachments, upd.edit_of, upd.attempt_no,
-           upd.series_first_attempt, upd.created_at, upd.provider_state, upd.edit
+           upd.series_first_attempt, upd.created_at, upd.provider_state, upd.edit, upd.prior
     FROM upd;
 END
 $$;

@@ -1,20 +1,26 @@
--- The lane hand-on: after a job sent a row, claims (p_claim) or adopts
--- (p_adopt) the next row of each lane (p_account_ids, p_conversation_ids)
--- for the same job. Returns per lane what it claimed.
---
--- plpgsql with planner settings: rows are found by index order and updated
--- by TID (docs/architecture.md, "Planner safety").
+-- mio.dispatch_claim_next moves lanes on once their messages' outcomes are
+-- recorded: each lane's first active row, when it is queued and due and
+-- needs no rate-limit token, is claimed for the asking job; a due row
+-- that needs one is only named (it gets a job of its own).
 
-CREATE OR REPLACE FUNCTION mio.dispatch_claim_next(p_tenant uuid, p_job_ids bigint[], p_account_ids uuid[], p_conversation_ids text[], p_claim boolean[], p_adopt boolean[], p_unlimited text[], p_lease_seconds double precision) RETURNS TABLE(lane integer, claimed boolean, id uuid, account_id uuid, channel_type text, conversation_id text, thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid, attempt_no integer, series_first_attempt integer, attempts integer, created_at timestamp with time zone, provider_state text, edit_provider_message_id text)
+CREATE OR REPLACE FUNCTION mio.dispatch_claim_next(p_tenant uuid, p_job_ids bigint[], p_account_ids uuid[],
+                                        p_conversation_ids text[], p_claim boolean[], p_adopt boolean[],
+                                        p_unlimited text[], p_lease_seconds double precision)
+    RETURNS TABLE (lane integer, claimed boolean, id uuid, account_id uuid, channel_type text,
+                   conversation_id text, thread_id text, text text, rich_content jsonb, attachments jsonb,
+                   edit_of uuid, attempt_no integer, series_first_attempt integer, attempts integer,
+                   created_at timestamptz, provider_state text, edit_provider_message_id text,
+                   prior_job_ids bigint[])
     LANGUAGE plpgsql
-    SET jit TO 'off'
-    SET plan_cache_mode TO 'force_generic_plan'
-    SET enable_seqscan TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET enable_sort TO 'off'
-    SET enable_indexscan TO 'on'
+    -- The adoption and the claim update rows by TID alone, the lane's
+    -- first row is found through outbox_lane's order, the edit's original
+    -- by a positional primary-key probe. River's tables are not touched:
+    -- the jobs the claimed and adopted rows leave are returned
+    -- (prior_job_ids, on each lane's claimed row) for the caller to
+    -- delete through River's client.
+    SET jit = off SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
+    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_sort = off
+    SET enable_indexscan = on -- restored on return: the updates turn it off
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -31,6 +37,8 @@ DECLARE
     edits  text[];
     btids  tid[];
     owners bigint[];
+    bks    integer[];
+    bjobs  bigint[];
 BEGIN
     -- Each lane's first active row, when it is queued and due: one descent
     -- of outbox_lane per lane (a LATERAL with LIMIT is always the inner
@@ -57,7 +65,7 @@ BEGIN
     RETURN QUERY
     SELECT h.k, false, h.id, h.acc, NULL::text, p_conversation_ids[h.k], NULL::text, NULL::text, NULL::jsonb,
            NULL::jsonb, NULL::uuid, NULL::integer, NULL::integer, NULL::integer, NULL::timestamptz, NULL::text,
-           NULL::text
+           NULL::text, NULL::bigint[]
     FROM unnest(hks, hids, haccs, hclaim) AS h(k, id, acc, claim)
     WHERE NOT h.claim;
 
@@ -87,23 +95,12 @@ BEGIN
         RETURN;
     END IF;
 
-    -- Their own jobs go, unless River is running them or they name more
-    -- rows (a group's job stays for the others; see dispatch_claim_extras).
-    DELETE FROM river.river_job AS j
-    WHERE j.id IN (SELECT jj.id FROM river.river_job AS jj
-                   WHERE jj.id = ANY (jobs) AND jj.state IN ('available', 'scheduled', 'retryable')
-                     AND NOT (jj.args ? 'more')
-                   FOR UPDATE SKIP LOCKED);
-
-    -- A job that starts draining a lane adopts the queued rows behind:
-    -- their jobs, not started, are deleted (River would only run them to
-    -- find the lane busy), and the job is recorded as theirs, as it is for
-    -- rows whose job is gone or finished (an earlier job's hand-on) and
-    -- for rows of a group's job, which stays for the group's other rows
-    -- (the drain is what sends these: a group's job that finished first
-    -- would leave them to the sweeper).
+    -- A job that starts draining a lane adopts the queued rows behind: it
+    -- is recorded as their job (the drain is what sends them), and the
+    -- jobs they leave are returned with the lane's claimed row, as the
+    -- claimed row's own job is.
     WITH behind AS (
-        SELECT b.tid, b.job_id, p_job_ids[c.k] AS owner
+        SELECT b.tid, b.job_id, c.k, p_job_ids[c.k] AS owner
         FROM unnest(ks, seqs) AS c(k, seq)
         CROSS JOIN LATERAL (
             SELECT o.ctid AS tid, o.job_id FROM mio.outbox AS o
@@ -114,19 +111,10 @@ BEGIN
             LIMIT 1000
         ) AS b
         WHERE p_adopt[c.k]
-    ),
-    gone AS (
-        DELETE FROM river.river_job AS j
-        WHERE j.id IN (SELECT jj.id FROM river.river_job AS jj JOIN behind ON jj.id = behind.job_id
-                       WHERE jj.state IN ('available', 'scheduled', 'retryable') AND NOT (jj.args ? 'more')
-                       FOR UPDATE OF jj SKIP LOCKED)
-        RETURNING j.id
     )
-    SELECT array_agg(behind.tid), array_agg(behind.owner) INTO btids, owners
-    FROM behind
-    LEFT JOIN river.river_job AS j ON j.id = behind.job_id
-    WHERE behind.job_id IS NULL OR behind.job_id IN (SELECT gone.id FROM gone) OR j.id IS NULL
-          OR j.state IN ('completed', 'cancelled', 'discarded') OR j.args ? 'more';
+    SELECT array_agg(behind.tid), array_agg(behind.owner), array_agg(behind.k), array_agg(behind.job_id)
+    INTO btids, owners, bks, bjobs
+    FROM behind;
     -- By the version the probe saw (a row updated since was taken by its
     -- own job or moved on, and is left alone).
     PERFORM set_config('enable_indexscan', 'off', true);
@@ -138,7 +126,7 @@ BEGIN
 
     RETURN QUERY
     WITH input AS (
-        SELECT c.k, c.id, c.tid, c.edit FROM unnest(ks, ids, tids, edits) AS c(k, id, tid, edit)
+        SELECT c.k, c.id, c.tid, c.edit, c.job_id FROM unnest(ks, ids, tids, edits, jobs) AS c(k, id, tid, edit, job_id)
     ),
     upd AS (
         -- The rows are locked: their versions stay the ones found.
@@ -147,7 +135,8 @@ BEGIN
             lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
         FROM input
         WHERE o.ctid = input.tid AND o.tenant_id = p_tenant AND o.id = input.id
-        RETURNING input.k AS lane_k, input.edit, o.*
+        RETURNING input.k AS lane_k, input.edit,
+                  CASE WHEN input.job_id IS DISTINCT FROM p_job_ids[input.k] THEN input.job_id END AS prior_job_id, o.*
     ),
     ev AS (
         INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
@@ -155,7 +144,10 @@ BEGIN
     )
     SELECT upd.lane_k, true, upd.id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id,
            upd.text, upd.rich_content, upd.attachments, upd.edit_of, upd.attempt_no,
-           upd.series_first_attempt, upd.attempts, upd.created_at, upd.provider_state, upd.edit
+           upd.series_first_attempt, upd.attempts, upd.created_at, upd.provider_state, upd.edit,
+           array_remove(array_prepend(upd.prior_job_id,
+                                      ARRAY(SELECT DISTINCT b.job FROM unnest(bks, bjobs) AS b(k, job)
+                                            WHERE b.k = upd.lane_k AND b.job IS NOT NULL)), NULL)
     FROM upd;
 END
 $$;

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const DeadLetterDiscard = `-- name: DeadLetterDiscard :one
@@ -783,28 +784,20 @@ func (q *Queries) OutboxSetJobs(ctx context.Context, db DBTX, arg *OutboxSetJobs
 }
 
 const OutboxSweepCandidates = `-- name: OutboxSweepCandidates :many
-SELECT c.id, c.account_id, c.channel_type, c.conversation_id
-FROM (
-    SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id, o.handoff_state, o.lease_until
-    FROM mio.outbox AS o
-    WHERE o.tenant_id = $1 AND o.active
-      AND (o.job_id IS NULL OR o.next_attempt_at < $2::timestamptz)
-    ORDER BY o.next_attempt_at
-    LIMIT $3::int
-) AS c
-WHERE c.job_id IS NULL
-   OR NOT mio.dispatch_job_live(c.job_id, $4::timestamptz)
-   OR (c.handoff_state = 'sending' AND c.lease_until < $5::timestamptz)
-LIMIT $6
+SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id,
+       (o.handoff_state = 'sending' AND o.lease_until < $1::timestamptz)::bool AS abandoned
+FROM mio.outbox AS o
+WHERE o.tenant_id = $2 AND o.active
+  AND (o.job_id IS NULL OR o.next_attempt_at < $3::timestamptz)
+ORDER BY o.next_attempt_at
+LIMIT $4::int
 `
 
 type OutboxSweepCandidatesParams struct {
+	LeaseEndedBefore time.Time
 	TenantID         uuid.UUID
 	OverdueBefore    time.Time
 	ScanRows         int32
-	StuckBefore      time.Time
-	LeaseEndedBefore time.Time
-	MaxRows          int32
 }
 
 type OutboxSweepCandidatesRow struct {
@@ -812,23 +805,23 @@ type OutboxSweepCandidatesRow struct {
 	AccountID      uuid.UUID
 	ChannelType    string
 	ConversationID string
+	JobID          pgtype.Int8
+	Abandoned      bool
 }
 
-// Active rows of the tenant that no live River job will dispatch: rows
-// put back to work from SQL (no job), rows whose job is gone or runs
-// since before stuck_before (its process crashed), and sending rows whose
-// lease ended before lease_ended_before (their worker gave up). Only rows
-// without a job or overdue (due before overdue_before) are looked at, at
-// most scan_rows of them, oldest due first, so a sweep stays cheap
-// whatever the backlog.
+// Active rows of the tenant that may have no live River job: rows put
+// back to work from SQL (no job) and rows overdue (due before
+// overdue_before), at most scan_rows of them, oldest due first, so a
+// sweep stays cheap whatever the backlog. abandoned: a sending row whose
+// lease ended before lease_ended_before (its worker gave up), which needs
+// a job whatever its job's state. The caller asks River's client which of
+// the other rows' jobs are live.
 func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *OutboxSweepCandidatesParams) ([]OutboxSweepCandidatesRow, error) {
 	rows, err := db.Query(ctx, OutboxSweepCandidates,
+		arg.LeaseEndedBefore,
 		arg.TenantID,
 		arg.OverdueBefore,
 		arg.ScanRows,
-		arg.StuckBefore,
-		arg.LeaseEndedBefore,
-		arg.MaxRows,
 	)
 	if err != nil {
 		return nil, err
@@ -842,6 +835,8 @@ func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *Outbo
 			&i.AccountID,
 			&i.ChannelType,
 			&i.ConversationID,
+			&i.JobID,
+			&i.Abandoned,
 		); err != nil {
 			return nil, err
 		}
