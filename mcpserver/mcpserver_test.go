@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,6 +34,8 @@ func TestMCPToolsList(t *testing.T) {
 				require.NotNil(t, tl.InputSchema, tl.Name)
 				require.NotNil(t, tl.OutputSchema, tl.Name)
 				require.NotNil(t, tl.Annotations, tl.Name)
+				objectSchemas(t, tl.Name, tl.InputSchema)
+				objectSchemas(t, tl.Name, tl.OutputSchema)
 			}
 			require.ElementsMatch(t, mcpserver.ToolNames, names)
 			tpl, err := cs.ListResourceTemplates(context.Background(), nil)
@@ -44,6 +47,31 @@ func TestMCPToolsList(t *testing.T) {
 			require.ElementsMatch(t, []string{"mio://messages/{id}", "mio://attachments/{id}"}, uris)
 		})
 	}
+}
+
+// objectSchemas fails on a property schema that is not a JSON object:
+// clients (the TypeScript SDK's) refuse a tool list holding a boolean
+// schema such as true.
+func objectSchemas(t *testing.T, tool string, schema any) {
+	t.Helper()
+	b, err := json.Marshal(schema)
+	require.NoError(t, err)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		m, ok := v.(map[string]any)
+		require.True(t, ok, "%s: schema at %s is %v, not an object", tool, path, v)
+		if props, ok := m["properties"].(map[string]any); ok {
+			for k, p := range props {
+				walk(path+"."+k, p)
+			}
+		}
+		if items, ok := m["items"]; ok {
+			walk(path+"[]", items)
+		}
+	}
+	var v any
+	require.NoError(t, json.Unmarshal(b, &v))
+	walk("$", v)
 }
 
 // TestMCPPullReplyHistory: a message that arrived by webhook is pulled,

@@ -64,8 +64,10 @@ func attachmentURI(id string) string { return "mio://attachments/" + id }
 func schemaFor[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
 		reflect.TypeFor[uuid.UUID](): {Type: "string", Format: "uuid"},
-		// The raw JSON fields are objects or absent (rich_content).
-		reflect.TypeFor[json.RawMessage](): {},
+		// The raw JSON fields are objects or absent (rich_content). Not
+		// the empty schema: it is written as true, which clients reject
+		// as a property's schema.
+		reflect.TypeFor[json.RawMessage](): {Type: "object"},
 	}})
 	if err != nil {
 		panic("mcpserver: schema of " + reflect.TypeFor[T]().String() + ": " + err.Error())
