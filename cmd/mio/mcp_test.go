@@ -291,4 +291,3 @@ func nodeTools(t *testing.T) (string, string) {
 	}
 	return node, npm
 }
-
