@@ -291,3 +291,26 @@ func nodeTools(t *testing.T) (string, string) {
 	}
 	return node, npm
 }
+
+// TestMCPExampleAgent runs examples/mcp-agent over `mio mcp`: it answers
+// one message end to end.
+func TestMCPExampleAgent(t *testing.T) {
+	t.Parallel()
+	s := newMCPServer(t)
+	s.consumer(t, "example", "conv-example")
+	s.inbound(t, "conv-example", "hello example")
+	bin := filepath.Join(t.TempDir(), "mcp-agent")
+	build := exec.Command("go", "build", "-o", bin, "./examples/mcp-agent")
+	build.Dir = repoRoot(t)
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agent := exec.CommandContext(ctx, bin)
+	agent.Env = append(baseEnv(), "MIO_BIN="+mioBin, "MIO_URL="+s.public, "MIO_API_TOKEN="+s.token,
+		"MIO_CONSUMER=example", "MIO_AGENT_MAX=1", "MIO_DATA_DIR="+t.TempDir())
+	out, err = agent.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "answered ")
+	require.Equal(t, []string{"You said: hello example"}, s.sendsTo(t, "conv-example"))
+}
