@@ -24,11 +24,16 @@ func NewClientBackend(c *client.Client) *ClientBackend { return &ClientBackend{c
 var _ Backend = (*ClientBackend)(nil)
 
 // apiError turns the server's error answer into an *Error with its code
-// and message; other errors (network) are returned as they are.
+// and message, and a failure to reach the server into an unavailable
+// *Error saying so (the client's errors name the method and path, never
+// the token).
 func apiError(err error) error {
 	var ae *client.APIError
-	if !errors.As(err, &ae) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
+	}
+	if !errors.As(err, &ae) {
+		return Errorf(CodeUnavailable, "MIO could not be reached (%v); call again later", err)
 	}
 	code := ae.Code
 	switch ae.Status {

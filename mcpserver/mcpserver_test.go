@@ -393,3 +393,24 @@ func TestMCPHTTPOriginAndToken(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, post("", ""))
 	require.Equal(t, http.StatusUnauthorized, post("mio_bogus", ""))
 }
+
+// TestMCPServerUnreachable: over stdio, a MIO that cannot be reached is a
+// tool error saying so.
+func TestMCPServerUnreachable(t *testing.T) {
+	t.Parallel()
+	backend := mcpserver.NewClientBackend(client.New("http://127.0.0.1:1", "mio_x", client.WithRetry(client.Retry{Attempts: 1})))
+	srv := mcpserver.New(mcpserver.Options{Backend: func(context.Context, *mcp.RequestExtra) (mcpserver.Backend, error) {
+		return backend, nil
+	}})
+	t1, t2 := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	ss, err := srv.Connect(ctx, t1, nil)
+	require.NoError(t, err)
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, t2, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	msg := fails(t, cs, "get_message", map[string]any{"id": uuid.NewString()})
+	require.Contains(t, msg, "could not be reached")
+	require.NotContains(t, msg, "mio_x")
+}
