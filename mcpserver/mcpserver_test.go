@@ -366,13 +366,17 @@ func TestMCPResources(t *testing.T) {
 
 // TestMCPHTTPOriginAndToken: /mcp refuses a browser Origin that is not
 // allowed (403) and a missing or bad token (401); an allowed Origin and
-// no Origin pass.
+// no Origin pass, and so does a public Host name reaching a loopback
+// listener through a proxy.
 func TestMCPHTTPOriginAndToken(t *testing.T) {
 	t.Parallel()
 	st := newStack(t, "https://agent.example.com")
-	post := func(token, origin string) int {
+	post := func(token, origin string, host ...string) int {
 		req, _ := http.NewRequest(http.MethodPost, st.srv.URL+"/mcp", strings.NewReader(
 			`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		if len(host) > 0 {
+			req.Host = host[0]
+		}
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		if token != "" {
@@ -392,6 +396,9 @@ func TestMCPHTTPOriginAndToken(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, post(st.a.agent, "http://agent.example.com"))
 	require.Equal(t, http.StatusUnauthorized, post("", ""))
 	require.Equal(t, http.StatusUnauthorized, post("mio_bogus", ""))
+	// Behind a reverse proxy on the same host (a sidecar, nginx to
+	// 127.0.0.1) the Host header is the public name: served, as /v1 is.
+	require.Equal(t, http.StatusOK, post(st.a.agent, "", "mio.example.com"))
 }
 
 // TestMCPServerUnreachable: over stdio, a MIO that cannot be reached is a
