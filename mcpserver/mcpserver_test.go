@@ -399,6 +399,25 @@ func TestMCPHTTPOriginAndToken(t *testing.T) {
 	// Behind a reverse proxy on the same host (a sidecar, nginx to
 	// 127.0.0.1) the Host header is the public name: served, as /v1 is.
 	require.Equal(t, http.StatusOK, post(st.a.agent, "", "mio.example.com"))
+
+	// Stateless: a lone tools/call, as README's curl sends it, is answered.
+	req, _ := http.NewRequest(http.MethodPost, st.srv.URL+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pull_messages","arguments":{"wait":"0s"}}}`))
+	req.Header.Set("Authorization", "Bearer "+st.a.agent)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var answer struct {
+		Result struct {
+			IsError           bool           `json:"isError"`
+			StructuredContent map[string]any `json:"structuredContent"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&answer))
+	require.False(t, answer.Result.IsError)
+	require.Contains(t, answer.Result.StructuredContent, "deliveries")
 }
 
 // TestMCPServerUnreachable: over stdio, a MIO that cannot be reached is a
