@@ -12,7 +12,7 @@ TOOL    := $(GO) tool -modfile=tools/go.mod
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/... ./top/...
 
-.PHONY: browser tmux sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-scale bench-admin postgres fmt
+.PHONY: browser tmux sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-mcp bench-scale bench-admin postgres fmt
 
 ## run: start MIO locally (mio dev: private PostgreSQL, demo install)
 run: postgres build
@@ -101,6 +101,10 @@ bench-horizon: postgres build build-bench
 bench-sdk: postgres sdk-tools build build-bench
 	cd sdk/typescript && npm ci --no-audit --no-fund && npm run build
 	./$(BENCH) sdk
+
+## bench-mcp: pull+ack over the MCP tools at /mcp vs the HTTP pull API; pull->reply round trip
+bench-mcp: postgres build build-bench
+	./$(BENCH) mcp
 
 ## bench-consume: pull+ack throughput and end-to-end latency vs the pgbench queue reference
 bench-consume: postgres build build-bench

@@ -59,6 +59,10 @@ var rules = []rule{
 		why: "the terminal view and its libraries stay out of the server's packages",
 	},
 	{
+		name: "MCPServerSpeaksTheAgentAPI", from: []string{"mcpserver"}, forbidden: []string{""}, allowed: []string{"envelope", "client"},
+		why: "the MCP tools run over a Backend: httpapi runs them on the services, mio mcp over the Go client",
+	},
+	{
 		name: "EnvelopeIsALeaf", from: []string{"envelope"}, forbidden: []string{""},
 		why: "every layer and the client speak the envelope types",
 	},

@@ -129,6 +129,35 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 			return fmt.Errorf("mio: encode request: %w", err)
 		}
 	}
+	return c.send(ctx, method, path, body, in != nil, func(resp *http.Response) error {
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if err != nil {
+			return &readError{fmt.Errorf("mio: read answer: %w", err)}
+		}
+		if decode != nil && len(data) > 0 {
+			if err := decode(data); err != nil {
+				return fmt.Errorf("mio: decode answer: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// doRaw sends a request without a body and hands a successful answer to
+// read, retrying per the policy.
+func (c *Client) doRaw(ctx context.Context, method, path string, read func(*http.Response) error) error {
+	return c.send(ctx, method, path, nil, false, read)
+}
+
+// readError is a failure to read a successful answer: retried like a
+// network error.
+type readError struct{ err error }
+
+func (e *readError) Error() string { return e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// send runs the request with retries; ok reads a successful answer.
+func (c *Client) send(ctx context.Context, method, path string, body []byte, hasBody bool, ok func(*http.Response) error) error {
 	var lastErr error
 	for attempt := 0; attempt < c.retry.Attempts; attempt++ {
 		if attempt > 0 {
@@ -145,7 +174,7 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("User-Agent", c.userAg)
-		if in != nil {
+		if hasBody {
 			req.Header.Set("Content-Type", "application/json")
 		}
 		resp, err := c.http.Do(req)
@@ -156,13 +185,13 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 			lastErr = fmt.Errorf("mio: %s %s: %w", method, path, err)
 			continue
 		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		resp.Body.Close()
-		if err != nil {
-			lastErr = fmt.Errorf("mio: read answer: %w", err)
-			continue
-		}
 		if resp.StatusCode >= 300 {
+			data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+			if err != nil {
+				lastErr = fmt.Errorf("mio: read answer: %w", err)
+				continue
+			}
 			ae := &APIError{Status: resp.StatusCode}
 			var eb struct {
 				Error struct{ Code, Message string } `json:"error"`
@@ -176,12 +205,14 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 			}
 			return ae
 		}
-		if decode != nil && len(data) > 0 {
-			if err := decode(data); err != nil {
-				return fmt.Errorf("mio: decode answer: %w", err)
-			}
+		err = ok(resp)
+		resp.Body.Close()
+		var re *readError
+		if errors.As(err, &re) {
+			lastErr = re.err
+			continue
 		}
-		return nil
+		return err
 	}
 	return lastErr
 }

@@ -127,6 +127,11 @@ type Config struct {
 	// encoded, that encrypts account credentials at rest. Required by
 	// commands that read or write credentials.
 	MasterKey []byte
+	// MCPAllowedOrigins (MIO_MCP_ALLOWED_ORIGINS) are the browser origins
+	// (scheme://host[:port]) the MCP endpoint /mcp answers; a request
+	// with another Origin header is refused, one without passes. Default
+	// none.
+	MCPAllowedOrigins []string
 	// NatsCreds (MIO_NATS_CREDS) is a NATS credentials file (JWT + nkey)
 	// for the bridge. Default none.
 	NatsCreds string
@@ -324,6 +329,21 @@ func options() []option {
 					return errors.New("want one of debug, info, warn, error")
 				}
 				c.LogLevel = l
+				return nil
+			}},
+		{flag: "mcp-allowed-origins", envs: []string{"MIO_MCP_ALLOWED_ORIGINS"}, usage: "browser origins /mcp answers, scheme://host[:port] (comma-separated; requests without Origin always pass)",
+			set: func(c *Config, v string) error {
+				c.MCPAllowedOrigins = nil
+				for _, f := range strings.Split(v, ",") {
+					if f = strings.TrimSpace(f); f == "" {
+						continue
+					}
+					u, err := url.Parse(f)
+					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+						return fmt.Errorf("want comma-separated origins such as https://app.example.com: %q", f)
+					}
+					c.MCPAllowedOrigins = append(c.MCPAllowedOrigins, strings.TrimRight(f, "/"))
+				}
 				return nil
 			}},
 		{flag: "master-key", envs: []string{"MIO_MASTER_KEY"}, secret: true, usage: "base64 32-byte key encrypting credentials at rest",

@@ -32,6 +32,10 @@ func (s *Server) PublicHandler() http.Handler {
 	r.Post("/webhooks/{channel_type}/{account_id}", s.webhook)
 	r.Get("/webhooks/{channel_type}/{account_id}", s.webhook)
 
+	// MCP (Model Context Protocol) for agents, Streamable HTTP (mcp.go):
+	// the same token and roles as /v1.
+	r.Post("/mcp", s.mcpHandler().ServeHTTP)
+
 	// The agent API: bearer token, tenant-scoped.
 	r.Route("/v1", func(r chi.Router) {
 		r.Get("/openapi.json", s.openapiDoc(openapi.Public)) // no token: the API's description
@@ -46,6 +50,8 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
 		// Typing signals (typing.go): best effort, at once, never queued.
 		r.With(s.authenticate(db.RoleProduce)).Post("/conversations/typing", s.postTyping)
+		// A conversation's history, both directions (conversations.go).
+		r.With(s.authenticate(db.RoleRead)).Get("/conversations/{account_id}/{conversation_id}/messages", s.getConversationMessages)
 
 		r.Route("/consumers/{name}", func(r chi.Router) {
 			r.Use(s.authenticate(db.RoleConsume))

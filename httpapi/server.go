@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,6 +80,12 @@ type Deps struct {
 	// Console, when set, is served at / on the admin listener (behind
 	// its allow-list; the routes above take precedence).
 	Console http.Handler
+	// MCPAllowedOrigins are the browser origins (scheme://host[:port])
+	// /mcp answers; a request with another Origin header is refused, one
+	// without passes. Default none.
+	MCPAllowedOrigins []string
+	// Version is reported to MCP clients. Default "dev".
+	Version string
 }
 
 // Server holds the handlers of both listeners.
@@ -107,6 +114,8 @@ type Server struct {
 	adminAllow      []netip.Prefix
 	pprof           bool
 	console         http.Handler
+	mcpOrigins      map[string]bool
+	version         string
 }
 
 // New returns a Server.
@@ -130,6 +139,10 @@ func New(d Deps) *Server {
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
 	s.admin, s.pprof = d.Admin, d.Pprof
 	s.console = d.Console
+	s.mcpOrigins, s.version = map[string]bool{}, d.Version
+	for _, o := range d.MCPAllowedOrigins {
+		s.mcpOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
 	s.adminAllow = d.AdminAllowCIDRs
 	if len(s.adminAllow) == 0 {
 		s.adminAllow = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}

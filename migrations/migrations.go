@@ -182,11 +182,11 @@ func (m *Migrator) Down(ctx context.Context) (*AppliedVersion, error) {
 	if v <= BaselineEnd {
 		return nil, ErrBaselineDown
 	}
-	r, err := p.Down(ctx)
+	// Exactly the newest version: goose's Down looks up the file of every
+	// recorded version above its target, and a database migrated before
+	// the baseline records versions 3 to 42, which have none.
+	r, err := p.ApplyVersion(ctx, v, false)
 	if err != nil {
-		if errors.Is(err, goose.ErrNoNextVersion) {
-			return nil, nil
-		}
 		return nil, fmt.Errorf("mio migrations: %w", err)
 	}
 	return &AppliedVersion{Source: "mio", Version: r.Source.Version, Name: baseName(r.Source.Path)}, nil

@@ -29,8 +29,8 @@ func preBaseline(t *testing.T) []byte {
 }
 
 // TestUpgradeFromPreBaseline: a database created before the baseline
-// (versions up to 42 recorded) runs no goose or River migration, only the
-// function and view files; it is then current, its schema dump equals a new
+// (versions up to 42 recorded) runs no baseline or River migration, only the
+// migrations after the baseline and the function and view files; it is then current, its schema dump equals a new
 // database's, the baseline cannot be rolled back, and a second migrate up
 // does nothing.
 func TestUpgradeFromPreBaseline(t *testing.T) {
@@ -50,7 +50,11 @@ func TestUpgradeFromPreBaseline(t *testing.T) {
 	applied, err := m.Up(ctx)
 	require.NoError(t, err)
 	for _, a := range applied {
-		require.Equal(t, "definition", a.Source, "%s %d %s ran on a database at the baseline", a.Source, a.Version, a.Name)
+		// Only the migrations after the baseline (from 00043) and the
+		// definition files run; River's are current already.
+		if a.Source != "definition" {
+			require.True(t, a.Source == "mio" && a.Version > 42, "%s %d %s ran on a database at the baseline", a.Source, a.Version, a.Name)
+		}
 	}
 	again, err := m.Up(ctx)
 	require.NoError(t, err)
@@ -61,8 +65,18 @@ func TestUpgradeFromPreBaseline(t *testing.T) {
 	for _, s := range st {
 		require.True(t, s.Applied, "%s %d %s", s.Source, s.Version, s.Name)
 	}
-	_, err = m.Down(ctx)
-	require.ErrorIs(t, err, migrations.ErrBaselineDown)
+	// Down undoes the migrations after the baseline one by one, then
+	// refuses the baseline.
+	for {
+		v, err := m.Down(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, migrations.ErrBaselineDown)
+			break
+		}
+		require.Greater(t, v.Version, int64(migrations.BaselineEnd))
+	}
+	_, err = m.Up(ctx)
+	require.NoError(t, err)
 
 	fresh := dbtest.New(t)
 	want, got := schemaDump(t, fresh.OwnerURL), schemaDump(t, env.OwnerURL)

@@ -161,3 +161,12 @@ DELETE FROM mio.inbound_refs
 WHERE ctid = ANY (ARRAY(
     SELECT r.ctid FROM mio.inbound_refs AS r WHERE r.tenant_id = @tenant_id::uuid AND r.created_at < @before::timestamptz ORDER BY r.created_at LIMIT @max_rows::int
 ));
+
+-- name: InboxConversationPage :many
+-- One conversation's inbound messages received before (before_at,
+-- before_id), newest first (index inbox_conversation); no raw payloads.
+SELECT id, account_id, envelope, received_at FROM mio.inbox
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id
+  AND (received_at, id) < (@before_at::timestamptz, @before_id::uuid)
+ORDER BY received_at DESC, id DESC
+LIMIT @row_limit;

@@ -195,3 +195,12 @@ SELECT * FROM mio.dead_letters AS d WHERE d.tenant_id = @tenant_id AND d.id = @i
 
 -- name: OutboxKeepStats :one
 SELECT mio.outbox_keep_stats()::bool AS analyzed;
+
+-- name: OutboxConversationPage :many
+-- One conversation's outbound messages accepted before (before_at,
+-- before_id), newest first (index outbox_conversation).
+SELECT * FROM mio.outbox
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = @conversation_id
+  AND (created_at, id) < (@before_at::timestamptz, @before_id::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;

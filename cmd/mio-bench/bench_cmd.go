@@ -49,7 +49,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
-		fs.IntVar(&clients, "clients", 32, "concurrent clients (dispatch-webhook: clients posting webhooks during the dispatch; default none)")
+		fs.IntVar(&clients, "clients", 32, "concurrent clients (mcp: default 8; dispatch-webhook: clients posting webhooks during the dispatch, default none)")
 		fs.IntVar(&sends, "sends", 20_000, "dispatch-webhook: sends queued")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
@@ -57,10 +57,10 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.BoolVar(&noRef, "no-reference", false, "skip the reference (pgbench; dispatch, dispatch-webhook: River's no-op jobs)")
 		fs.IntVar(&rate, "rate", 200, "horizon: webhooks per second offered; dispatch: sends per second of the latency phase (default half the throughput; the reply phase POSTs at 20/s)")
 		fs.DurationVar(&hold, "hold", 2*time.Minute, "horizon: how long the transaction(s) stay open")
-		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 400000); dispatch: sends of the throughput phase (default 50000)")
+		fs.IntVar(&messages, "messages", 0, "sdk: messages each consume loop drains (default 20000); mcp: messages each drain reads (default 20000); bridge: messages preloaded (default 100000); admin: inbox rows seeded (default 1000000); scale: messages pulled+acked per phase (default 400000); dispatch: sends of the throughput phase (default 50000)")
 		fs.IntVar(&adminCs, "consumers", 0, "admin: consumers created, each --messages behind (default 100)")
 		fs.IntVar(&requests, "requests", 0, "admin: queries of mio.queue_health and requests per admin call (default 200)")
-		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000)")
+		fs.IntVar(&replies, "replies", 0, "sdk: answers per variant, reply-with-ack and send+ack (default 2000); mcp: pull→reply round trips timed (default 200)")
 		fs.StringVar(&sdkDir, "sdk-dir", ".", "sdk: the repository root holding sdk/python and sdk/typescript (built)")
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce, dispatch-webhook: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
@@ -232,6 +232,21 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer env.Close()
 		res, err := bench.SDK(ctx, env, bench.SDKOptions{Messages: messages, Replies: replies, SDKDir: sdkDir})
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	case "mcp":
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		opts := bench.MCPOptions{Messages: messages, Replies: replies}
+		if flagSet(args[1:], "clients") {
+			opts.Clients = clients
+		}
+		res, err := bench.MCP(ctx, env, opts)
 		if res != nil {
 			res.Print(stdout)
 		}

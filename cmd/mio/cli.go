@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 )
 
@@ -29,6 +30,7 @@ Usage:
   mio top [--once] [--interval 2s] [--tenant T]
                                live terminal view over the admin listener (read-only)
   mio send-test [--text T]     send a signed test webhook to the mio dev demo account
+  mio mcp                      MCP server on stdin/stdout for a desktop agent (MIO_URL, MIO_API_TOKEN)
   mio version                  version, commit and schema version
 
 Every command accepts the configuration flags; see 'mio serve --help'.
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, getenv env, stdout, stderr io.Write
 		err = cmdAdmin(ctx, rest, getenv, stdout, stderr)
 	case "top":
 		err = cmdTop(ctx, rest, getenv, stdout, stderr)
+	case "mcp":
+		err = cmdMCP(ctx, rest, getenv, os.Stdin, stdout, stderr)
 	case "send-test":
 		err = cmdSendTest(ctx, rest, getenv, stdout, stderr)
 	case "version", "--version":

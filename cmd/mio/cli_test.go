@@ -78,9 +78,18 @@ func TestMigrate(t *testing.T) {
 	require.NotRegexp(t, pendingRow, r.stdout)
 	require.Regexp(t, `mio\s+1\s+00001_baseline.sql\s+applied`, r.stdout)
 
-	r = runMio(t, dbURL, "migrate", "down")
-	require.NotZero(t, r.code, "the baseline cannot be rolled back")
-	require.Contains(t, r.stderr, "baseline")
+	// down undoes the migrations after the baseline, newest first, then
+	// refuses the baseline.
+	for i := 0; ; i++ {
+		r = runMio(t, dbURL, "migrate", "down")
+		if r.code != 0 {
+			require.Contains(t, r.stderr, "baseline", "the baseline cannot be rolled back")
+			break
+		}
+		require.Less(t, i, 100, "down never reached the baseline")
+	}
+	r = runMio(t, dbURL, "migrate", "up")
+	require.Zero(t, r.code, r.stderr)
 
 	r = runMio(t, dbURL, "migrate", "status")
 	require.NotRegexp(t, pendingRow, r.stdout)

@@ -37,6 +37,8 @@ var sdkSchemas = []struct {
 	{"Sent", "SendAccepted", true},
 	{"OutboundStatus", "Outbound", true},
 	{"TypingResult", "TypingResult", true},
+	{"ConversationItem", "ConversationItem", true},
+	{"ConversationPage", "ConversationPage", true},
 	{"ConsumerFilter", "ConsumerFilter", false},
 	{"ConsumerConfig", "ConsumerConfig", false},
 	{"SendAttachment", "SendAttachment", false},

@@ -223,6 +223,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 		Admin:           adminSvc,
 		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
+		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version,
 	})
 
 	servers := newListeners(2, log)

@@ -57,6 +57,64 @@ func (q *Queries) InboundRefPrune(ctx context.Context, db DBTX, arg *InboundRefP
 	return result.RowsAffected(), nil
 }
 
+const InboxConversationPage = `-- name: InboxConversationPage :many
+SELECT id, account_id, envelope, received_at FROM mio.inbox
+WHERE tenant_id = $1 AND account_id = $2 AND conversation_id = $3
+  AND (received_at, id) < ($4::timestamptz, $5::uuid)
+ORDER BY received_at DESC, id DESC
+LIMIT $6
+`
+
+type InboxConversationPageParams struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+	BeforeAt       time.Time
+	BeforeID       uuid.UUID
+	RowLimit       int32
+}
+
+type InboxConversationPageRow struct {
+	ID         uuid.UUID
+	AccountID  uuid.UUID
+	Envelope   []byte
+	ReceivedAt time.Time
+}
+
+// One conversation's inbound messages received before (before_at,
+// before_id), newest first (index inbox_conversation); no raw payloads.
+func (q *Queries) InboxConversationPage(ctx context.Context, db DBTX, arg *InboxConversationPageParams) ([]InboxConversationPageRow, error) {
+	rows, err := db.Query(ctx, InboxConversationPage,
+		arg.TenantID,
+		arg.AccountID,
+		arg.ConversationID,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []InboxConversationPageRow
+	for rows.Next() {
+		var i InboxConversationPageRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Envelope,
+			&i.ReceivedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const InboxGet = `-- name: InboxGet :one
 SELECT tenant_id, id, seq, xid, ready_xid, ready_seq, account_id, channel_type, conversation_id, source_message_id, state, envelope, raw, received_at, ready_at, archived_at FROM mio.inbox WHERE tenant_id = $1 AND id = $2
 `

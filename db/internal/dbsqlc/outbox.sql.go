@@ -137,6 +137,85 @@ func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg *DeadLette
 	return requeued, err
 }
 
+const OutboxConversationPage = `-- name: OutboxConversationPage :many
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox
+WHERE tenant_id = $1 AND account_id = $2 AND conversation_id = $3
+  AND (created_at, id) < ($4::timestamptz, $5::uuid)
+ORDER BY created_at DESC, id DESC
+LIMIT $6
+`
+
+type OutboxConversationPageParams struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+	BeforeAt       time.Time
+	BeforeID       uuid.UUID
+	RowLimit       int32
+}
+
+// One conversation's outbound messages accepted before (before_at,
+// before_id), newest first (index outbox_conversation).
+func (q *Queries) OutboxConversationPage(ctx context.Context, db DBTX, arg *OutboxConversationPageParams) ([]MioOutbox, error) {
+	rows, err := db.Query(ctx, OutboxConversationPage,
+		arg.TenantID,
+		arg.AccountID,
+		arg.ConversationID,
+		arg.BeforeAt,
+		arg.BeforeID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MioOutbox
+	for rows.Next() {
+		var i MioOutbox
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.Seq,
+			&i.AccountID,
+			&i.ChannelType,
+			&i.ConversationID,
+			&i.ThreadID,
+			&i.IdempotencyKey,
+			&i.RequestSha256,
+			&i.Text,
+			&i.RichContent,
+			&i.Attachments,
+			&i.EditOf,
+			&i.HandoffState,
+			&i.Active,
+			&i.ProviderState,
+			&i.AttemptNo,
+			&i.Series,
+			&i.SeriesFirstAttempt,
+			&i.Attempts,
+			&i.NextAttemptAt,
+			&i.LeaseUntil,
+			&i.JobID,
+			&i.ProviderMessageID,
+			&i.Receipts,
+			&i.LastError,
+			&i.ReceiptDueAt,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.HandedOffAt,
+			&i.DeadAt,
+			&i.DiscardedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const OutboxEventList = `-- name: OutboxEventList :many
 SELECT tenant_id, outbox_id, id, event, machine, state, attempt_no, detail, at, xid FROM mio.outbox_events
 WHERE tenant_id = $1 AND outbox_id = $2

@@ -44,6 +44,22 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(live.ACCOUNT_ID, out.account_id)
         self.assertEqual(0, c.get().stats.ack_pending)
 
+    def test_conversation_history(self):
+        conv = live.unique("conv/py")  # a "/" is path-escaped
+        c = self.consumer(conv)
+        live.inbound(conv, "question")
+        d = c.pull(batch=1, wait=10)[0]
+        c.reply(d, text="answer")
+        page = self.client.conversation(live.ACCOUNT_ID, conv)
+        self.assertEqual(["inbound", "outbound"], [i.direction for i in page.items])
+        self.assertEqual("question", page.items[0].message.text)
+        self.assertEqual("answer", page.items[1].outbound.text)
+        self.assertIsNone(page.next_cursor)
+        newest = self.client.conversation(live.ACCOUNT_ID, conv, limit=1)
+        self.assertEqual(["outbound"], [i.direction for i in newest.items])
+        older = self.client.conversation(live.ACCOUNT_ID, conv, limit=1, before=newest.next_cursor)
+        self.assertEqual(["inbound"], [i.direction for i in older.items])
+
     def test_settle(self):
         conv = live.unique("conv")
         c = self.consumer(conv)

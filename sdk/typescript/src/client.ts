@@ -2,6 +2,7 @@ import { APIError, LeaseLost, Term, apiError } from "./errors.js";
 import type {
   ConsumerConfig,
   ConsumerInfo,
+  ConversationPage,
   Delivery,
   Message,
   OutboundStatus,
@@ -140,6 +141,16 @@ export class Client {
 
   async outbound(id: string): Promise<OutboundStatus> {
     return (await this.call<OutboundStatus>("GET", `/v1/outbound/${encodeURIComponent(id)}`)).body;
+  }
+
+  /** A conversation's inbound and outbound messages, oldest first: the newest page, or the page before `before` (a previous page's next_cursor). */
+  async conversation(accountId: string, conversationId: string, opts: { limit?: number; before?: string } = {}): Promise<ConversationPage> {
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    if (opts.before) q.set("before", opts.before);
+    const path = `/v1/conversations/${encodeURIComponent(accountId)}/${encodeURIComponent(conversationId)}/messages`;
+    const qs = q.toString();
+    return (await this.call<ConversationPage>("GET", qs ? `${path}?${qs}` : path)).body;
   }
 
   /** Shows the bot as typing (best effort): status sent, unsupported, throttled or failed. */

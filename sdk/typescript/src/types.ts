@@ -164,6 +164,21 @@ export interface OutboundStatus {
   discarded_at?: string;
 }
 
+/** One message of a conversation's history: inbound (message, without raw) or outbound (without events). */
+export interface ConversationItem {
+  direction: "inbound" | "outbound";
+  id: string;
+  at: string;
+  message?: Message;
+  outbound?: OutboundStatus;
+}
+
+/** A page of a conversation's history, oldest first; next_cursor fetches the older page. */
+export interface ConversationPage {
+  items: ConversationItem[];
+  next_cursor?: string;
+}
+
 export interface TypingResult {
   status: "sent" | "unsupported" | "throttled" | "failed" | string;
   error?: string;

@@ -33,6 +33,23 @@ test("pull and reply with ack", { skip }, async (t) => {
   assert.equal((await c.get()).stats.ack_pending, 0);
 });
 
+test("conversation history", { skip }, async (t) => {
+  const conv = unique("conv/ts"); // a "/" is path-escaped
+  const c = await consumer(t, conv);
+  await inbound(conv, "question");
+  const [d] = await c.pull(1, 10);
+  await c.reply(d, { text: "answer" });
+  const page = await client.conversation(ACCOUNT_ID, conv);
+  assert.deepEqual(page.items.map((i) => i.direction), ["inbound", "outbound"]);
+  assert.equal(page.items[0].message.text, "question");
+  assert.equal(page.items[1].outbound.text, "answer");
+  assert.equal(page.next_cursor, undefined);
+  const newest = await client.conversation(ACCOUNT_ID, conv, { limit: 1 });
+  assert.deepEqual(newest.items.map((i) => i.direction), ["outbound"]);
+  const older = await client.conversation(ACCOUNT_ID, conv, { limit: 1, before: newest.next_cursor });
+  assert.deepEqual(older.items.map((i) => i.direction), ["inbound"]);
+});
+
 test("settle", { skip }, async (t) => {
   const conv = unique("conv");
   const c = await consumer(t, conv);

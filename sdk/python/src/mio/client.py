@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Union
 
 from .errors import APIError, LeaseLost, MioError, Term, api_error
-from .types import ConsumerInfo, Delivery, Message, OutboundStatus, Sent, SettleResult, TypingResult
+from .types import (ConsumerInfo, ConversationPage, Delivery, Message, OutboundStatus, Sent, SettleResult,
+                    TypingResult)
 
 __all__ = ["Client", "Consumer"]
 
@@ -141,6 +142,21 @@ class Client:
 
     def outbound(self, outbound_id: str) -> OutboundStatus:
         return OutboundStatus.from_json(self._call("GET", "/v1/outbound/" + urllib.parse.quote(outbound_id))[1])
+
+    def conversation(self, account_id: str, conversation_id: str, *, limit: Optional[int] = None,
+                     before: Optional[str] = None) -> ConversationPage:
+        """A conversation's inbound and outbound messages, oldest first: the newest page, or the page
+        before the cursor `before` (a previous page's next_cursor)."""
+        q: Dict[str, Any] = {}
+        if limit is not None:
+            q["limit"] = limit
+        if before:
+            q["before"] = before
+        path = ("/v1/conversations/" + urllib.parse.quote(account_id, safe="") + "/"
+                + urllib.parse.quote(conversation_id, safe="") + "/messages")
+        if q:
+            path += "?" + urllib.parse.urlencode(q)
+        return ConversationPage.from_json(self._call("GET", path)[1])
 
     def typing(self, account_id: str, conversation_id: str, thread_id: Optional[str] = None) -> TypingResult:
         """Show the bot as typing (best effort): status sent, unsupported, throttled or failed."""

@@ -223,6 +223,35 @@ class OutboundStatus:
 
 
 @dataclass
+class ConversationItem:
+    """One message of a conversation's history: inbound (message) or outbound (outbound)."""
+
+    direction: str
+    id: str
+    at: str
+    message: Optional[Message] = None
+    outbound: Optional[OutboundStatus] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ConversationItem":
+        return cls(direction=d.get("direction", ""), id=d.get("id", ""), at=d.get("at", ""),
+                   message=Message.from_json(d["message"]) if d.get("message") else None,
+                   outbound=OutboundStatus.from_json(d["outbound"]) if d.get("outbound") else None)
+
+
+@dataclass
+class ConversationPage:
+    """A page of a conversation's history, oldest first; next_cursor fetches the older page."""
+
+    items: List[ConversationItem] = field(default_factory=list)
+    next_cursor: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "ConversationPage":
+        return cls(items=[ConversationItem.from_json(i) for i in d.get("items") or []], next_cursor=d.get("next_cursor"))
+
+
+@dataclass
 class TypingResult:
     status: str
     error: Optional[str] = None
