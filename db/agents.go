@@ -10,8 +10,8 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
-// DeliveryIDKey returns the install's 32-byte delivery-id key (migration
-// 00013): consume tags lease-range delivery ids with it.
+// DeliveryIDKey returns the install's 32-byte delivery-id key
+// (mio.delivery_id_key): consume tags lease-range delivery ids with it.
 func DeliveryIDKey(ctx context.Context, tx DBTX) ([]byte, error) {
 	k, err := queries().DeliveryIDKey(ctx, tx)
 	return k, translate(err)

@@ -15,20 +15,20 @@ import (
 )
 
 // TestDispatchClaimAndFinishReadOnlyTheirRows: the dispatcher's claim and
-// finish (mio.dispatch_claim, mio.dispatch_finish; migration 00034), and
-// the rate-limited claim's steps (mio.dispatch_candidates,
-// mio.dispatch_mark_sending, mio.dispatch_probe; 00035) read the rows they
-// are given and no others, whatever the statistics say, in the two cases
-// that broke them:
+// finish (mio.dispatch_claim, mio.dispatch_finish), and the rate-limited
+// claim's steps (mio.dispatch_candidates, mio.dispatch_mark_sending,
+// mio.dispatch_probe) read the rows they are given and no others, whatever
+// the statistics say, in the two cases where a plain lookup by id reads
+// the tenant's rows:
 //  1. generic plans made on a young, never-analyzed outbox (a new
 //     install's first sends, a benchmark's warm-up), then the tenant's
 //     burst: looked up as `tenant_id = $1 AND id = $2`, the primary key
-//     tied with the idempotency key's index and lost, every row of the
+//     ties with the idempotency key's index and loses, every row of the
 //     tenant read per id;
 //  2. a tenant new to the statistics (others' rows analyzed, then its
-//     burst), estimated at a row: the old claim's `id = ANY ($2)` read the
+//     burst), estimated at a row: a claim by `id = ANY ($2)` reads the
 //     tenant's rows with the ids as a filter (44,872 rows removed per
-//     finish in the dispatch bench). The old lookup is run too, so the
+//     finish in the dispatch bench). That plain lookup is run too, so the
 //     test proves the setup.
 func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 	t.Parallel()
@@ -156,8 +156,8 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 	require.NoError(t, err)
 	ids := grow(late, lateAccount, "l", 3000)
 
-	// The old claim's lookup, planned for its values: the tenant's rows
-	// read and filtered.
+	// A plain lookup by `id = ANY`, planned for its values: the tenant's
+	// rows read and filtered.
 	var plan []string
 	require.NoError(t, db.InTenantTx(ctx, b.env.Pool, late, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
@@ -171,7 +171,7 @@ func TestDispatchClaimAndFinishReadOnlyTheirRows(t *testing.T) {
 		return err
 	}))
 	require.Regexp(t, regexp.MustCompile(`Rows Removed by Filter: \d{4}`), strings.Join(plan, "\n"),
-		"the setup no longer makes the old lookup read the tenant's rows")
+		"the setup no longer makes the plain lookup read the tenant's rows")
 	check("a tenant new to the statistics", late, ids)
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
 
-// The inbox is range-partitioned by day on its UUIDv7 id (migration
-// 00015): partition inbox_pYYYYMMDD holds the messages accepted that UTC
+// The inbox is range-partitioned by day on its UUIDv7 id (mio.inbox in
+// the baseline): partition inbox_pYYYYMMDD holds the messages accepted that UTC
 // day, inbox_default every id outside the days created. Days are created
 // ahead (InboxPartitionsEnsure) and retired whole (InboxPartitionRetire).
 

@@ -15,7 +15,7 @@ import (
 // Any failure rolls the whole transaction back. Statements are planned
 // for their actual parameters, without JIT (see BeginDispatch); the
 // claim and the finish are functions whose plans do not depend on them
-// (migration 00034).
+// (mio.dispatch_claim, mio.dispatch_finish).
 
 // OutboxFinishAndClaimCommit, in one transaction and one round trip,
 // records attempts' outcomes (mio.dispatch_finish), then claims, among

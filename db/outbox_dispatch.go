@@ -176,9 +176,11 @@ func scanFinishResult(row pgx.CollectableRow) (OutboxFinishResult, error) {
 	return r, err
 }
 
-// The dispatcher's claim and finish (migration 00034), and the
-// rate-limited claim's steps (00035): rows found by primary key and locked
-// version, whatever the statistics say. sqlc cannot type plpgsql table
+// The dispatcher's claim and finish (mio.dispatch_claim,
+// mio.dispatch_finish), and the rate-limited claim's steps
+// (mio.dispatch_candidates, mio.dispatch_mark_sending, mio.dispatch_probe):
+// rows found by primary key and locked version, whatever the statistics
+// say. sqlc cannot type plpgsql table
 // functions, so they are called here.
 const (
 	sqlDispatchFinish = `SELECT id, attempt_no, handoff_state, outcome

@@ -14,16 +14,16 @@ import (
 	"github.com/miohq/mio/db"
 )
 
-// TestClaimExtrasWalkIsBounded: mio.dispatch_claim_extras (migrations
-// 00029, 00032) looks for rows first of their lane among the newest due
-// rows only to a bounded depth (4 per row asked for, at least 256, counted
-// in rows even when they share their due time), so a backlog of
-// lane-blocked rows is not walked to its end in every shared
-// finish-and-claim transaction. Three lanes of 100 queued rows each, the
-// lanes' first rows the oldest: asked for one extra, the walk meets only
-// blocked rows within its depth and takes nothing (00004's walk went on
-// to the lanes' first rows and took one); with a backlog inside the depth
-// it takes a lane's first row.
+// TestClaimExtrasWalkIsBounded: mio.dispatch_claim_extras
+// (migrations/functions/dispatch_claim_extras.sql) looks for rows first of
+// their lane among the newest due rows only to a bounded depth (4 per row
+// asked for, at least 256, counted in rows even when they share their due
+// time), so a backlog of lane-blocked rows is not walked to its end in
+// every shared finish-and-claim transaction. Three lanes of 100 queued
+// rows each, the lanes' first rows the oldest: asked for one extra, the
+// walk meets only blocked rows within its depth and takes nothing (an
+// unbounded walk goes on to the lanes' first rows and takes one); with a
+// backlog inside the depth it takes a lane's first row.
 func TestClaimExtrasWalkIsBounded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -80,14 +80,13 @@ func TestClaimExtrasWalkIsBounded(t *testing.T) {
 
 }
 
-// TestClaimExtrasWalkCountsRows: the walk's depth is counted in rows
-// (migration 00032) even when the rows share their due time, as the rows
-// of one transaction do. 00029 bounded it by the due time found at that
-// depth, which bounded nothing then: every call walked the whole backlog.
-// 3,000 due rows sharing one due time, none takeable (their channel
-// takes rate-limit tokens): the walk reads at most its depth of the due index, counted by
-// the transaction's own index statistics (00029's function reads all
-// 3,000 and fails this).
+// TestClaimExtrasWalkCountsRows: the walk's depth is counted in rows even
+// when the rows share their due time, as the rows of one transaction do.
+// A bound on the due time found at that depth bounds nothing then: every
+// call would walk the whole backlog. 3,000 due rows sharing one due time,
+// none takeable (their channel takes rate-limit tokens): the walk reads at
+// most its depth of the due index, counted by the transaction's own index
+// statistics (a walk bounded by due time reads all 3,000 and fails this).
 func TestClaimExtrasWalkCountsRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -19,9 +19,9 @@ import (
 // dispatcher's claim (mio.dispatch_claim) and the rate-limited claim's
 // mark (mio.dispatch_mark_sending). It needs no indexed column to change
 // (the indexes name the generated `active`, never handoff_state) and room
-// for the new version on the row's page: the outbox's fillfactor
-// (migration 00039). At the earlier 60 only about two claims in three
-// were HOT, and each of the others wrote an entry in four indexes.
+// for the new version on the row's page: the outbox's fillfactor of 45.
+// At 60 only about two claims in three are HOT, and each of the others
+// writes an entry in four indexes; this test fails there.
 //
 // Rows are enqueued as the API does (db.OutboxInsertBatch), in batches,
 // with replies of 40 to 600 bytes; the counts come from

@@ -20,8 +20,8 @@ import (
 // while nearly empty, then grown to 3,000 rows (a new tenant's first
 // minutes, a benchmark): as "idempotency_key = ANY (keys)" the generic
 // plan scans the tenant's whole outbox and filters it (the batch endpoint
-// stalled 2 s per request at 180,000 rows); the lateral form reads a few
-// buffers per key. The old form is run too, so the test proves it sets
+// stalls 2 s per request at 180,000 rows); the lateral form reads a few
+// buffers per key. The ANY form is run too, so the test proves it sets
 // the hazard up.
 func TestOutboxLookupsDescendPerKey(t *testing.T) {
 	t.Parallel()

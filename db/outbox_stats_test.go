@@ -12,8 +12,8 @@ import (
 
 // TestOutboxKeepStatsAnalyzesGrowthCoarsely: mio.outbox_keep_stats
 // analyzes the outbox once it has changed by half (at least 1,000 rows),
-// with a coarse sample (statistics target 10, migration 00036: the full
-// ANALYZE it ran again and again while an outbox grew took 143–271 ms a
+// with a coarse sample (statistics target 10: at the default target the
+// ANALYZE it runs again and again while an outbox grows takes 143–271 ms a
 // time), and not again until it changes again.
 func TestOutboxKeepStatsAnalyzesGrowthCoarsely(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 
 // AppendJSON appends m encoded as encoding/json's Marshal encodes it, byte
 // for byte, without reflection: every inbound message is encoded once on
-// the webhook's hot path, where Marshal was 6 % of the server's CPU in
+// the webhook's hot path, where Marshal costs 6 % of the server's CPU in
 // `mio-bench ingest`. TestAppendJSONMatchesMarshal fills every field (by
 // reflection, so a field added to a type and not here fails it) and
 // FuzzAppendJSON holds the string escaping to Marshal's. The error is

@@ -159,8 +159,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 // webhookOK is the answer to an accepted webhook, as writeJSON would
-// encode {"ok": true}, rendered once (encoding a map each time was 6 % of
-// the webhook handler's CPU).
+// encode {"ok": true}, rendered once (encoding a map each time costs 6 %
+// of the webhook handler's CPU).
 const webhookOK = `{"ok":true}` + "\n"
 
 func (s *Server) reply(w http.ResponseWriter, rep *channels.Reply) {

@@ -46,7 +46,7 @@ type DispatchArgs struct {
 	// The worker claims them with OutboxID; on an account with rate
 	// limits it gives each a job of its own instead. A job that names
 	// more rows is never deleted by another job that takes one of them
-	// over (migration 00033): it still stands for the others.
+	// over: it still stands for the others.
 	More IDList `json:"more,omitempty"`
 }
 

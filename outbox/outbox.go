@@ -186,10 +186,9 @@ func (s *Service) insertJobs(ctx context.Context, tx pgx.Tx, sets []db.SendInser
 
 // JobGroupRows is the most rows one dispatch job is inserted for. A job
 // claims its rows together (with up to DispatchConfig.Extras more), so
-// this is about the rows one job run sends at once. 64, not the 16 of
-// migration 00033: River's insert, fetch and completion of a job cost
-// PostgreSQL as much as a few sends' rows, and at 16 a bulk of 50,000
-// sends still made 3,700 jobs (`mio-bench dispatch`, interleaved: 0.48 /
+// this is about the rows one job run sends at once. 64 rather than 16:
+// River's insert, fetch and completion of a job cost PostgreSQL as much
+// as a few sends' rows, and at 16 a bulk of 50,000 sends made 3,700 jobs (`mio-bench dispatch`, interleaved: 0.48 /
 // 0.48 / 0.48 × River at 16, 0.55 / 0.52 / 0.52 at 64; PostgreSQL 88–93
 // against 80–83 µs a send). A group commit of POST /v1/outbound holds
 // ~15 sends, so only batches and bulk enqueues make bigger groups.

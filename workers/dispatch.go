@@ -419,9 +419,9 @@ func clientFromContext(ctx context.Context) *river.Client[pgx.Tx] {
 // crash of its process leaves vacant for its whole term.
 func (d *Dispatcher) rescheduleRetrying(ctx context.Context, tenantID uuid.UUID, items []rescheduled) error {
 	if ctx.Err() != nil {
-		// The run was cancelled (a lost heartbeat, the job timeout,
-		// shutdown) and its rows still need their jobs: one bounded try;
-		// a reclaim of the job or the sweeper covers a failure.
+		// The run was cancelled (the job timeout, shutdown) and its rows
+		// still need their jobs: one bounded try; River's rescue of the
+		// job or the sweeper covers a failure.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		return d.reschedule(cctx, tenantID, items)

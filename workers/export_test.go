@@ -26,6 +26,7 @@ func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[p
 	w := &OutboxSweepWorker{Pool: pool, Cfg: cfg}
 	return w.sweepTenant(ctx, client, tenantID)
 }
+
 // HistoryBucket is the bucket the reconciler's history calls of an
 // account of ch take from: its key, rate and burst.
 func HistoryBucket(ch channels.Channel, accountID uuid.UUID) (key string, rate, burst float64) {

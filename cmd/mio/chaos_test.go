@@ -214,14 +214,12 @@ func runChaos(t *testing.T, pooled bool) {
 	consumers.Wait()
 	t.Logf("%s consumers drained", time.Now().Format("15:04:05"))
 	// A worker killed mid-send leaves the dispatch jobs it was running
-	// "running" in River and their rows queued or sending: the live
-	// workers reclaim those jobs and end those leases once its heartbeat
-	// expired (MIO_WORKER_HEARTBEAT_TIMEOUT, 10s; settled 20-30s after
-	// the load). The bound waited for is still the one without a
-	// heartbeat — the sweeper re-enqueues rows whose jobs run longer than
-	// the dispatch job timeout plus a minute, at its next sweep — so a
-	// reclaim that fails shows as the slow settling printed below, not as
-	// a failure of the invariants.
+	// "running" in River and their rows queued or sending: River's rescuer
+	// takes those jobs back and their retries resume the rows, and the
+	// sweeper gives a job to rows whose jobs run longer than the dispatch
+	// job timeout plus a minute, at its next sweep. The bound waited for
+	// is the sweeper's, so a slow rescue shows as the slow settling
+	// printed below, not as a failure of the invariants.
 	stuckBound := workers.NewDispatcher(nil, workers.DispatchConfig{}).JobTimeout() + time.Minute + 5*time.Second
 	active, overdue := r.waitOutboxSettled(ctx, owner, stuckBound+30*time.Second)
 	settled := time.Since(loadEnd)
@@ -593,8 +591,9 @@ func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, l
 }
 
 // dumpOverdue logs the sending rows whose lease ended over 30s ago, with
-// their River job, the River leader and the worker heartbeats: what a
-// failure of the lease bound needs to be explained.
+// their River job, the River leader and the rows of mio.worker_heartbeats
+// (written only by workers of the previous release while pods roll): what
+// a failure of the lease bound needs to be explained.
 func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
 	var s string
 	// With what the job may be waiting for: the account's rate limit, the

@@ -321,8 +321,10 @@ func TestHelmLint(t *testing.T) {
 	require.False(t, action.HasWarningsOrErrors(res))
 }
 
-// checkPod: the security context the issue asks for, and secrets only by
-// reference to the existing Secret.
+// checkPod: a restricted security context (non-root, read-only root
+// filesystem, no privilege escalation, every capability dropped, no
+// service-account token), only MIO's settings in the environment, and
+// secrets only by reference to the existing Secret.
 func checkPod(t *testing.T, spec corev1.PodSpec, secretName string, known map[string]bool) {
 	t.Helper()
 	require.NotNil(t, spec.SecurityContext.RunAsNonRoot)

@@ -45,7 +45,7 @@ BEGIN
     IF cardinality(owners) = 0 THEN
         RETURN;
     END IF;
-    -- The walk (00033): at most a depth of 4 rows per row asked for (at
+    -- The walk: at most a depth of 4 rows per row asked for (at
     -- least 256) from the newest end of the due index.
     SELECT array_agg(w.tid) INTO walk
     FROM (
