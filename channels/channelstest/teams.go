@@ -48,7 +48,7 @@ type FakeTeams struct {
 	limitNext    int // the next connector calls answered 429
 	retryAfter   int
 	calls        []TeamsCall
-	limited      int
+	limited      []time.Time
 	refused      int
 }
 
@@ -59,6 +59,8 @@ type TeamsCall struct {
 	Path string
 	// Activity is the body (nil for DELETE).
 	Activity map[string]any
+	// At is when it arrived.
+	At time.Time
 }
 
 // NewFakeTeams starts a fake whose tokens live lifetime, closed at the
@@ -192,11 +194,11 @@ func (f *FakeTeams) KeyRequests() int {
 	return f.keyReqs
 }
 
-// Limited is how many calls were answered 429; Refused how many 401.
-func (f *FakeTeams) Limited() int {
+// Limited are the times of the calls answered 429.
+func (f *FakeTeams) Limited() []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.limited
+	return append([]time.Time(nil), f.limited...)
 }
 
 // Refused is how many connector calls were answered 401.
@@ -267,12 +269,12 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.limitNext > 0 {
 		f.limitNext--
-		f.limited++
+		f.limited = append(f.limited, time.Now())
 		w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]string{"code": "TooManyRequests", "message": "throttled"}})
 		return
 	}
-	call := TeamsCall{Method: r.Method, Path: strings.TrimPrefix(r.URL.EscapedPath(), "/teams")}
+	call := TeamsCall{Method: r.Method, Path: strings.TrimPrefix(r.URL.EscapedPath(), "/teams"), At: time.Now()}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &call.Activity)
 	}

@@ -212,6 +212,9 @@ func (in *inbound) message(act *activity) (envelope.Message, error) {
 		return envelope.Message{}, channels.BadRequestf("teams: %s activity without conversation id", act.Type)
 	}
 	convID, root, _ := strings.Cut(act.Conversation.ID, ";messageid=")
+	if convID == "" {
+		return envelope.Message{}, channels.BadRequestf("teams: %s activity without conversation id", act.Type)
+	}
 	msg := envelope.Message{
 		ChannelType:     envelope.ChannelTeams,
 		SourceMessageID: act.ID,

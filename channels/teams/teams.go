@@ -185,6 +185,9 @@ func (c *Channel) ParseConfig(acct channels.Account) (Config, error) {
 	if cfg.AppID == "" {
 		return Config{}, invalidf("credentials app_id is required (the bot's Microsoft App ID)")
 	}
+	if acct.ExternalID != "" && acct.ExternalID != cfg.AppID {
+		return Config{}, invalidf("the external id must be the app id (credentials app_id)")
+	}
 	for _, f := range []struct{ name, value string }{{"app_id", cfg.AppID}, {"client_secret", cfg.ClientSecret}, {"tenant_id", cfg.TenantID}} {
 		if channels.HasSpaceOrControl(f.value) {
 			return Config{}, invalidf("credentials %s contains whitespace or control characters", f.name)
