@@ -25,8 +25,9 @@ import (
 // endpoint (POST /token) issuing tokens that live Lifetime, and the Bot
 // Connector under /teams (POST, PUT and DELETE
 // /teams/v3/conversations/{conversation}/activities[/{id}]) accepting only
-// unexpired tokens it issued (else 401). Point a Teams account's
-// api_base_url at URL+"/teams", token_url at URL+"/token" and
+// unexpired tokens it issued (else 401), under any first path segment
+// as well (a regional service URL, URL+"/amer/"). Point a Teams
+// account's api_base_url at URL+"/teams", token_url at URL+"/token" and
 // openid_metadata_url at URL+"/openid".
 type FakeTeams struct {
 	URL string
@@ -55,7 +56,10 @@ type FakeTeams struct {
 // TeamsCall is one Bot Connector call the fake accepted.
 type TeamsCall struct {
 	Method string
-	// Path is the escaped path below /teams.
+	// Region is the first path segment ("teams": the account's
+	// api_base_url).
+	Region string
+	// Path is the escaped path below it.
 	Path string
 	// Activity is the body (nil for DELETE).
 	Activity map[string]any
@@ -217,7 +221,7 @@ func (f *FakeTeams) serve(w http.ResponseWriter, r *http.Request) {
 		f.keys(w)
 	case r.Method == http.MethodPost && r.URL.Path == "/token":
 		f.token(w, r)
-	case strings.HasPrefix(r.URL.Path, "/teams/v3/conversations/"):
+	case strings.Contains(r.URL.Path, "/v3/conversations/"):
 		f.connector(w, r)
 	default:
 		http.NotFound(w, r)
@@ -274,7 +278,8 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]string{"code": "TooManyRequests", "message": "throttled"}})
 		return
 	}
-	call := TeamsCall{Method: r.Method, Path: strings.TrimPrefix(r.URL.EscapedPath(), "/teams"), At: time.Now()}
+	region, path, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	call := TeamsCall{Method: r.Method, Region: region, Path: "/" + path, At: time.Now()}
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &call.Activity)
 	}

@@ -3,6 +3,9 @@ package teams
 import (
 	"net/url"
 	"strings"
+	"sync"
+
+	"github.com/google/uuid"
 )
 
 // ServiceHosts are the hosts of Microsoft's Bot Connector service URLs
@@ -68,4 +71,45 @@ func microsoftHost(host string) bool {
 		}
 	}
 	return false
+}
+
+// maxServiceURLs bounds the conversations serviceURLs remembers; when
+// full it starts over (the fallback, api_base_url, reaches every
+// conversation).
+const maxServiceURLs = 100_000
+
+// serviceURLs remembers, per account and conversation, the trusted
+// serviceUrl of the latest activity, so that replies go to the service
+// URL Teams named, as Microsoft asks. It lives in the process: a reply
+// dispatched by a process that did not receive the conversation's last
+// activity goes to the account's api_base_url, which Microsoft keeps
+// working for every conversation (the global
+// https://smba.trafficmanager.net/teams by default).
+type serviceURLs struct {
+	mu sync.Mutex
+	m  map[serviceKey]string
+}
+
+type serviceKey struct {
+	account      uuid.UUID
+	conversation string
+}
+
+func newServiceURLs() *serviceURLs { return &serviceURLs{m: map[serviceKey]string{}} }
+
+func (s *serviceURLs) remember(account uuid.UUID, conversation, serviceURL string) {
+	k := serviceKey{account, conversation}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[k]; !ok && len(s.m) >= maxServiceURLs {
+		clear(s.m)
+	}
+	s.m[k] = strings.TrimRight(serviceURL, "/")
+}
+
+func (s *serviceURLs) lookup(account uuid.UUID, conversation string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.m[serviceKey{account, conversation}]
+	return u, ok
 }

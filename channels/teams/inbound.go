@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/uuid"
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/envelope"
@@ -35,9 +36,11 @@ const (
 const ClockSkew = 5 * time.Minute
 
 type inbound struct {
-	cfg     Config
-	keys    *keyCache
-	trusted trustedHosts
+	cfg      Config
+	account  uuid.UUID
+	keys     *keyCache
+	trusted  trustedHosts
+	services *serviceURLs
 }
 
 var _ channels.Inbound = (*inbound)(nil)
@@ -200,6 +203,9 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 		return nil, err
 	}
 	msg.Raw = json.RawMessage(bytes.Clone(req.Body))
+	if in.trusted.trusts(act.ServiceURL) {
+		in.services.remember(in.account, msg.Conversation.ID, act.ServiceURL)
+	}
 	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
 }
 

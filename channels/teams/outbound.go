@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/miohq/mio/channels"
 )
 
@@ -24,8 +26,10 @@ const (
 	opTyping          = "teams: typing"
 )
 
-// outbound sends activities through the Bot Connector REST API at the
-// account's service URL (api_base_url) with client-credentials tokens:
+// outbound sends activities through the Bot Connector REST API with
+// client-credentials tokens, at the conversation's service URL: the
+// trusted serviceUrl of its latest activity this process received, else
+// the account's api_base_url:
 //
 //	POST   {base}/v3/conversations/{conversation}/activities              send
 //	POST   {base}/v3/conversations/{conversation}/activities/{activity}   reply in a thread
@@ -34,9 +38,12 @@ const (
 //
 // A 401 renews the token once and sends again.
 type outbound struct {
-	apiBase string
-	client  *http.Client
-	tokens  channels.TokenSource
+	apiBase  string
+	client   *http.Client
+	tokens   channels.TokenSource
+	account  uuid.UUID
+	services *serviceURLs
+	trusted  trustedHosts
 }
 
 var (
@@ -105,8 +112,16 @@ func (o *outbound) Typing(ctx context.Context, sig *channels.TypingSignal) error
 	return err
 }
 
+// activities is the activities URL of a conversation, at its service URL.
 func (o *outbound) activities(conversationID string) string {
-	return o.apiBase + "/v3/conversations/" + url.PathEscape(conversationID) + "/activities"
+	base := o.apiBase
+	if o.services != nil {
+		conv, _, _ := strings.Cut(conversationID, ";messageid=")
+		if u, ok := o.services.lookup(o.account, conv); ok && o.trusted.trusts(u) {
+			base = u
+		}
+	}
+	return base + "/v3/conversations/" + url.PathEscape(conversationID) + "/activities"
 }
 
 // call sends one request with the account's token, renewing it once

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
@@ -185,4 +186,54 @@ func TestRenderCard(t *testing.T) {
 	require.Error(t, err, "an empty message")
 	_, err = render(&channels.OutboundMessage{RichContent: &envelope.RichContent{Buttons: []envelope.RichButton{{URL: "https://x"}}}})
 	require.Error(t, err, "a button without a label")
+}
+
+// Replies go to the trusted serviceUrl of the conversation's latest
+// activity; a conversation without one, an untrusted serviceUrl and
+// another account's conversation go to the account's api_base_url.
+func TestSendToTheConversationsServiceURL(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	got := map[string][]string{}
+	record := func(name string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[name] = append(got[name], r.URL.EscapedPath())
+			mu.Unlock()
+			channelstest.Answer(http.StatusCreated, `{"id":"1"}`)(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	base, regional := record("base"), record("regional")
+	ch := newTestChannel()
+	acct := channels.Account{ID: uuid.New(), Settings: []byte(`{"api_base_url":"` + base.URL + `/teams"}`),
+		Credentials: []byte(`{"app_id":"a","client_secret":"s"}`), Tokens: staticTestTokens("t")}
+	in := newInbound(t, ch, acct)
+	for conv, svc := range map[string]string{
+		"19:x@thread.tacv2;messageid=1": regional.URL + "/amer/",
+		"19:y@thread.tacv2":             "https://evil.example/amer/",
+	} {
+		body, _ := json.Marshal(map[string]any{"type": "message", "id": "1", "channelId": "msteams", "serviceUrl": svc,
+			"conversation": map[string]string{"id": conv}, "from": map[string]string{"id": "u"}})
+		_, err := in.Parse(context.Background(), &channels.Request{Body: body})
+		require.NoError(t, err)
+	}
+	send := func(acct channels.Account, conv string) {
+		o, err := ch.NewOutbound(acct)
+		require.NoError(t, err)
+		_, err = o.Send(context.Background(), &channels.OutboundMessage{ConversationID: conv, Text: "x"})
+		require.NoError(t, err)
+	}
+	send(acct, "19:x@thread.tacv2")
+	send(acct, "19:y@thread.tacv2")
+	other := acct
+	other.ID = uuid.New()
+	send(other, "19:x@thread.tacv2")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[string][]string{
+		"regional": {"/amer/v3/conversations/19:x@thread.tacv2/activities"},
+		"base":     {"/teams/v3/conversations/19:y@thread.tacv2/activities", "/teams/v3/conversations/19:x@thread.tacv2/activities"},
+	}, got)
 }

@@ -67,8 +67,9 @@ type Options struct {
 
 // Channel is the Microsoft Teams adapter.
 type Channel struct {
-	opts Options
-	keys *keyCache
+	opts     Options
+	keys     *keyCache
+	services *serviceURLs
 }
 
 var (
@@ -91,7 +92,7 @@ func New(opts Options) *Channel {
 	if opts.KeyMaxAge <= 0 {
 		opts.KeyMaxAge = DefaultKeyMaxAge
 	}
-	return &Channel{opts: opts, keys: newKeyCache(opts.HTTPClient, opts.KeyRefreshInterval, opts.KeyMaxAge)}
+	return &Channel{opts: opts, keys: newKeyCache(opts.HTTPClient, opts.KeyRefreshInterval, opts.KeyMaxAge), services: newServiceURLs()}
 }
 
 // Type returns envelope.ChannelTeams.
@@ -131,7 +132,8 @@ func (c *Channel) Info() channels.Info {
 // Config is one Teams account's configuration.
 //
 // Settings (plain JSON, all optional):
-//   - "api_base_url": the service URL MIO sends to. Default
+//   - "api_base_url": the service URL MIO sends to when it knows no
+//     serviceUrl of the conversation (see serviceURLs). Default
 //     Options.APIBaseURL (DefaultAPIBaseURL). Its host is trusted as a
 //     service URL too.
 //   - "token_url": the token endpoint. Default DefaultTokenURL, or
@@ -228,7 +230,7 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &inbound{cfg: cfg, keys: c.keys, trusted: c.trustedHosts(cfg)}, nil
+	return &inbound{cfg: cfg, account: acct.ID, keys: c.keys, trusted: c.trustedHosts(cfg), services: c.services}, nil
 }
 
 // NewOutbound validates the account's configuration for sending (a
@@ -245,7 +247,8 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if tokens == nil {
 		tokens = noTokens{}
 	}
-	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, tokens: tokens}, nil
+	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, tokens: tokens,
+		account: acct.ID, services: c.services, trusted: c.trustedHosts(cfg)}, nil
 }
 
 // noTokens is the TokenSource of a sender built without token renewal

@@ -264,7 +264,7 @@ func (e *e2e) inbound(t *testing.T, channel string) {
 	case "zoho_cliq":
 		e.postWebhook(t, channel, readTestdata(t, "zohocliq", "message_handler_dm.json"), map[string]string{"X-Mio-Token": "cliq-shared-token"})
 	case "teams":
-		body := readTestdata(t, "teams", "message_channel_thread_mention.json")
+		body := e.teamsActivity(t, "message_channel_thread_mention.json")
 		e.postWebhook(t, channel, body, map[string]string{"Authorization": e.teams.Sign(t, body, now, channelstest.TokenOptions{})})
 	}
 }

@@ -44,6 +44,13 @@ func teamsCalls(f *channelstest.FakeTeams) []platformCall {
 	return out
 }
 
+// teamsActivity is a testdata activity whose serviceUrl is the fake's
+// regional service URL (URL/amer/).
+func (e *e2e) teamsActivity(t *testing.T, name string) []byte {
+	t.Helper()
+	return bytes.ReplaceAll(readTestdata(t, "teams", name), []byte("https://smba.trafficmanager.net/amer/"), []byte(e.teams.URL+"/amer/"))
+}
+
 // postTeams POSTs an activity to the Teams account's webhook with the
 // Authorization value auth and returns the status.
 func (e *e2e) postTeams(t *testing.T, body []byte, auth string) int {
@@ -62,14 +69,15 @@ func (e *e2e) postTeams(t *testing.T, body []byte, auth string) int {
 // TestTeamsEndToEnd: `mio serve` against a fake Bot Framework. A signed
 // activity becomes one envelope; forged, expired and wrong-audience
 // tokens are answered 401 and store nothing; replies reach the fake once
-// each, in order, the fake's 429 Retry-After honoured; an inbound edit
+// each, in order, at the activity's serviceUrl, the fake's 429
+// Retry-After honoured; an inbound edit
 // points at its original and an outbound edit is a PUT.
 func TestTeamsEndToEnd(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
 	fake := e.teams
 
-	body := readTestdata(t, "teams", "message_channel_thread_mention.json")
+	body := e.teamsActivity(t, "message_channel_thread_mention.json")
 	now := time.Now()
 	for name, auth := range map[string]string{
 		"forged":         fake.Sign(t, body, now, channelstest.TokenOptions{Forged: true}),
@@ -89,7 +97,7 @@ func TestTeamsEndToEnd(t *testing.T) {
 
 	// The edit of that message: the next (and only other) Teams message,
 	// so neither the refused requests nor the redelivery stored one.
-	edit := readTestdata(t, "teams", "message_update.json")
+	edit := e.teamsActivity(t, "message_update.json")
 	require.Equal(t, http.StatusOK, e.postTeams(t, edit, fake.Sign(t, edit, time.Now(), channelstest.TokenOptions{})))
 	got := e.pull(t, "teams")
 	require.True(t, got.Edited)
@@ -110,6 +118,7 @@ func TestTeamsEndToEnd(t *testing.T) {
 	for i, c := range calls {
 		require.Equal(t, fmt.Sprintf("in order %d", i), c.Activity["text"])
 		require.Equal(t, http.MethodPost, c.Method)
+		require.Equal(t, "amer", c.Region, "the reply went to the activity's serviceUrl")
 		require.True(t, strings.HasSuffix(c.Path, "/activities/1714564700001"), "a reply in the thread: %s", c.Path)
 	}
 	limited := fake.Limited()
