@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/channels"
@@ -76,6 +77,30 @@ func TestVerifyToken(t *testing.T) {
 		req.Header.Set("Authorization", "Basic "+req.Header.Get("Authorization")[len("Bearer "):])
 		require.ErrorIs(t, in.Verify(context.Background(), req), channels.ErrUnauthorized)
 	})
+}
+
+// Tokens of another algorithm than RS256 are refused: an HMAC token
+// (algorithm confusion) and an unsigned one.
+func TestVerifyRefusesOtherAlgorithms(t *testing.T) {
+	t.Parallel()
+	fake := channelstest.NewFakeTeams(t, time.Hour)
+	in := newInbound(t, newTestChannel(), fakeAccount(fake))
+	body := channelstest.ReadFixture(t, "message_personal_file.json")
+	claims := jwt.MapClaims{"iss": Issuer, "aud": fake.AppID, "serviceurl": "https://smba.trafficmanager.net/emea/",
+		"nbf": testNow.Add(-time.Minute).Unix(), "exp": testNow.Add(time.Hour).Unix()}
+	hs := jwt.NewWithClaims(jwt.SigningMethodHS256, claims)
+	hs.Header["kid"] = fake.KeyID
+	signed, err := hs.SignedString([]byte(fake.KeyID))
+	require.NoError(t, err)
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, claims)
+	none.Header["kid"] = fake.KeyID
+	unsigned, err := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	require.NoError(t, err)
+	for _, tok := range []string{signed, unsigned} {
+		req := signedRequest(t, fake, body, channelstest.TokenOptions{})
+		req.Header.Set("Authorization", "Bearer "+tok)
+		require.ErrorIs(t, in.Verify(context.Background(), req), channels.ErrUnauthorized)
+	}
 }
 
 // A key set without the activity's channel among a key's endorsements
@@ -196,12 +221,13 @@ func TestParseRefusals(t *testing.T) {
 	t.Parallel()
 	in := newInbound(t, newTestChannel(), channels.Account{Credentials: []byte(`{"app_id":"a"}`)})
 	for name, body := range map[string]string{
-		"no type":         `{"id":"1"}`,
-		"no id":           `{"type":"message","channelId":"msteams","conversation":{"id":"c"},"from":{"id":"u"}}`,
-		"no conversation": `{"type":"message","id":"1","channelId":"msteams","from":{"id":"u"}}`,
-		"no sender":       `{"type":"message","id":"1","channelId":"msteams","conversation":{"id":"c"}}`,
-		"not an object":   `[]`,
-		"a string id":     `{"type":"message","id":1}`,
+		"no type":            `{"id":"1"}`,
+		"no id":              `{"type":"message","channelId":"msteams","conversation":{"id":"c"},"from":{"id":"u"}}`,
+		"no conversation":    `{"type":"message","id":"1","channelId":"msteams","from":{"id":"u"}}`,
+		"only a thread root": `{"type":"message","id":"1","channelId":"msteams","conversation":{"id":";messageid=1"},"from":{"id":"u"}}`,
+		"no sender":          `{"type":"message","id":"1","channelId":"msteams","conversation":{"id":"c"}}`,
+		"not an object":      `[]`,
+		"a string id":        `{"type":"message","id":1}`,
 	} {
 		_, err := in.Parse(context.Background(), &channels.Request{Body: []byte(body)})
 		var bad *channels.BadRequestError
