@@ -126,6 +126,9 @@ func (in *inbound) Verify(ctx context.Context, req *channels.Request) error {
 	if json.Unmarshal(req.Body, &act) != nil || act.ServiceURL == "" || act.ChannelID == "" {
 		return channels.Unauthorizedf("teams: the token cannot be checked against the activity (no serviceUrl or channelId)")
 	}
+	if !in.trusted.trusts(act.ServiceURL) {
+		return channels.Unauthorizedf("teams: serviceUrl host is not a Bot Connector host")
+	}
 	now := req.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -158,8 +161,6 @@ func (in *inbound) Verify(ctx context.Context, req *channels.Request) error {
 		return channels.Unauthorizedf("teams: the signing key is not endorsed for channel %q", act.ChannelID)
 	case c.ServiceURL == "" || !sameServiceURL(c.ServiceURL, act.ServiceURL):
 		return channels.Unauthorizedf("teams: the token's serviceurl differs from the activity's serviceUrl")
-	case !in.trusted.trusts(act.ServiceURL):
-		return channels.Unauthorizedf("teams: serviceUrl host is not a Bot Connector host")
 	}
 	return nil
 }
