@@ -21,11 +21,12 @@ const (
 	ChannelZohoCliq = "zoho_cliq"
 	ChannelWhatsApp = "whatsapp"
 	ChannelWebhook  = "webhook"
+	ChannelTeams    = "teams"
 )
 
 // ChannelTypes lists every channel slug MIO knows, in a stable order.
 func ChannelTypes() []string {
-	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook}
+	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook, ChannelTeams}
 }
 
 // Conversation types.

@@ -37,6 +37,10 @@ var validAccounts = map[string]channels.Account{
 	envelope.ChannelZohoCliq: {WebhookSecret: "shared-token",
 		Settings:    json.RawMessage(`{"mode": "token", "message_handlers": ["message"], "api_base_url": "https://cliq.example"}`),
 		Credentials: json.RawMessage(`{"access_token": "1000.abc"}`)},
+	envelope.ChannelTeams: {ExternalID: "00000000-0000-0000-0000-0000000000a1",
+		Settings: json.RawMessage(`{"api_base_url": "https://smba.example/teams", "token_url": "https://login.example/token",
+			"openid_metadata_url": "https://login.example/openid"}`),
+		Credentials: json.RawMessage(`{"app_id": "00000000-0000-0000-0000-0000000000a1", "client_secret": "s3cret", "tenant_id": "contoso.onmicrosoft.com"}`)},
 }
 
 var whsec = "whsec_" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))

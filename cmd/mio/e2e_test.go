@@ -139,6 +139,7 @@ type e2e struct {
 	accounts map[string]uuid.UUID
 	fakes    *fakePlatforms
 	tg       *channelstest.FakeTelegram
+	teams    *channelstest.FakeTeams
 	api      *client.Client
 
 	whsec, slackSecret, waSecret string
@@ -159,6 +160,7 @@ func startE2E(t *testing.T) *e2e {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	e := &e2e{accounts: map[string]uuid.UUID{}, fakes: newFakePlatforms(t), tg: channelstest.NewFakeTelegram(t),
+		teams: channelstest.NewFakeTeams(t, time.Hour),
 		whsec: "whsec_" + base64.StdEncoding.EncodeToString(key), slackSecret: "slack-signing-secret",
 		waSecret: "wa-app-secret", discordKey: priv}
 	base := e.fakes.srv.URL
@@ -172,10 +174,14 @@ func startE2E(t *testing.T) *e2e {
 		{"whatsapp", `{"api_base_url":"` + base + `/whatsapp","graph_version":"v21.0","phone_number_id":"106540352242922"}`,
 			`{"access_token":"EAAe2e","verify_token":"v"}`, e.waSecret},
 		{"zoho_cliq", `{"api_base_url":"` + base + `/zoho"}`, `{"access_token":"1000.e2e"}`, "cliq-shared-token"},
+		{"teams", string(e.teams.Settings()), string(e.teams.Credentials()), ""},
 	} {
 		p := admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: a.channel, Settings: json.RawMessage(a.settings), WebhookSecret: a.secret}
 		if a.creds != "" {
 			p.Credentials = json.RawMessage(a.creds)
+		}
+		if a.channel == "teams" {
+			p.ExternalID = e.teams.AppID
 		}
 		info, err := svc.AccountCreate(ctx, p)
 		require.NoError(t, err, a.channel)
@@ -257,6 +263,9 @@ func (e *e2e) inbound(t *testing.T, channel string) {
 		e.postWebhook(t, channel, body, map[string]string{"X-Hub-Signature-256": whatsapp.Sign(e.waSecret, body)})
 	case "zoho_cliq":
 		e.postWebhook(t, channel, readTestdata(t, "zohocliq", "message_handler_dm.json"), map[string]string{"X-Mio-Token": "cliq-shared-token"})
+	case "teams":
+		body := e.teamsActivity(t, "message_channel_thread_mention.json")
+		e.postWebhook(t, channel, body, map[string]string{"Authorization": e.teams.Sign(t, body, now, channelstest.TokenOptions{})})
 	}
 }
 
@@ -322,7 +331,7 @@ func (e *e2e) send(t *testing.T, cmd map[string]any) uuid.UUID {
 	return out.ID
 }
 
-// TestEndToEndEveryChannel: for each of the six channels, through its
+// TestEndToEndEveryChannel: for each channel, through its
 // account's api_base_url: a message in (webhook, or getUpdates polling for
 // Telegram) → consumer pull → reply (POST /v1/outbound) → the fake platform
 // receives it exactly once; then an edit of the reply reaches the fake as
@@ -344,7 +353,9 @@ func TestEndToEndEveryChannel(t *testing.T) {
 				"conversation_id": msg.Conversation.ID, "text": editText, "edit_of": reply})
 
 			var sends, edits []platformCall
-			if ch == "telegram" {
+			if ch == "teams" {
+				sends = teamsCalls(e.teams)
+			} else if ch == "telegram" {
 				for _, c := range e.tg.Calls("") {
 					pc := platformCall{Channel: ch, Op: "send", Text: fmt.Sprint(c.Body["text"]), Conversation: fmt.Sprint(c.Body["chat_id"])}
 					if c.Method == "editMessageText" {

@@ -1,0 +1,302 @@
+package channelstest
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/stretchr/testify/require"
+)
+
+// FakeTeams is a local Bot Framework for one bot: the OpenID metadata
+// (GET /openid) and key set (GET /keys, one RSA key endorsed for
+// msteams) inbound tokens are checked with, the client-credentials token
+// endpoint (POST /token) issuing tokens that live Lifetime, and the Bot
+// Connector under /teams (POST, PUT and DELETE
+// /teams/v3/conversations/{conversation}/activities[/{id}]) accepting only
+// unexpired tokens it issued (else 401), under any first path segment
+// as well (a regional service URL, URL+"/amer/"). Point a Teams
+// account's api_base_url at URL+"/teams", token_url at URL+"/token" and
+// openid_metadata_url at URL+"/openid".
+type FakeTeams struct {
+	URL string
+	// AppID and ClientSecret are the credentials it accepts.
+	AppID, ClientSecret string
+	// KeyID names the signing key.
+	KeyID string
+
+	key, forger *rsa.PrivateKey
+
+	mu           sync.Mutex
+	lifetime     time.Duration
+	endorsements []string
+	tokens       map[string]time.Time // issued token → expiry
+	issued       int
+	tokenReqs    int
+	keyReqs      int
+	revoked      bool
+	limitNext    int // the next connector calls answered 429
+	retryAfter   int
+	calls        []TeamsCall
+	limited      []time.Time
+	refused      int
+}
+
+// TeamsCall is one Bot Connector call the fake accepted.
+type TeamsCall struct {
+	Method string
+	// Region is the first path segment ("teams": the account's
+	// api_base_url).
+	Region string
+	// Path is the escaped path below it.
+	Path string
+	// Activity is the body (nil for DELETE).
+	Activity map[string]any
+	// At is when it arrived.
+	At time.Time
+}
+
+// NewFakeTeams starts a fake whose tokens live lifetime, closed at the
+// test's end.
+func NewFakeTeams(t testing.TB, lifetime time.Duration) *FakeTeams {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	forger, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	f := &FakeTeams{AppID: "00000000-0000-0000-0000-00000000a11d", ClientSecret: "client~secret", KeyID: "fake-key-1",
+		key: key, forger: forger, lifetime: lifetime, endorsements: []string{"msteams"}, tokens: map[string]time.Time{}}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// Settings are account settings pointing every endpoint at the fake.
+func (f *FakeTeams) Settings() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"api_base_url": f.URL + "/teams", "token_url": f.URL + "/token",
+		"openid_metadata_url": f.URL + "/openid"})
+	return b
+}
+
+// Credentials are account credentials holding the fake's app.
+func (f *FakeTeams) Credentials() json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"app_id": f.AppID, "client_secret": f.ClientSecret})
+	return b
+}
+
+// ServiceURL is the service URL of the activities the fake's bot gets.
+func (f *FakeTeams) ServiceURL() string { return f.URL + "/teams/" }
+
+// TokenOptions change one token Sign issues.
+type TokenOptions struct {
+	// Audience replaces the app id.
+	Audience string
+	// Issuer replaces https://api.botframework.com.
+	Issuer string
+	// ServiceURL replaces the activity's serviceUrl.
+	ServiceURL string
+	// Forged signs with a key of the same kid that is not the fake's.
+	Forged bool
+	// KeyID replaces the key id.
+	KeyID string
+	// Lifetime is the token's life from now (default 1 h); negative for
+	// an expired token.
+	Lifetime time.Duration
+}
+
+// Sign returns the "Bearer …" Authorization value the Bot Framework sends
+// with activity body at now: a token for the app, its serviceurl the
+// activity's serviceUrl, valid from 5 minutes before now.
+func (f *FakeTeams) Sign(t testing.TB, body []byte, now time.Time, o TokenOptions) string {
+	t.Helper()
+	var act struct {
+		ServiceURL string `json:"serviceUrl"`
+	}
+	_ = json.Unmarshal(body, &act)
+	aud, iss, svc, kid, life := f.AppID, "https://api.botframework.com", act.ServiceURL, f.KeyID, time.Hour
+	if o.Audience != "" {
+		aud = o.Audience
+	}
+	if o.Issuer != "" {
+		iss = o.Issuer
+	}
+	if o.ServiceURL != "" {
+		svc = o.ServiceURL
+	}
+	if o.KeyID != "" {
+		kid = o.KeyID
+	}
+	if o.Lifetime != 0 {
+		life = o.Lifetime
+	}
+	key := f.key
+	if o.Forged {
+		key = f.forger
+	}
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.MapClaims{
+		"iss": iss, "aud": aud, "serviceurl": svc,
+		"nbf": now.Add(-5 * time.Minute).Unix(), "iat": now.Unix(), "exp": now.Add(life).Unix(),
+	})
+	tok.Header["kid"] = kid
+	s, err := tok.SignedString(key)
+	require.NoError(t, err)
+	return "Bearer " + s
+}
+
+// SetEndorsements replaces the channels the signing key is endorsed for.
+func (f *FakeTeams) SetEndorsements(e ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endorsements = e
+}
+
+// Revoke makes the client secret invalid: token requests are answered 401
+// {"error":"invalid_client"}, as the identity platform does.
+func (f *FakeTeams) Revoke() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.revoked = true
+}
+
+// RateLimitNext answers the next n connector calls 429 with Retry-After
+// seconds.
+func (f *FakeTeams) RateLimitNext(n, seconds int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.limitNext, f.retryAfter = n, seconds
+}
+
+// Calls are the connector calls accepted, in order.
+func (f *FakeTeams) Calls() []TeamsCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]TeamsCall(nil), f.calls...)
+}
+
+// TokenRequests is how many token requests arrived.
+func (f *FakeTeams) TokenRequests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tokenReqs
+}
+
+// KeyRequests is how many key set requests arrived.
+func (f *FakeTeams) KeyRequests() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keyReqs
+}
+
+// Limited are the times of the calls answered 429.
+func (f *FakeTeams) Limited() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]time.Time(nil), f.limited...)
+}
+
+// Refused is how many connector calls were answered 401.
+func (f *FakeTeams) Refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+func (f *FakeTeams) serve(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/openid":
+		writeJSON(w, http.StatusOK, map[string]any{"issuer": "https://api.botframework.com", "jwks_uri": f.URL + "/keys",
+			"id_token_signing_alg_values_supported": []string{"RS256"}})
+	case r.Method == http.MethodGet && r.URL.Path == "/keys":
+		f.keys(w)
+	case r.Method == http.MethodPost && r.URL.Path == "/token":
+		f.token(w, r)
+	case strings.Contains(r.URL.Path, "/v3/conversations/"):
+		f.connector(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func (f *FakeTeams) keys(w http.ResponseWriter) {
+	f.mu.Lock()
+	f.keyReqs++
+	endorsements := f.endorsements
+	f.mu.Unlock()
+	b, _ := jose.JSONWebKey{Key: &f.key.PublicKey, KeyID: f.KeyID, Use: "sig", Algorithm: "RS256"}.MarshalJSON()
+	var k map[string]any
+	_ = json.Unmarshal(b, &k)
+	k["endorsements"] = endorsements
+	writeJSON(w, http.StatusOK, map[string]any{"keys": []any{k}})
+}
+
+func (f *FakeTeams) token(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.tokenReqs++
+	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != "client_credentials" ||
+		r.PostForm.Get("scope") != "https://api.botframework.com/.default" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+		return
+	}
+	if f.revoked || r.PostForm.Get("client_id") != f.AppID || r.PostForm.Get("client_secret") != f.ClientSecret {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client",
+			"error_description": "AADSTS7000215: Invalid client secret provided."})
+		return
+	}
+	f.issued++
+	tok := fmt.Sprintf("eyJ0eXAi.fake-access.%d", f.issued)
+	f.tokens[tok] = time.Now().Add(f.lifetime)
+	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": int(f.lifetime.Seconds()),
+		"ext_expires_in": int(f.lifetime.Seconds()), "access_token": tok})
+}
+
+func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if exp, ok := f.tokens[tok]; !ok || !time.Now().Before(exp) {
+		f.refused++
+		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Authorization has been denied for this request."})
+		return
+	}
+	if f.limitNext > 0 {
+		f.limitNext--
+		f.limited = append(f.limited, time.Now())
+		w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{"error": map[string]string{"code": "TooManyRequests", "message": "throttled"}})
+		return
+	}
+	region, path, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	call := TeamsCall{Method: r.Method, Region: region, Path: "/" + path, At: time.Now()}
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &call.Activity)
+	}
+	f.calls = append(f.calls, call)
+	switch r.Method {
+	case http.MethodDelete:
+		w.WriteHeader(http.StatusOK)
+	case http.MethodPut:
+		id := call.Path[strings.LastIndex(call.Path, "/")+1:]
+		writeJSON(w, http.StatusOK, map[string]string{"id": id})
+	default:
+		writeJSON(w, http.StatusCreated, map[string]string{"id": fmt.Sprintf("17000000%05d", len(f.calls))})
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
