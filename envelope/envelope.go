@@ -15,17 +15,18 @@ import (
 // Channel type slugs. They name adapters in the registry and appear in
 // webhook URLs, metrics labels and archive partitions.
 const (
-	ChannelSlack    = "slack"
-	ChannelTelegram = "telegram"
-	ChannelDiscord  = "discord"
-	ChannelZohoCliq = "zoho_cliq"
-	ChannelWhatsApp = "whatsapp"
-	ChannelWebhook  = "webhook"
+	ChannelSlack      = "slack"
+	ChannelTelegram   = "telegram"
+	ChannelDiscord    = "discord"
+	ChannelZohoCliq   = "zoho_cliq"
+	ChannelWhatsApp   = "whatsapp"
+	ChannelWebhook    = "webhook"
+	ChannelGoogleChat = "google_chat"
 )
 
 // ChannelTypes lists every channel slug MIO knows, in a stable order.
 func ChannelTypes() []string {
-	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook}
+	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook, ChannelGoogleChat}
 }
 
 // Conversation types.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/discord"
+	"github.com/miohq/mio/channels/googlechat"
 	"github.com/miohq/mio/channels/slack"
 	"github.com/miohq/mio/channels/telegram"
 	"github.com/miohq/mio/channels/webhook"
@@ -28,7 +29,7 @@ type Options struct {
 	APIBasePolicy channels.APIBasePolicy
 }
 
-// Registry returns the registry of all six channels.
+// Registry returns the registry of all seven channels.
 func Registry(opts Options) *channels.Registry {
 	base := func(slug string) string { return opts.APIBase[slug] }
 	pol := opts.APIBasePolicy
@@ -39,5 +40,6 @@ func Registry(opts Options) *channels.Registry {
 		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
+		googlechat.New(googlechat.Options{APIBaseURL: base("google_chat"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 	)
 }
