@@ -3,6 +3,7 @@ package googlechat
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"testing"
@@ -34,3 +35,5 @@ func none(t testing.TB, claims jwt.MapClaims) string {
 func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
 
 func jsonEncode(w io.Writer, v any) error { return json.NewEncoder(w).Encode(v) }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -87,7 +87,7 @@ type action struct {
 // attachment URL (Chat takes no attachment by URL), cut at
 // MaxTextLength, and a cardsV2 card for rich content: the title as the
 // header, one widget per block (text and labels as paragraphs, lists as
-// bulleted lines, tables as monospaced text, images as images) and the
+// bulleted lines, tables as aligned lines, images as images) and the
 // buttons in a button list — URL buttons open the link, callback buttons
 // send a CARD_CLICKED event naming their value. A message with neither
 // text nor a card is refused.
@@ -128,7 +128,7 @@ func widgets(rc *envelope.RichContent) []widget {
 			para(strings.Join(lines, "<br>"))
 		case envelope.BlockTable:
 			if t := channels.AlignedTable(b.Rows); t != "" {
-				para("<font face=\"monospace\">" + strings.ReplaceAll(html.EscapeString(t), "\n", "<br>") + "</font>")
+				para(strings.ReplaceAll(html.EscapeString(t), "\n", "<br>"))
 			}
 		case envelope.BlockImage:
 			if b.URL != "" {
