@@ -139,6 +139,7 @@ type e2e struct {
 	accounts map[string]uuid.UUID
 	fakes    *fakePlatforms
 	tg       *channelstest.FakeTelegram
+	gchat    *channelstest.FakeGoogle
 	api      *client.Client
 
 	whsec, slackSecret, waSecret string
@@ -159,6 +160,7 @@ func startE2E(t *testing.T) *e2e {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	e := &e2e{accounts: map[string]uuid.UUID{}, fakes: newFakePlatforms(t), tg: channelstest.NewFakeTelegram(t),
+		gchat: channelstest.NewFakeGoogle(t, time.Hour),
 		whsec: "whsec_" + base64.StdEncoding.EncodeToString(key), slackSecret: "slack-signing-secret",
 		waSecret: "wa-app-secret", discordKey: priv}
 	base := e.fakes.srv.URL
@@ -172,6 +174,7 @@ func startE2E(t *testing.T) *e2e {
 		{"whatsapp", `{"api_base_url":"` + base + `/whatsapp","graph_version":"v21.0","phone_number_id":"106540352242922"}`,
 			`{"access_token":"EAAe2e","verify_token":"v"}`, e.waSecret},
 		{"zoho_cliq", `{"api_base_url":"` + base + `/zoho"}`, `{"access_token":"1000.e2e"}`, "cliq-shared-token"},
+		{"google_chat", string(e.gchat.Settings(e2eGoogleProject, "")), string(e.gchat.Credentials()), ""},
 	} {
 		p := admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: a.channel, Settings: json.RawMessage(a.settings), WebhookSecret: a.secret}
 		if a.creds != "" {
@@ -257,6 +260,9 @@ func (e *e2e) inbound(t *testing.T, channel string) {
 		e.postWebhook(t, channel, body, map[string]string{"X-Hub-Signature-256": whatsapp.Sign(e.waSecret, body)})
 	case "zoho_cliq":
 		e.postWebhook(t, channel, readTestdata(t, "zohocliq", "message_handler_dm.json"), map[string]string{"X-Mio-Token": "cliq-shared-token"})
+	case "google_chat":
+		e.postWebhook(t, channel, readTestdata(t, "googlechat", "message_dm.json"),
+			map[string]string{"Authorization": "Bearer " + e.gchat.ChatToken(t, e2eGoogleProject, now)})
 	}
 }
 
@@ -322,7 +328,7 @@ func (e *e2e) send(t *testing.T, cmd map[string]any) uuid.UUID {
 	return out.ID
 }
 
-// TestEndToEndEveryChannel: for each of the six channels, through its
+// TestEndToEndEveryChannel: for each of the seven channels, through its
 // account's api_base_url: a message in (webhook, or getUpdates polling for
 // Telegram) → consumer pull → reply (POST /v1/outbound) → the fake platform
 // receives it exactly once; then an edit of the reply reaches the fake as
@@ -344,7 +350,10 @@ func TestEndToEndEveryChannel(t *testing.T) {
 				"conversation_id": msg.Conversation.ID, "text": editText, "edit_of": reply})
 
 			var sends, edits []platformCall
-			if ch == "telegram" {
+			switch ch {
+			case "google_chat":
+				sends = googleCalls(e.gchat)
+			case "telegram":
 				for _, c := range e.tg.Calls("") {
 					pc := platformCall{Channel: ch, Op: "send", Text: fmt.Sprint(c.Body["text"]), Conversation: fmt.Sprint(c.Body["chat_id"])}
 					if c.Method == "editMessageText" {
@@ -352,7 +361,7 @@ func TestEndToEndEveryChannel(t *testing.T) {
 					}
 					sends = append(sends, pc)
 				}
-			} else {
+			default:
 				sends = e.fakes.received(fakePrefix(ch))
 			}
 			for _, c := range sends {
@@ -424,6 +433,26 @@ func TestEndToEndEveryChannel(t *testing.T) {
 	_, conflicts, deletes := e.tg.PollStats()
 	require.Zero(t, conflicts)
 	require.Equal(t, 1, deletes, "delete_webhook once when polling starts")
+}
+
+// e2eGoogleProject is the Cloud project number of the Google Chat account.
+const e2eGoogleProject = "123456789012"
+
+// googleCalls are the creates and updates the fake Chat API accepted.
+func googleCalls(f *channelstest.FakeGoogle) []platformCall {
+	var out []platformCall
+	for _, c := range f.Calls() {
+		text, _ := c.Body["text"].(string)
+		pc := platformCall{Channel: "google_chat", Op: "send", Text: text, Conversation: strings.TrimSuffix(strings.TrimPrefix(c.Path, "/v1/"), "/messages")}
+		switch c.Method {
+		case http.MethodPatch:
+			pc.Op, pc.EditID = "edit", strings.TrimPrefix(c.Path, "/v1/")
+		case http.MethodDelete:
+			pc.Op = "delete"
+		}
+		out = append(out, pc)
+	}
+	return out
 }
 
 // fakePrefix is the fake's path prefix (and call channel) of a channel.
