@@ -104,9 +104,9 @@ type Info struct {
 
 // Deleter is implemented by outbound adapters that can delete a message
 // they sent: the platform's message providerMessageID in conversationID
-// (Slack chat.delete, Telegram deleteMessage, Discord DELETE
-// /channels/{id}/messages/{id}). No adapter implements it yet; the
-// delete capability is derived from it.
+// (Google Chat DELETE /v1/{message name}; Slack chat.delete, Telegram
+// deleteMessage and Discord DELETE /channels/{id}/messages/{id} would fit
+// it too). The delete capability is derived from it.
 type Deleter interface {
 	Delete(ctx context.Context, conversationID, providerMessageID string) error
 }
