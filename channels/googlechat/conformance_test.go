@@ -28,22 +28,25 @@ func TestConformance(t *testing.T) {
 	forger := channelstest.NewRSAKey(t)
 	fixtures := channelstest.ReadFixtures(t, "testdata")
 	for _, tc := range []struct {
-		name  string
-		sign  func(t testing.TB, at time.Time) string
-		forge func(t testing.TB, at time.Time) string
+		name      string
+		sign      func(t testing.TB, at time.Time) string
+		forge     func(t testing.TB, at time.Time) string
+		misdirect func(t testing.TB, at time.Time) string
 	}{
 		{name: "project number",
 			sign: func(t testing.TB, at time.Time) string { return f.ChatToken(t, testProject, at) },
 			forge: func(t testing.TB, at time.Time) string {
 				return channelstest.SignGoogleToken(t, forger, channelstest.FakeChatKeyID, jwt.MapClaims{"iss": ChatIssuer,
 					"aud": testProject, "iat": at.Unix(), "exp": at.Add(time.Hour).Unix()})
-			}},
+			},
+			misdirect: func(t testing.TB, at time.Time) string { return f.ChatToken(t, "999999999999", at) }},
 		{name: "endpoint URL",
 			sign: func(t testing.TB, at time.Time) string { return f.OIDCToken(t, testEndpoint, at) },
 			forge: func(t testing.TB, at time.Time) string {
 				return channelstest.SignGoogleToken(t, forger, "made-up-key", jwt.MapClaims{"iss": OIDCIssuer, "aud": testEndpoint,
 					"email": ChatIssuer, "email_verified": true, "iat": at.Unix(), "exp": at.Add(time.Hour).Unix()})
-			}},
+			},
+			misdirect: func(t testing.TB, at time.Time) string { return f.OIDCToken(t, "https://other.example/chat", at) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -55,6 +58,9 @@ func TestConformance(t *testing.T) {
 				},
 				Forge: func(t testing.TB, req *channels.Request) {
 					req.Header.Set("Authorization", "Bearer "+tc.forge(t, req.Now.Add(-signAge)))
+				},
+				Misdirect: func(t testing.TB, req *channels.Request) {
+					req.Header.Set("Authorization", "Bearer "+tc.misdirect(t, req.Now.Add(-signAge)))
 				},
 				// The bearer token does not cover the body.
 				Tolerance: signAge + Leeway,
