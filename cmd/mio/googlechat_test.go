@@ -39,7 +39,8 @@ import (
 //     fake's 429s with Retry-After; an edit updates the reply.
 //   - Renewal: sends for 12 s, alternating between the replicas, never
 //     go with an expired token, and the token is renewed about once per
-//     80 % of its lifetime in total, not per process.
+//     80 % of its lifetime in total, not per process. Then the key is
+//     deleted: the account is disabled with the reason.
 func TestGoogleChatEndToEnd(t *testing.T) {
 	t.Parallel()
 	const (
@@ -211,4 +212,21 @@ func TestGoogleChatEndToEnd(t *testing.T) {
 	require.Zero(t, g.Refused()-refusedBefore, "no send went with an expired token")
 	require.LessOrEqual(t, renewals, limit, "renewed about once per 80 %% of the lifetime, in total")
 	require.Equal(t, float64(g.TokenRequests()), perProc[0]+perProc[1], "every token request was one replica's renewal")
+
+	// The key is deleted: the next renewal is refused and the account
+	// disabled with the reason.
+	g.Revoke()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		row, err := svc.AccountShow(ctx, tenant.ID, acct.ID)
+		require.NoError(t, err)
+		if row.Status == db.AccountDisabled {
+			require.Equal(t, "google service-account key refused: invalid_grant", row.DisabledReason)
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the account was not disabled after its key was deleted")
+		_, _ = send(i%2, map[string]any{"idempotency_key": fmt.Sprintf("revoked-%d", i), "account_id": acct.ID,
+			"conversation_id": "spaces/S2", "text": "after the key was deleted"})
+		time.Sleep(200 * time.Millisecond)
+	}
 }
