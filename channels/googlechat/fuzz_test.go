@@ -1,6 +1,8 @@
 package googlechat
 
 import (
+	"crypto"
+	"crypto/rsa"
 	"net/http"
 	"strings"
 	"testing"
@@ -82,4 +84,28 @@ func FuzzVerify(f *testing.F) {
 func FuzzDecodeLikeEncodingJSON(f *testing.F) {
 	channelstest.FuzzDecodesLikeEncodingJSON(f, "testdata", func() any { return new(event) },
 		`{"TYPE":"MESSAGE","Message":{"NAME":"n"}}`, `{"type":"MESSAGE","type":"CARD_CLICKED"}`, `{"message":{"attachment":[{"attachmentDataRef":null}]}}`)
+}
+
+// FuzzKeySets: the key set parsers never panic, and every key they return
+// is an RSA key of at least minKeyBits.
+func FuzzKeySets(f *testing.F) {
+	f.Add([]byte(`{"keys":[{"kty":"RSA","kid":"k","use":"sig","n":"AQAB","e":"AQAB"}]}`))
+	f.Add([]byte(`{"keys":[{"kty":"RSA","kid":"k","n":"","e":"AAAAAAAB"},{"kty":"EC"},null]}`))
+	f.Add([]byte(`{"k":"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}`))
+	f.Add([]byte(`{"k":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, parse := range []func([]byte) (map[string]crypto.PublicKey, error){parseJWKS, parseX509Set} {
+			keys, err := parse(body)
+			if err != nil {
+				continue
+			}
+			for kid, k := range keys {
+				rk, ok := k.(*rsa.PublicKey)
+				if !ok || rk.N.BitLen() < minKeyBits || rk.E < 3 {
+					t.Fatalf("key %q: %#v", kid, k)
+				}
+			}
+		}
+	})
 }

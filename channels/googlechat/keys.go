@@ -39,10 +39,13 @@ const (
 	// no Cache-Control max-age; maxKeyMaxAge caps what it may ask.
 	defaultKeyMaxAge = time.Hour
 	maxKeyMaxAge     = 24 * time.Hour
+	// minKeyBits: smaller RSA keys in a set are ignored (Google's are
+	// 2048 bits).
+	minKeyBits = 2048
 )
 
 // keyCache holds the key sets the accounts' tokens are verified with, by
-// URL: fetched on first use, used until their Cache-Control max-age, and
+// format and URL: fetched on first use, used until their Cache-Control max-age, and
 // fetched again when a token names a key id the set does not hold, at
 // most once per interval per URL (a flood of tokens with made-up key ids
 // costs one fetch per interval).
@@ -52,7 +55,7 @@ type keyCache struct {
 	now      func() time.Time
 
 	mu   sync.Mutex
-	sets map[string]*keySet
+	sets map[string]*keySet // by format and URL
 }
 
 // keySet is one URL's keys. fetchMu serializes fetches: concurrent
@@ -79,10 +82,10 @@ var errUnknownKey = errors.New("unknown key id")
 // lacks kid and was not fetched within the interval.
 func (kc *keyCache) key(ctx context.Context, url, format, kid string) (crypto.PublicKey, error) {
 	kc.mu.Lock()
-	ks := kc.sets[url]
+	ks := kc.sets[format+" "+url]
 	if ks == nil {
 		ks = &keySet{}
-		kc.sets[url] = ks
+		kc.sets[format+" "+url] = ks
 	}
 	kc.mu.Unlock()
 
@@ -198,7 +201,7 @@ func parseX509Set(body []byte) (map[string]crypto.PublicKey, error) {
 		if err != nil {
 			continue
 		}
-		if k, ok := cert.PublicKey.(*rsa.PublicKey); ok {
+		if k, ok := cert.PublicKey.(*rsa.PublicKey); ok && k.N.BitLen() >= minKeyBits {
 			keys[kid] = k
 		}
 	}
@@ -236,7 +239,11 @@ func parseJWKS(body []byte) (map[string]crypto.PublicKey, error) {
 		if !exp.IsInt64() || exp.Int64() < 3 {
 			continue
 		}
-		keys[k.Kid] = &rsa.PublicKey{N: new(big.Int).SetBytes(n), E: int(exp.Int64())}
+		mod := new(big.Int).SetBytes(n)
+		if mod.BitLen() < minKeyBits {
+			continue
+		}
+		keys[k.Kid] = &rsa.PublicKey{N: mod, E: int(exp.Int64())}
 	}
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("no RSA signing key in the set")
