@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -111,7 +112,10 @@ type event struct {
 	Message   *message `json:"message"`
 	User      *user    `json:"user"`
 	Space     *space   `json:"space"`
-	Action    *struct {
+	// Chat is the event of a Chat app built as a Google Workspace
+	// add-on, a format MIO does not read.
+	Chat   json.RawMessage `json:"chat"`
+	Action *struct {
 		ActionMethodName string `json:"actionMethodName"`
 		Parameters       []struct {
 			Key   string `json:"key"`
@@ -180,6 +184,9 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	}
 	switch ev.Type {
 	case "":
+		if len(ev.Chat) > 0 {
+			return nil, channels.BadRequestf("google_chat: a Google Workspace add-on event: configure the app as a Chat API app (interaction events)")
+		}
 		return nil, channels.BadRequestf("google_chat: event has no type")
 	case EventMessage:
 		return in.message(&ev, req.Body)

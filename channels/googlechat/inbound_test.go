@@ -222,6 +222,7 @@ func TestParseRefusesIncompleteEvents(t *testing.T) {
 		`{"type":"CARD_CLICKED","space":{"name":"spaces/a"},"user":{"name":"users/1"}}`,
 		`{"type":"CARD_CLICKED","action":{"actionMethodName":"x"},"user":{"name":"users/1"}}`,
 		`{"type":"CARD_CLICKED","action":{"actionMethodName":"x"},"space":{"name":"spaces/a"}}`,
+		`{"chat":{"messagePayload":{"message":{"name":"spaces/a/messages/b"}}},"commonEventObject":{}}`,
 	} {
 		_, err := in.Parse(context.Background(), bearerRequest("", []byte(body)))
 		var bad *channels.BadRequestError
