@@ -250,3 +250,27 @@ func TestConfigRefused(t *testing.T) {
 		require.ErrorIs(t, err, channels.ErrInvalidConfig, "%+v", acct)
 	}
 }
+
+// TestKeysFetchedOnceConcurrently: concurrent first verifications wait
+// for one fetch of the key set.
+func TestKeysFetchedOnceConcurrently(t *testing.T) {
+	t.Parallel()
+	f := channelstest.NewFakeGoogle(t, time.Hour)
+	var fetches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		time.Sleep(50 * time.Millisecond)
+		http.Redirect(w, r, f.URL+"/certs", http.StatusFound)
+	}))
+	t.Cleanup(srv.Close)
+	in := newInbound(t, testChannel(), channels.Account{Settings: []byte(`{"project_number":"` + testProject + `","certs_url":"` + srv.URL + `"}`)})
+	tok := f.ChatToken(t, testProject, testNow.Add(-time.Minute))
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() { errs <- in.Verify(context.Background(), bearerRequest(tok, nil)) }()
+	}
+	for range 20 {
+		require.NoError(t, <-errs)
+	}
+	require.EqualValues(t, 1, fetches.Load())
+}
