@@ -104,10 +104,10 @@ type Info struct {
 
 // Deleter is implemented by outbound adapters that can delete a message
 // they sent: the platform's message providerMessageID in conversationID
-// (Teams DELETE /v3/conversations/{id}/activities/{id}; Slack
-// chat.delete, Telegram deleteMessage and Discord DELETE
-// /channels/{id}/messages/{id} would fit too). The delete capability is
-// derived from it.
+// (Teams DELETE /v3/conversations/{id}/activities/{id}, Google Chat
+// DELETE /v1/{message name}; Slack chat.delete, Telegram deleteMessage and
+// Discord DELETE /channels/{id}/messages/{id} would fit it too). The
+// delete capability is derived from it.
 type Deleter interface {
 	Delete(ctx context.Context, conversationID, providerMessageID string) error
 }

@@ -15,18 +15,19 @@ import (
 // Channel type slugs. They name adapters in the registry and appear in
 // webhook URLs, metrics labels and archive partitions.
 const (
-	ChannelSlack    = "slack"
-	ChannelTelegram = "telegram"
-	ChannelDiscord  = "discord"
-	ChannelZohoCliq = "zoho_cliq"
-	ChannelWhatsApp = "whatsapp"
-	ChannelWebhook  = "webhook"
-	ChannelTeams    = "teams"
+	ChannelSlack      = "slack"
+	ChannelTelegram   = "telegram"
+	ChannelDiscord    = "discord"
+	ChannelZohoCliq   = "zoho_cliq"
+	ChannelWhatsApp   = "whatsapp"
+	ChannelWebhook    = "webhook"
+	ChannelGoogleChat = "google_chat"
+	ChannelTeams      = "teams"
 )
 
 // ChannelTypes lists every channel slug MIO knows, in a stable order.
 func ChannelTypes() []string {
-	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook, ChannelTeams}
+	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook, ChannelTeams, ChannelGoogleChat}
 }
 
 // Conversation types.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/discord"
+	"github.com/miohq/mio/channels/googlechat"
 	"github.com/miohq/mio/channels/slack"
 	"github.com/miohq/mio/channels/teams"
 	"github.com/miohq/mio/channels/telegram"
@@ -41,5 +42,6 @@ func Registry(opts Options) *channels.Registry {
 		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
 		teams.New(teams.Options{APIBaseURL: base("teams"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
+		googlechat.New(googlechat.Options{APIBaseURL: base("google_chat"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 	)
 }

@@ -1,8 +1,12 @@
 package builtin
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"maps"
 	"slices"
@@ -34,6 +38,11 @@ var validAccounts = map[string]channels.Account{
 	envelope.ChannelWebhook: {WebhookSecret: whsec,
 		Settings:    json.RawMessage(`{"endpoint_url": "https://app.example/mio"}`),
 		Credentials: json.RawMessage(`{"previous_secrets": ["` + whsec + `"]}`)},
+	envelope.ChannelGoogleChat: {ExternalID: "123456789012",
+		Settings: json.RawMessage(`{"project_number": "123456789012", "endpoint_url": "https://mio.example/webhooks/google_chat/x",
+			"api_base_url": "https://chat.example", "token_url": "https://oauth.example/token", "certs_url": "https://keys.example/x509",
+			"oidc_certs_url": "https://keys.example/jwks"}`),
+		Credentials: googleChatKey()},
 	envelope.ChannelZohoCliq: {WebhookSecret: "shared-token",
 		Settings:    json.RawMessage(`{"mode": "token", "message_handlers": ["message"], "api_base_url": "https://cliq.example"}`),
 		Credentials: json.RawMessage(`{"access_token": "1000.abc"}`)},
@@ -41,6 +50,22 @@ var validAccounts = map[string]channels.Account{
 		Settings: json.RawMessage(`{"api_base_url": "https://smba.example/teams", "token_url": "https://login.example/token",
 			"openid_metadata_url": "https://login.example/openid"}`),
 		Credentials: json.RawMessage(`{"app_id": "00000000-0000-0000-0000-0000000000a1", "client_secret": "s3cret", "tenant_id": "contoso.onmicrosoft.com"}`)},
+}
+
+// googleChatKey is a service-account key file with a fresh RSA key.
+func googleChatKey() json.RawMessage {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		panic(err)
+	}
+	b, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "mio-test", "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "mio@mio-test.iam.gserviceaccount.com", "client_id": "1", "token_uri": "https://oauth.example/token"})
+	return b
 }
 
 var whsec = "whsec_" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))

@@ -43,6 +43,10 @@ type Harness struct {
 	// Forge signs req the way an impostor would: like Sign, but with a
 	// secret or key that is not Account's.
 	Forge func(t testing.TB, req *channels.Request)
+	// Misdirect, when set, signs req validly for another audience than
+	// Account's (a token the platform minted for another app, project or
+	// endpoint), which must be refused.
+	Misdirect func(t testing.TB, req *channels.Request)
 	// SignsBody says the signature covers the body, so a body changed
 	// after signing must be refused. False for static tokens (Telegram's
 	// secret token, Zoho Cliq's shared token).
@@ -86,7 +90,7 @@ func ReadFixtures(tb testing.TB, dir string) []Fixture {
 }
 
 // Run runs the conformance suite against h's adapter: signatures (good,
-// forged, unsigned, tampered, stale), fixtures parsing and round-tripping
+// forged, unsigned, misdirected, tampered, stale), fixtures parsing and round-tripping
 // through the envelope's JSON, dedup keys stable across redeliveries, the
 // Content-Type rule (channels.CheckContentType) and hostile bodies.
 func Run(t *testing.T, h Harness) {
@@ -102,6 +106,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("SignedAccepted", s.signedAccepted)
 	t.Run("UnsignedRefused", s.unsignedRefused)
 	t.Run("ForgedRefused", s.forgedRefused)
+	t.Run("MisdirectedRefused", s.misdirectedRefused)
 	t.Run("TamperedBodyRefused", s.tamperedBodyRefused)
 	t.Run("StaleRefused", s.staleRefused)
 	t.Run("FixturesRoundTrip", s.fixturesRoundTrip)
@@ -157,6 +162,17 @@ func (s *suite) forgedRefused(t *testing.T) {
 	for _, fx := range s.h.Fixtures {
 		req := request(fx.Body, suiteNow)
 		s.h.Forge(t, req)
+		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, fx.Name)
+	}
+}
+
+func (s *suite) misdirectedRefused(t *testing.T) {
+	if s.h.Misdirect == nil {
+		t.Skip("the platform's credential names no audience")
+	}
+	for _, fx := range s.h.Fixtures {
+		req := request(fx.Body, suiteNow)
+		s.h.Misdirect(t, req)
 		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, fx.Name)
 	}
 }

@@ -140,6 +140,7 @@ type e2e struct {
 	fakes    *fakePlatforms
 	tg       *channelstest.FakeTelegram
 	teams    *channelstest.FakeTeams
+	gchat    *channelstest.FakeGoogle
 	api      *client.Client
 
 	whsec, slackSecret, waSecret string
@@ -161,6 +162,7 @@ func startE2E(t *testing.T) *e2e {
 	require.NoError(t, err)
 	e := &e2e{accounts: map[string]uuid.UUID{}, fakes: newFakePlatforms(t), tg: channelstest.NewFakeTelegram(t),
 		teams: channelstest.NewFakeTeams(t, time.Hour),
+		gchat: channelstest.NewFakeGoogle(t, time.Hour),
 		whsec: "whsec_" + base64.StdEncoding.EncodeToString(key), slackSecret: "slack-signing-secret",
 		waSecret: "wa-app-secret", discordKey: priv}
 	base := e.fakes.srv.URL
@@ -175,6 +177,7 @@ func startE2E(t *testing.T) *e2e {
 			`{"access_token":"EAAe2e","verify_token":"v"}`, e.waSecret},
 		{"zoho_cliq", `{"api_base_url":"` + base + `/zoho"}`, `{"access_token":"1000.e2e"}`, "cliq-shared-token"},
 		{"teams", string(e.teams.Settings()), string(e.teams.Credentials()), ""},
+		{"google_chat", string(e.gchat.Settings(e2eGoogleProject, "")), string(e.gchat.Credentials()), ""},
 	} {
 		p := admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: a.channel, Settings: json.RawMessage(a.settings), WebhookSecret: a.secret}
 		if a.creds != "" {
@@ -266,6 +269,9 @@ func (e *e2e) inbound(t *testing.T, channel string) {
 	case "teams":
 		body := e.teamsActivity(t, "message_channel_thread_mention.json")
 		e.postWebhook(t, channel, body, map[string]string{"Authorization": e.teams.Sign(t, body, now, channelstest.TokenOptions{})})
+	case "google_chat":
+		e.postWebhook(t, channel, readTestdata(t, "googlechat", "message_dm.json"),
+			map[string]string{"Authorization": "Bearer " + e.gchat.ChatToken(t, e2eGoogleProject, now)})
 	}
 }
 
@@ -353,9 +359,12 @@ func TestEndToEndEveryChannel(t *testing.T) {
 				"conversation_id": msg.Conversation.ID, "text": editText, "edit_of": reply})
 
 			var sends, edits []platformCall
-			if ch == "teams" {
+			switch ch {
+			case "teams":
 				sends = teamsCalls(e.teams)
-			} else if ch == "telegram" {
+			case "google_chat":
+				sends = googleCalls(e.gchat)
+			case "telegram":
 				for _, c := range e.tg.Calls("") {
 					pc := platformCall{Channel: ch, Op: "send", Text: fmt.Sprint(c.Body["text"]), Conversation: fmt.Sprint(c.Body["chat_id"])}
 					if c.Method == "editMessageText" {
@@ -363,7 +372,7 @@ func TestEndToEndEveryChannel(t *testing.T) {
 					}
 					sends = append(sends, pc)
 				}
-			} else {
+			default:
 				sends = e.fakes.received(fakePrefix(ch))
 			}
 			for _, c := range sends {
@@ -435,6 +444,26 @@ func TestEndToEndEveryChannel(t *testing.T) {
 	_, conflicts, deletes := e.tg.PollStats()
 	require.Zero(t, conflicts)
 	require.Equal(t, 1, deletes, "delete_webhook once when polling starts")
+}
+
+// e2eGoogleProject is the Cloud project number of the Google Chat account.
+const e2eGoogleProject = "123456789012"
+
+// googleCalls are the creates and updates the fake Chat API accepted.
+func googleCalls(f *channelstest.FakeGoogle) []platformCall {
+	var out []platformCall
+	for _, c := range f.Calls() {
+		text, _ := c.Body["text"].(string)
+		pc := platformCall{Channel: "google_chat", Op: "send", Text: text, Conversation: strings.TrimSuffix(strings.TrimPrefix(c.Path, "/v1/"), "/messages")}
+		switch c.Method {
+		case http.MethodPatch:
+			pc.Op, pc.EditID = "edit", strings.TrimPrefix(c.Path, "/v1/")
+		case http.MethodDelete:
+			pc.Op = "delete"
+		}
+		out = append(out, pc)
+	}
+	return out
 }
 
 // fakePrefix is the fake's path prefix (and call channel) of a channel.
