@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -226,7 +227,31 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	require.NoError(t, err)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(b, &out))
+	// The server does not validate its outputs (addTool): every output
+	// of these tests is held to the schema tools/list advertises.
+	require.NoError(t, outputSchema(t, cs, name).Validate(out), "%s: the output does not match its schema: %s", name, b)
 	return out, ""
+}
+
+// outputSchema is tool name's advertised output schema, resolved.
+func outputSchema(t *testing.T, cs *mcp.ClientSession, name string) *jsonschema.Resolved {
+	t.Helper()
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	for _, tl := range tools.Tools {
+		if tl.Name != name {
+			continue
+		}
+		b, err := json.Marshal(tl.OutputSchema)
+		require.NoError(t, err)
+		var s jsonschema.Schema
+		require.NoError(t, json.Unmarshal(b, &s))
+		r, err := s.Resolve(nil)
+		require.NoError(t, err)
+		return r
+	}
+	t.Fatalf("tools/list has no tool %s", name)
+	return nil
 }
 
 // ok calls a tool that must succeed.

@@ -130,45 +130,45 @@ func (s *server) addTools(srv *mcp.Server) {
 	idsBound := func(p map[string]*jsonschema.Schema) {
 		p["delivery_ids"].MinItems, p["delivery_ids"].MaxItems = ptr(1), ptr(MaxSettleIDs)
 	}
-	mcp.AddTool(srv, tool[pullIn, pullOut]("pull_messages", "Pull messages",
+	addTool(srv, tool[pullIn, pullOut]("pull_messages", "Pull messages",
 		"Lease new chat messages addressed to you, waiting up to wait for the first. Each delivery is yours until lease_expires_at: "+
 			"answer it with reply, or settle it with ack_messages / release_messages. Not settled in time, it is delivered again "+
 			"with a new delivery_id. Needs the consume role.",
 		mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 		func(p map[string]*jsonschema.Schema) { bounds(1, MaxPullMax)(p["max_messages"]) }), s.pull)
-	mcp.AddTool(srv, tool[settleIn, settleOut]("ack_messages", "Acknowledge messages",
+	addTool(srv, tool[settleIn, settleOut]("ack_messages", "Acknowledge messages",
 		"Mark deliveries done without answering: they are never delivered again. Use reply instead to answer and acknowledge "+
 			"in one step. Needs the consume role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(false)}, idsBound), s.settle(ActionAck))
-	mcp.AddTool(srv, tool[releaseIn, settleOut]("release_messages", "Release messages",
+	addTool(srv, tool[releaseIn, settleOut]("release_messages", "Release messages",
 		"Give deliveries back without answering: they are delivered again after delay (to you or another agent), under new "+
 			"delivery ids. Needs the consume role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}, idsBound), s.release)
-	mcp.AddTool(srv, tool[settleIn, settleOut]("extend_lease", "Extend leases",
+	addTool(srv, tool[settleIn, settleOut]("extend_lease", "Extend leases",
 		"Keep deliveries you are still working on: their leases are renewed for the consumer's ack_wait from now. "+
 			"Needs the consume role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(false)}, idsBound), s.settle(ActionExtend))
-	mcp.AddTool(srv, tool[replyIn, sentOut]("reply", "Reply to a delivery",
+	addTool(srv, tool[replyIn, sentOut]("reply", "Reply to a delivery",
 		"Answer a delivered message in its conversation (and thread) and acknowledge the delivery, in one transaction: both "+
 			"happen or neither. Calling it again for the same delivery sends once. If the lease was lost (expired, settled or "+
 			"redelivered) nothing is sent: pull again and answer the new delivery. Needs the consume and produce roles.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}, nil), s.reply)
-	mcp.AddTool(srv, tool[sendIn, sentOut]("send_message", "Send a message",
+	addTool(srv, tool[sendIn, sentOut]("send_message", "Send a message",
 		"Send a message to a conversation of an account, not as an answer to a delivery (use reply for that), or edit an "+
 			"earlier one with edit_of. Queued at once, handed to the platform in order. Needs the produce role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}, nil), s.send)
-	mcp.AddTool(srv, tool[idIn, Outbound]("get_send_status", "Get send status",
+	addTool(srv, tool[idIn, Outbound]("get_send_status", "Get send status",
 		"Where a sent message or reply is: handoff_state queued, sending, handed_off (the platform took it) or dead "+
 			"(see last_error), and provider_state (delivered, read on channels that report it). Needs the read or produce role.",
 		mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}, nil), s.sendStatus)
-	mcp.AddTool(srv, tool[typingIn, typingOut]("show_typing", "Show typing",
+	addTool(srv, tool[typingIn, typingOut]("show_typing", "Show typing",
 		"Show the bot as typing in a conversation while you work on an answer (best effort; a few seconds on the platform; "+
 			"unsupported channels answer unsupported). Needs the produce role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}, nil), s.typing)
-	mcp.AddTool(srv, tool[idIn, Message]("get_message", "Get a message",
+	addTool(srv, tool[idIn, Message]("get_message", "Get a message",
 		"One inbound message by its id (message.id, or an edit's edit_of.id). Needs the read or consume role.",
 		mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)}, nil), s.message)
-	mcp.AddTool(srv, tool[historyIn, historyOut]("conversation_history", "Conversation history",
+	addTool(srv, tool[historyIn, historyOut]("conversation_history", "Conversation history",
 		"The earlier messages of a conversation, both what users wrote (inbound) and what was sent to them (outbound), "+
 			"oldest first, the newest page first; pass next_cursor as before for older ones. Needs the read role.",
 		mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(false)},

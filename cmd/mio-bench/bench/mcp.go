@@ -30,6 +30,9 @@ type MCPOptions struct {
 	Batch int
 	// Replies: pull → reply round trips timed one at a time. Default 200.
 	Replies int
+	// CPUProfile, when set, is where the server's CPU profile of the MCP
+	// drain's first 3 s is written.
+	CPUProfile string
 }
 
 // MCPResult holds the figures of one run.
@@ -94,9 +97,13 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 		}
 		defer sessions[i].Close()
 	}
+	profiled := env.profileAfter(ctx, 0, 3*time.Second, opts.CPUProfile)
 	n, elapsed, err = mcpDrain(ctx, sessions, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mcp drain: %w", err)
+	}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	res.MCPElapsed, res.MCPPerSec = elapsed, float64(n)/elapsed.Seconds()
 
@@ -117,7 +124,7 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 		rtts = append(rtts, time.Since(start))
 	}
 	SortDurations(rtts)
-	res.RoundTripP50, res.RoundTripP99 = Percentile(rtts, 0.50), Percentile(rtts, 0.99)
+	res.RoundTripP50, res.RoundTripP99 = Percentile(rtts, 50), Percentile(rtts, 99)
 	return res, nil
 }
 
