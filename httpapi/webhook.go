@@ -85,6 +85,14 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &channels.Request{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, Now: start}
 	if err := acct.VerifyWebhook(ctx, req, time.Now()); err != nil {
+		var transient *channels.TransientError
+		if errors.As(err, &transient) {
+			// The platform's keys could not be read (a key server down):
+			// no verdict on the request, which the platform sends again.
+			outcome = outcomeUnavailable
+			s.unavailable(w, r, "verify", err)
+			return
+		}
 		outcome = outcomeUnauthorized
 		writeError(w, http.StatusUnauthorized, "unauthorized", "signature or token invalid")
 		return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,9 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels/channelstest"
+	"github.com/miohq/mio/channels/googlechat"
 	"github.com/miohq/mio/channels/whatsapp"
 )
 
@@ -283,4 +288,26 @@ func TestWebhookWakesSubscribers(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("commit did not wake the subscriber")
 	}
+}
+
+// TestWebhookKeysUnavailable: a platform whose signing keys cannot be read
+// (Google's key server unreachable) gets 503 with Retry-After — it
+// delivers the event again — not 401, which it would take as final; and
+// nothing is written.
+func TestWebhookKeysUnavailable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	a, err := b.svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: b.tenant, ChannelType: "google_chat",
+		ExternalID: "123456789012", Settings: json.RawMessage(`{"project_number":"123456789012","certs_url":"https://127.0.0.1:1/certs"}`)})
+	require.NoError(t, err)
+	g := channelstest.NewFakeGoogle(t, time.Hour)
+	tok := channelstest.SignGoogleToken(t, g.ChatKey(), channelstest.FakeChatKeyID, jwt.MapClaims{"iss": googlechat.ChatIssuer,
+		"aud": "123456789012", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()})
+	before := b.count(t, "mio.inbox")
+	resp, out := post(t, b.srv.URL+"/webhooks/google_chat/"+a.ID.String(), fixture(t, "googlechat", "message_dm.json"),
+		map[string]string{"Authorization": "Bearer " + tok})
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, out)
+	require.NotEmpty(t, resp.Header.Get("Retry-After"))
+	require.Equal(t, before, b.count(t, "mio.inbox"), "nothing written")
 }

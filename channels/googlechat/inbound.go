@@ -87,7 +87,9 @@ func (in *inbound) Verify(ctx context.Context, req *channels.Request) error {
 		jwt.WithTimeFunc(func() time.Time { return now }))
 	switch {
 	case keyErr != nil && !errors.Is(keyErr, errUnknownKey):
-		return channels.Unauthorizedf("google_chat: keys unavailable: %v", keyErr)
+		// Google's keys could not be read: not a verdict on the token.
+		// Transient, answered 503 so that the event is delivered again.
+		return &channels.TransientError{Err: fmt.Errorf("google_chat: keys unavailable: %w", keyErr)}
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return channels.Unauthorizedf("google_chat: token expired")
 	case err != nil:

@@ -274,3 +274,46 @@ func TestKeysFetchedOnceConcurrently(t *testing.T) {
 	}
 	require.EqualValues(t, 1, fetches.Load())
 }
+
+// TestKeysUnavailableIsTransient: while Google's key server fails, a
+// token is neither accepted nor refused — Verify answers a transient error
+// (the webhook is answered 503 and Chat delivers it again), also for the
+// calls within the refresh interval — and once the keys can be read, the
+// same token is accepted.
+func TestKeysUnavailableIsTransient(t *testing.T) {
+	t.Parallel()
+	f := channelstest.NewFakeGoogle(t, time.Hour)
+	down := atomic.Bool{}
+	down.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		resp, err := http.Get(f.URL + "/certs")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var set map[string]string
+		require.NoError(t, jsonDecode(resp, &set))
+		w.Header().Set("Content-Type", "application/json")
+		require.NoError(t, jsonEncode(w, set))
+	}))
+	t.Cleanup(srv.Close)
+	ch := New(Options{APIBasePolicy: channels.APIBasePolicy{HTTPHosts: []string{"127.0.0.1"}}, KeyRefreshInterval: time.Hour})
+	clock := time.Now()
+	ch.keys.now = func() time.Time { return clock }
+	in := newInbound(t, ch, channels.Account{Settings: []byte(`{"project_number":"` + testProject + `","certs_url":"` + srv.URL + `"}`)})
+	tok := channelstest.SignGoogleToken(t, f.ChatKey(), channelstest.FakeChatKeyID, jwt.MapClaims{"iss": ChatIssuer, "aud": testProject,
+		"iat": testNow.Unix(), "exp": testNow.Add(time.Hour).Unix()})
+	verify := func() error { return in.Verify(context.Background(), bearerRequest(tok, nil)) }
+
+	for range 3 {
+		err := verify()
+		var transient *channels.TransientError
+		require.ErrorAs(t, err, &transient, "keys unavailable: %v", err)
+		require.NotErrorIs(t, err, channels.ErrUnauthorized)
+	}
+	down.Store(false)
+	clock = clock.Add(time.Hour)
+	require.NoError(t, verify())
+}

@@ -67,6 +67,10 @@ type keySet struct {
 	keys      map[string]crypto.PublicKey
 	expires   time.Time // when keys should be fetched again
 	attempted time.Time // the last fetch, successful or not
+	// failed: the last fetch's error (a *channels.TransientError), nil
+	// after a success. While the refresh is bounded, an unknown key id is
+	// answered with it: the keys could not be read, not the token is bad.
+	failed error
 }
 
 func newKeyCache(client *http.Client, interval time.Duration) *keyCache {
@@ -104,11 +108,21 @@ func (kc *keyCache) key(ctx context.Context, url, format, kid string) (crypto.Pu
 		if ok {
 			return k, nil
 		}
+		ks.mu.Lock()
+		failed := ks.failed
+		ks.mu.Unlock()
+		if failed != nil {
+			return nil, failed
+		}
 		return nil, errUnknownKey
 	}
 	keys, maxAge, err := kc.fetch(ctx, url, format)
+	if err != nil {
+		err = &channels.TransientError{Err: err}
+	}
 	ks.mu.Lock()
 	ks.attempted = kc.now()
+	ks.failed = err
 	if err == nil {
 		ks.keys, ks.expires = keys, ks.attempted.Add(maxAge)
 	}

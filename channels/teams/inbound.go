@@ -154,7 +154,12 @@ func (in *inbound) Verify(ctx context.Context, req *channels.Request) error {
 		jwt.WithLeeway(ClockSkew),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
+	var transient *channels.TransientError
 	switch {
+	case errors.As(err, &transient):
+		// The keys could not be read: not a verdict on the token. Answered
+		// 503 so that the activity is delivered again.
+		return transient
 	case err != nil:
 		return channels.Unauthorizedf("teams: token refused: %v", err)
 	case !key.endorses(act.ChannelID):

@@ -3,6 +3,9 @@ package teams
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -283,4 +286,40 @@ func TestTrustedServiceURLs(t *testing.T) {
 	} {
 		require.Equal(t, want, tr.trusts(u), u)
 	}
+}
+
+// TestSigningKeysUnavailableIsTransient: while the OpenID metadata cannot
+// be read, an activity's token is neither accepted nor refused — Verify
+// answers a transient error (the webhook is answered 503 and the Bot
+// Service delivers it again), also within the refresh interval — and once
+// the keys can be read, the same token is accepted.
+func TestSigningKeysUnavailableIsTransient(t *testing.T) {
+	t.Parallel()
+	fake := channelstest.NewFakeTeams(t, time.Hour)
+	var down atomic.Bool
+	down.Store(true)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		http.Redirect(w, r, fake.URL+"/openid", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(proxy.Close)
+	ch := newTestChannel()
+	clock := testNow
+	ch.keys.now = func() time.Time { return clock }
+	acct := fakeAccount(fake)
+	acct.Settings = []byte(strings.Replace(string(acct.Settings), fake.URL+"/openid", proxy.URL, 1))
+	in := newInbound(t, ch, acct)
+	body := channelstest.ReadFixture(t, "message_personal_file.json")
+	for range 3 {
+		err := in.Verify(context.Background(), signedRequest(t, fake, body, channelstest.TokenOptions{}))
+		var transient *channels.TransientError
+		require.ErrorAs(t, err, &transient, "metadata unavailable: %v", err)
+		require.NotErrorIs(t, err, channels.ErrUnauthorized)
+	}
+	down.Store(false)
+	clock = clock.Add(DefaultKeyRefreshInterval)
+	require.NoError(t, in.Verify(context.Background(), signedRequest(t, fake, body, channelstest.TokenOptions{})))
 }

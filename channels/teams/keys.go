@@ -49,6 +49,10 @@ type keySet struct {
 	keys    map[string]signingKey
 	fetched time.Time // zero: never fetched successfully
 	tried   time.Time // last fetch attempt
+	// failed: the last fetch's error (a *channels.TransientError), nil
+	// after a success. While the refresh is bounded, an unknown kid is
+	// answered with it: the keys could not be read, not the token is bad.
+	failed error
 }
 
 // keyCache holds the signing keys per OpenID metadata URL, shared by the
@@ -89,17 +93,21 @@ func (kc *keyCache) key(ctx context.Context, metadataURL, kid string) (signingKe
 		if k, ok := set.keys[kid]; ok { // stale but the refresh is bounded
 			return k, nil
 		}
+		if set.failed != nil {
+			return signingKey{}, set.failed
+		}
 		return signingKey{}, errUnknownKey
 	}
 	set.tried = now
 	keys, err := kc.fetch(ctx, metadataURL)
 	if err != nil {
+		set.failed = &channels.TransientError{Err: err}
 		if k, ok := set.keys[kid]; ok {
 			return k, nil // keep using a known key while discovery fails
 		}
-		return signingKey{}, err
+		return signingKey{}, set.failed
 	}
-	set.keys, set.fetched = keys, now
+	set.keys, set.fetched, set.failed = keys, now, nil
 	if k, ok := keys[kid]; ok {
 		return k, nil
 	}
