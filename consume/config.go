@@ -132,6 +132,27 @@ type Info struct {
 // policy, start time, stage) cannot change: a different value is a
 // ValidationError.
 func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg Config) (*Info, bool, error) {
+	return s.put(ctx, tenantID, name, cfg, false)
+}
+
+// errExists: Ensure's consumer was created by someone else first.
+var errExists = errors.New("consumer exists")
+
+// Ensure creates a consumer with cfg unless it exists, and returns it
+// either way (created reports which). A consumer created or configured
+// concurrently — a PUT racing an agent's first pull — is never
+// overwritten with cfg: the create that finds it committed in the
+// meantime rolls back.
+func (s *Service) Ensure(ctx context.Context, tenantID uuid.UUID, name string, cfg Config) (info *Info, created bool, err error) {
+	info, created, err = s.put(ctx, tenantID, name, cfg, true)
+	if errors.Is(err, errExists) {
+		info, err = s.Get(ctx, tenantID, name)
+		return info, false, err
+	}
+	return info, created, err
+}
+
+func (s *Service) put(ctx context.Context, tenantID uuid.UUID, name string, cfg Config, onlyNew bool) (*Info, bool, error) {
 	if !ValidName(name) {
 		return nil, false, invalid("consumer name must be 1 to 64 characters of A-Z a-z 0-9 _ . - and start with a letter or digit")
 	}
@@ -142,6 +163,8 @@ func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 	err := db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		prev, err := db.ConsumerGet(ctx, tx, tenantID, name)
 		switch {
+		case err == nil && onlyNew:
+			return errExists
 		case errors.Is(err, db.ErrNotFound):
 			if err := cfg.normalize(); err != nil {
 				return err
@@ -170,6 +193,9 @@ func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 		})
 		if err != nil {
 			return err
+		}
+		if !isNew && onlyNew {
+			return errExists // created since the read above: roll back
 		}
 		if !isNew && prev != nil && !sameFilter(prev, c) {
 			// The backlog counters count what the filter matches: under

@@ -132,7 +132,7 @@ func (b *mcpServices) CreateConsumer(ctx context.Context, consumer string) (time
 	if err := b.need(db.RoleConsume); err != nil {
 		return 0, err
 	}
-	info, _, err := b.s.consumers.Put(ctx, b.p.TenantID, consumer, consume.Config{
+	info, _, err := b.s.consumers.Ensure(ctx, b.p.TenantID, consumer, consume.Config{
 		DeliverPolicy: mcpserver.CreatedDeliverPolicy, Ordering: mcpserver.CreatedOrdering})
 	if err != nil {
 		return 0, b.consumerError(err)

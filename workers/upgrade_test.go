@@ -47,6 +47,10 @@ func TestUpgradedDatabaseServes(t *testing.T) {
 	require.NoError(t, rows.Err())
 	b.ownerExec(t, `UPDATE mio.accounts SET settings = jsonb_set(settings, '{endpoint_url}', to_jsonb($1::text)) WHERE channel_type = 'webhook'`,
 		b.fake.srv.URL+"/webhook/in")
+	// The fixture's times are those of the day it was made: "agent"'s open
+	// lease (an hour long then) is moved to an hour from now, so that it is
+	// still open whenever the test runs.
+	b.ownerExec(t, `UPDATE mio.consumer_leases SET expires_at = now() + interval '1 hour' WHERE consumer_name = 'agent'`)
 	var queued, dead []uuid.UUID
 	require.NoError(t, b.owner.QueryRow(ctx, `SELECT
 		array(SELECT id FROM mio.outbox WHERE handoff_state = 'queued'),
