@@ -155,3 +155,17 @@ func TestChangedFileReapplied(t *testing.T) {
 	require.Equal(t, []string{"handoff_rank(state text)"}, diff.Changed)
 	require.Equal(t, []string{"inbox_rebind(p_old regclass)"}, diff.Missing)
 }
+
+// TestCheckAsRuntimeRole: the service checks the schema as its runtime
+// role (through a pooler, as a login of its own), which owns the objects
+// it builds from the files but not schema mio's: the check compares
+// definitions and leaves grants to the owner's migrate up.
+func TestCheckAsRuntimeRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.New(t)
+	diff, err := migrations.New(env.Pool).DefinitionsDiff(ctx)
+	require.NoError(t, err)
+	require.True(t, diff.Empty(), diff.String())
+	require.NoError(t, migrations.New(env.Pool).Check(ctx))
+}
