@@ -197,8 +197,9 @@ func runLoad(ctx context.Context, env *Env, loader, group string, clients int, w
 	return l.stop()
 }
 
-// load is a running load phase (startLoad): its clients send until stop,
-// and count what they send between measure and stop.
+// load is a running load phase (startLoad): its clients send until the
+// method stop is called, and count what they send from the call to the
+// method measure on.
 type load struct {
 	ctx                context.Context
 	env                *Env
