@@ -9,7 +9,8 @@ LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # so they stay out of the server's dependency graph.
 TOOL    := $(GO) tool -modfile=tools/go.mod
 
-# Packages with concurrency run under the race detector.
+# Packages with concurrency run under the race detector (and only there: the race run
+# is the same tests with more checks); the rest run once without it.
 RACE_PKGS := ./accounts/... ./db/... ./httpapi/... ./workers/... ./ingest/... ./consume/... ./notify/... ./client/... ./blob/... ./fetch/... ./outbox/... ./jobs/... ./reply/... ./typing/... ./groupcommit/... ./console/... ./top/...
 
 .PHONY: browser tmux sdk-tools run test test-bench test-deploy test-pgbouncer lint generate check-generated build build-bench image bench bench-ingest bench-produce bench-consume bench-horizon bench-sdk bench-mcp bench-scale bench-admin postgres fmt
@@ -20,7 +21,7 @@ run: postgres build
 
 ## test: lint, check generated code, run every test (real PostgreSQL; the SDK suites need python3 and node)
 test: postgres sdk-tools browser tmux lint check-generated
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 15m $$($(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 	$(GO) test -count=1 -timeout 15m -race $$($(GO) list $(RACE_PKGS) 2>/dev/null)
 	$(MAKE) test-deploy
 	$(MAKE) test-bench
