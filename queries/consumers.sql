@@ -251,6 +251,26 @@ WHERE h.kind = 'consumer' AND h.tenant_id = @tenant_id AND h.consumer = ANY (@na
 -- holds the consumer's row lock, taken by an earlier statement.
 SELECT mio.consumer_rebase(@tenant_id, @name)::bigint AS backlog_base;
 
--- name: StreamCountsFold :one
--- Folds the stream count deltas into one row per key.
-SELECT mio.stream_counts_fold()::bigint AS folded;
+-- name: StreamCountsFoldTenant :one
+-- Folds tenant @tenant_id's delta rows into one row per key (DELETE and
+-- INSERT in one statement: a reader sees the rows before or after, the
+-- same sums; rows a concurrent fold deleted first are neither deleted nor
+-- summed again). Only keys with more than one row are rewritten. Returns
+-- the rows folded away. The transaction's tenant must be @tenant_id.
+WITH keys AS (
+    SELECT s.stage, s.channel_type, s.account_id FROM mio.stream_counts AS s
+    WHERE s.tenant_id = @tenant_id
+    GROUP BY s.stage, s.channel_type, s.account_id
+    HAVING count(*) > 1
+), d AS (
+    DELETE FROM mio.stream_counts AS s
+    USING keys
+    WHERE s.tenant_id = @tenant_id AND s.stage = keys.stage AND s.channel_type = keys.channel_type AND s.account_id = keys.account_id
+    RETURNING s.stage, s.channel_type, s.account_id, s.n
+), ins AS (
+    INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n)
+    SELECT @tenant_id, d.stage, d.channel_type, d.account_id, sum(d.n) FROM d
+    GROUP BY d.stage, d.channel_type, d.account_id
+    RETURNING 1
+)
+SELECT ((SELECT count(*) FROM d) - (SELECT count(*) FROM ins))::bigint AS folded;

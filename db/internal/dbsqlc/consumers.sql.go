@@ -990,13 +990,37 @@ func (q *Queries) SnapshotNow(ctx context.Context, db DBTX) (string, error) {
 	return snapshot, err
 }
 
-const StreamCountsFold = `-- name: StreamCountsFold :one
-SELECT mio.stream_counts_fold()::bigint AS folded
+const StreamCountsFoldTenant = `-- name: StreamCountsFoldTenant :one
+WITH keys AS (
+    SELECT s.stage, s.channel_type, s.account_id FROM mio.stream_counts AS s
+    WHERE s.tenant_id = $1
+    GROUP BY s.stage, s.channel_type, s.account_id
+    HAVING count(*) > 1
+), d AS (
+    DELETE FROM mio.stream_counts AS s
+    USING keys
+    WHERE s.tenant_id = $1 AND s.stage = keys.stage AND s.channel_type = keys.channel_type AND s.account_id = keys.account_id
+    RETURNING s.stage, s.channel_type, s.account_id, s.n
+), ins AS (
+    INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n)
+    SELECT $1, d.stage, d.channel_type, d.account_id, sum(d.n) FROM d
+    GROUP BY d.stage, d.channel_type, d.account_id
+    RETURNING 1
+)
+SELECT ((SELECT count(*) FROM d) - (SELECT count(*) FROM ins))::bigint AS folded
 `
 
-// Folds the stream count deltas into one row per key.
-func (q *Queries) StreamCountsFold(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, StreamCountsFold)
+type StreamCountsFoldTenantParams struct {
+	TenantID uuid.UUID
+}
+
+// Folds tenant @tenant_id's delta rows into one row per key (DELETE and
+// INSERT in one statement: a reader sees the rows before or after, the
+// same sums; rows a concurrent fold deleted first are neither deleted nor
+// summed again). Only keys with more than one row are rewritten. Returns
+// the rows folded away. The transaction's tenant must be @tenant_id.
+func (q *Queries) StreamCountsFoldTenant(ctx context.Context, db DBTX, arg *StreamCountsFoldTenantParams) (int64, error) {
+	row := db.QueryRow(ctx, StreamCountsFoldTenant, arg.TenantID)
 	var folded int64
 	err := row.Scan(&folded)
 	return folded, err
