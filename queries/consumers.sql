@@ -9,12 +9,23 @@ INSERT INTO mio.consumers (
     @tenant_id, @name, @filter_channel_types, @filter_account_ids, @filter_conversation_ids,
     @deliver_policy, sqlc.narg('start_time'), @ack_wait_ms, @max_deliver, @max_ack_pending, @ordering, @stage,
     '0', 0, CASE WHEN @deliver_policy::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
-    -- The rows before the starting position, in this statement's snapshot
-    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
-    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = @tenant_id AND e.name = @name)
-         THEN mio.consumer_base_at_create(@tenant_id, @stage, @deliver_policy, @filter_channel_types, @filter_account_ids,
-                                          @filter_conversation_ids, sqlc.narg('start_time'))
-         ELSE 0 END
+    -- The base of a consumer being created: the matching rows before its
+    -- starting position, as this statement's snapshot (its lo, for
+    -- deliver_policy new) sees them. all: none. new: every one.
+    -- by_start_time: those received before the start time. Row-by-row
+    -- consumers: unused. docs/architecture.md, "Exact backlog".
+    CASE WHEN EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = @tenant_id AND e.name = @name)
+              OR mio.consumer_counts_rows(@filter_conversation_ids, sqlc.narg('start_time'), now())
+              OR @deliver_policy = 'all'
+         THEN 0
+         WHEN @deliver_policy = 'new' THEN mio.stream_appended(@tenant_id, @stage, @filter_channel_types, @filter_account_ids)
+         ELSE mio.stream_appended(@tenant_id, @stage, @filter_channel_types, @filter_account_ids) - (
+             SELECT count(*) FROM mio.inbox AS i
+             WHERE i.tenant_id = @tenant_id AND i.received_at >= sqlc.narg('start_time')
+               AND (@stage = 'received' OR i.ready_xid IS NOT NULL)
+               AND (cardinality(coalesce(@filter_channel_types, '{}')) = 0 OR i.channel_type = ANY (@filter_channel_types))
+               AND (cardinality(coalesce(@filter_account_ids, '{}')) = 0 OR i.account_id = ANY (@filter_account_ids)))
+         END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,

@@ -408,12 +408,23 @@ INSERT INTO mio.consumers (
     $1, $2, $3, $4, $5,
     $6, $7, $8, $9, $10, $11, $12,
     '0', 0, CASE WHEN $6::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
-    -- The rows before the starting position, in this statement's snapshot
-    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
-    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = $1 AND e.name = $2)
-         THEN mio.consumer_base_at_create($1, $12, $6, $3, $4,
-                                          $5, $7)
-         ELSE 0 END
+    -- The base of a consumer being created: the matching rows before its
+    -- starting position, as this statement's snapshot (its lo, for
+    -- deliver_policy new) sees them. all: none. new: every one.
+    -- by_start_time: those received before the start time. Row-by-row
+    -- consumers: unused. docs/architecture.md, "Exact backlog".
+    CASE WHEN EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = $1 AND e.name = $2)
+              OR mio.consumer_counts_rows($5, $7, now())
+              OR $6 = 'all'
+         THEN 0
+         WHEN $6 = 'new' THEN mio.stream_appended($1, $12, $3, $4)
+         ELSE mio.stream_appended($1, $12, $3, $4) - (
+             SELECT count(*) FROM mio.inbox AS i
+             WHERE i.tenant_id = $1 AND i.received_at >= $7
+               AND ($12 = 'received' OR i.ready_xid IS NOT NULL)
+               AND (cardinality(coalesce($3, '{}')) = 0 OR i.channel_type = ANY ($3))
+               AND (cardinality(coalesce($4, '{}')) = 0 OR i.account_id = ANY ($4)))
+         END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
