@@ -16,8 +16,8 @@ import (
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // TestDefinitionsAreTheFiles: after migrate up, every function, procedure
-// and view of schema mio comes from a file of functions/ or views/ and
-// equals what the file creates (built beside it in a temporary schema and
+// and view of schema mio comes from a file of functions/ or views/ (none
+// without a file is left) and equals what the file creates (built beside it in a temporary schema and
 // compared by definition and grants), and the schema is current.
 func TestDefinitionsAreTheFiles(t *testing.T) {
 	t.Parallel()
@@ -36,6 +36,7 @@ func TestDefinitionsAreTheFiles(t *testing.T) {
 	files, err := fs.Glob(migrations.FS(), "*/*.sql")
 	require.NoError(t, err)
 	require.Equal(t, len(files), objects, "one file per function name or view")
+	require.Empty(t, functionsWithoutFile(t, env.OwnerPool(t)))
 }
 
 // TestBaselineSingletonRows: the singleton tables have their one row in a
