@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -390,9 +392,39 @@ func ConsumerRebase(ctx context.Context, tx DBTX, tenantID uuid.UUID, name strin
 // StreamCountsFold folds the streams' count deltas into one row per
 // tenant, stage, channel type and account and returns
 // how many rows it folded away. It runs in a transaction of its own.
-func StreamCountsFold(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	n, err := queries().StreamCountsFold(ctx, pool)
+func StreamCountsFold(ctx context.Context, pool *pgxpool.Pool) (n int64, err error) {
+	err = InTx(ctx, pool, func(tx pgx.Tx) error {
+		n, err = StreamCountsFoldTx(ctx, tx)
+		return err
+	})
 	return n, translate(err)
+}
+
+// StreamCountsFoldTx is StreamCountsFold in tx: every tenant in id order
+// (concurrent folds meet their rows in the same order), each under its
+// own tenant setting, all in one round trip after the tenants are read. It
+// leaves tx without a tenant.
+func StreamCountsFoldTx(ctx context.Context, tx pgx.Tx) (int64, error) {
+	ids, err := queries().TenantIDs(ctx, tx)
+	if err != nil {
+		return 0, translate(err)
+	}
+	var total int64
+	b := &pgx.Batch{}
+	for _, id := range ids {
+		b.Queue(setTenantSQL, id.String())
+		b.Queue(dbsqlc.StreamCountsFoldTenant, id).QueryRow(func(row pgx.Row) error {
+			var n int64
+			err := row.Scan(&n)
+			total += n
+			return err
+		})
+	}
+	b.Queue(setTenantSQL, "")
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return 0, fmt.Errorf("stream counts fold: %w", translate(err))
+	}
+	return total, nil
 }
 
 // PullState is what a pull reads before claiming.

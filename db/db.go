@@ -112,6 +112,9 @@ func Open(ctx context.Context, url string, opts PoolOptions) (*pgxpool.Pool, err
 	return pool, nil
 }
 
+// setTenantSQL sets the transaction's tenant ($1: its id, or "" for none).
+const setTenantSQL = "SELECT set_config('app.current_tenant_id', $1, true)"
+
 // SetTenant scopes the rest of transaction tx to tenantID: row-level
 // security then shows and accepts only that tenant's rows. The setting is
 // transaction-local (SET LOCAL semantics), so it never leaks to the next
@@ -120,7 +123,7 @@ func SetTenant(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
 	if tenantID == uuid.Nil {
 		return ErrNoTenant
 	}
-	if _, err := tx.Exec(ctx, "SELECT set_config('app.current_tenant_id', $1, true)", tenantID.String()); err != nil {
+	if _, err := tx.Exec(ctx, setTenantSQL, tenantID.String()); err != nil {
 		return fmt.Errorf("set tenant: %w", err)
 	}
 	return nil

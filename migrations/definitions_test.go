@@ -16,8 +16,8 @@ import (
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // TestDefinitionsAreTheFiles: after migrate up, every function, procedure
-// and view of schema mio comes from a file of functions/ or views/ and
-// equals what the file creates (built beside it in a temporary schema and
+// and view of schema mio comes from a file of functions/ or views/ (none
+// without a file is left) and equals what the file creates (built beside it in a temporary schema and
 // compared by definition and grants), and the schema is current.
 func TestDefinitionsAreTheFiles(t *testing.T) {
 	t.Parallel()
@@ -36,6 +36,7 @@ func TestDefinitionsAreTheFiles(t *testing.T) {
 	files, err := fs.Glob(migrations.FS(), "*/*.sql")
 	require.NoError(t, err)
 	require.Equal(t, len(files), objects, "one file per function name or view")
+	require.Empty(t, functionsWithoutFile(t, env.OwnerPool(t)))
 }
 
 // TestBaselineSingletonRows: the singleton tables have their one row in a
@@ -128,7 +129,7 @@ func TestChangedFileReapplied(t *testing.T) {
 	changed := strings.Replace(string(fsys[file].Data), "WHEN 'dead' THEN 100", "WHEN 'dead' THEN 100 WHEN 'parked' THEN 30", 1)
 	require.NotEqual(t, string(fsys[file].Data), changed)
 	fsys[file] = &fstest.MapFile{Data: []byte(changed)}
-	delete(fsys, "functions/inbox_rebind.sql")
+	delete(fsys, "functions/outbox_keep_stats.sql")
 
 	m := migrations.NewWithDefinitions(owner, fsys)
 	applied, err := m.Up(ctx)
@@ -138,14 +139,14 @@ func TestChangedFileReapplied(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	require.Contains(t, names, "handoff_rank(state text)")
-	require.Contains(t, names, "inbox_rebind(p_old regclass) (dropped)")
+	require.Contains(t, names, "outbox_keep_stats() (dropped)")
 
 	var rank int
-	var rebind bool
+	var stats bool
 	require.NoError(t, owner.QueryRow(ctx, `SELECT mio.handoff_rank('parked'),
-		EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'inbox_rebind')`).Scan(&rank, &rebind))
+		EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'outbox_keep_stats')`).Scan(&rank, &stats))
 	require.Equal(t, 30, rank)
-	require.False(t, rebind)
+	require.False(t, stats)
 	diff, err := m.DefinitionsDiff(ctx)
 	require.NoError(t, err)
 	require.True(t, diff.Empty(), diff.String())
@@ -153,7 +154,7 @@ func TestChangedFileReapplied(t *testing.T) {
 	diff, err = migrations.New(owner).DefinitionsDiff(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{"handoff_rank(state text)"}, diff.Changed)
-	require.Equal(t, []string{"inbox_rebind(p_old regclass)"}, diff.Missing)
+	require.Equal(t, []string{"outbox_keep_stats()"}, diff.Missing)
 }
 
 // TestCheckAsRuntimeRole: the service checks the schema as its runtime

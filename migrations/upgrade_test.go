@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
@@ -46,9 +48,21 @@ func TestUpgradeFromPreBaseline(t *testing.T) {
 	owner, err := db.Open(ctx, env.OwnerURL, db.PoolOptions{MaxConns: 2})
 	require.NoError(t, err)
 	t.Cleanup(owner.Close)
+	stale := functionsWithoutFile(t, owner)
+	require.NotEmpty(t, stale, "the old database has functions no file defines")
 	m := migrations.New(owner)
 	applied, err := m.Up(ctx)
 	require.NoError(t, err)
+	require.Empty(t, functionsWithoutFile(t, owner), "functions no file defines are dropped")
+	var dropped []string
+	for _, a := range applied {
+		if name, ok := strings.CutSuffix(a.Name, " (dropped)"); ok {
+			dropped = append(dropped, name[:strings.Index(name, "(")])
+		}
+	}
+	for _, f := range stale {
+		require.Contains(t, dropped, f)
+	}
 	for _, a := range applied {
 		// Only the migrations after the baseline (from 00043) and the
 		// definition files run; River's are current already.
@@ -82,6 +96,23 @@ func TestUpgradeFromPreBaseline(t *testing.T) {
 	want, got := schemaDump(t, fresh.OwnerURL), schemaDump(t, env.OwnerURL)
 	require.Empty(t, without(want, got), "in a new database's schema, not in the upgraded one's")
 	require.Empty(t, without(got, want), "in the upgraded database's schema, not in a new one's")
+}
+
+// functionsWithoutFile returns the names of schema mio's functions and
+// procedures that no file of functions/ defines.
+func functionsWithoutFile(t *testing.T, pool *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT DISTINCT proname::text FROM pg_proc WHERE pronamespace = 'mio'::regnamespace ORDER BY 1`)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	var out []string
+	for _, n := range names {
+		if _, err := fs.Stat(migrations.FS(), "functions/"+n+".sql"); err != nil {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // without returns the entries of a not in b.

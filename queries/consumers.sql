@@ -9,12 +9,23 @@ INSERT INTO mio.consumers (
     @tenant_id, @name, @filter_channel_types, @filter_account_ids, @filter_conversation_ids,
     @deliver_policy, sqlc.narg('start_time'), @ack_wait_ms, @max_deliver, @max_ack_pending, @ordering, @stage,
     '0', 0, CASE WHEN @deliver_policy::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
-    -- The rows before the starting position, in this statement's snapshot
-    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
-    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = @tenant_id AND e.name = @name)
-         THEN mio.consumer_base_at_create(@tenant_id, @stage, @deliver_policy, @filter_channel_types, @filter_account_ids,
-                                          @filter_conversation_ids, sqlc.narg('start_time'))
-         ELSE 0 END
+    -- The base of a consumer being created: the matching rows before its
+    -- starting position, as this statement's snapshot (its lo, for
+    -- deliver_policy new) sees them. all: none. new: every one.
+    -- by_start_time: those received before the start time. Row-by-row
+    -- consumers: unused. docs/architecture.md, "Exact backlog".
+    CASE WHEN EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = @tenant_id AND e.name = @name)
+              OR mio.consumer_counts_rows(@filter_conversation_ids, sqlc.narg('start_time'), now())
+              OR @deliver_policy = 'all'
+         THEN 0
+         WHEN @deliver_policy = 'new' THEN mio.stream_appended(@tenant_id, @stage, @filter_channel_types, @filter_account_ids)
+         ELSE mio.stream_appended(@tenant_id, @stage, @filter_channel_types, @filter_account_ids) - (
+             SELECT count(*) FROM mio.inbox AS i
+             WHERE i.tenant_id = @tenant_id AND i.received_at >= sqlc.narg('start_time')
+               AND (@stage = 'received' OR i.ready_xid IS NOT NULL)
+               AND (cardinality(coalesce(@filter_channel_types, '{}')) = 0 OR i.channel_type = ANY (@filter_channel_types))
+               AND (cardinality(coalesce(@filter_account_ids, '{}')) = 0 OR i.account_id = ANY (@filter_account_ids)))
+         END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -251,6 +262,26 @@ WHERE h.kind = 'consumer' AND h.tenant_id = @tenant_id AND h.consumer = ANY (@na
 -- holds the consumer's row lock, taken by an earlier statement.
 SELECT mio.consumer_rebase(@tenant_id, @name)::bigint AS backlog_base;
 
--- name: StreamCountsFold :one
--- Folds the stream count deltas into one row per key.
-SELECT mio.stream_counts_fold()::bigint AS folded;
+-- name: StreamCountsFoldTenant :one
+-- Folds tenant @tenant_id's delta rows into one row per key (DELETE and
+-- INSERT in one statement: a reader sees the rows before or after, the
+-- same sums; rows a concurrent fold deleted first are neither deleted nor
+-- summed again). Only keys with more than one row are rewritten. Returns
+-- the rows folded away. The transaction's tenant must be @tenant_id.
+WITH keys AS (
+    SELECT s.stage, s.channel_type, s.account_id FROM mio.stream_counts AS s
+    WHERE s.tenant_id = @tenant_id
+    GROUP BY s.stage, s.channel_type, s.account_id
+    HAVING count(*) > 1
+), d AS (
+    DELETE FROM mio.stream_counts AS s
+    USING keys
+    WHERE s.tenant_id = @tenant_id AND s.stage = keys.stage AND s.channel_type = keys.channel_type AND s.account_id = keys.account_id
+    RETURNING s.stage, s.channel_type, s.account_id, s.n
+), ins AS (
+    INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n)
+    SELECT @tenant_id, d.stage, d.channel_type, d.account_id, sum(d.n) FROM d
+    GROUP BY d.stage, d.channel_type, d.account_id
+    RETURNING 1
+)
+SELECT ((SELECT count(*) FROM d) - (SELECT count(*) FROM ins))::bigint AS folded;

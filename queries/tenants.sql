@@ -8,6 +8,10 @@ SELECT * FROM mio.tenants WHERE id = @id;
 -- name: TenantList :many
 SELECT * FROM mio.tenants ORDER BY created_at, id;
 
+-- name: TenantIDs :many
+-- Every tenant's id, in id order (the order maintenance walks them in).
+SELECT id FROM mio.tenants ORDER BY id;
+
 -- name: TenantInsertNew :one
 -- Inserts a tenant unless its name is taken (compared case-insensitively):
 -- then no row.

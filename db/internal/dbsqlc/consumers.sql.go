@@ -408,12 +408,23 @@ INSERT INTO mio.consumers (
     $1, $2, $3, $4, $5,
     $6, $7, $8, $9, $10, $11, $12,
     '0', 0, CASE WHEN $6::text = 'new' THEN pg_current_snapshot() ELSE '1:1:'::pg_snapshot END,
-    -- The rows before the starting position, in this statement's snapshot
-    -- (the lo of deliver_policy new): docs/architecture.md, "Exact backlog".
-    CASE WHEN NOT EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = $1 AND e.name = $2)
-         THEN mio.consumer_base_at_create($1, $12, $6, $3, $4,
-                                          $5, $7)
-         ELSE 0 END
+    -- The base of a consumer being created: the matching rows before its
+    -- starting position, as this statement's snapshot (its lo, for
+    -- deliver_policy new) sees them. all: none. new: every one.
+    -- by_start_time: those received before the start time. Row-by-row
+    -- consumers: unused. docs/architecture.md, "Exact backlog".
+    CASE WHEN EXISTS (SELECT 1 FROM mio.consumers AS e WHERE e.tenant_id = $1 AND e.name = $2)
+              OR mio.consumer_counts_rows($5, $7, now())
+              OR $6 = 'all'
+         THEN 0
+         WHEN $6 = 'new' THEN mio.stream_appended($1, $12, $3, $4)
+         ELSE mio.stream_appended($1, $12, $3, $4) - (
+             SELECT count(*) FROM mio.inbox AS i
+             WHERE i.tenant_id = $1 AND i.received_at >= $7
+               AND ($12 = 'received' OR i.ready_xid IS NOT NULL)
+               AND (cardinality(coalesce($3, '{}')) = 0 OR i.channel_type = ANY ($3))
+               AND (cardinality(coalesce($4, '{}')) = 0 OR i.account_id = ANY ($4)))
+         END
 )
 ON CONFLICT (tenant_id, name) DO UPDATE SET
     filter_channel_types = EXCLUDED.filter_channel_types,
@@ -990,13 +1001,37 @@ func (q *Queries) SnapshotNow(ctx context.Context, db DBTX) (string, error) {
 	return snapshot, err
 }
 
-const StreamCountsFold = `-- name: StreamCountsFold :one
-SELECT mio.stream_counts_fold()::bigint AS folded
+const StreamCountsFoldTenant = `-- name: StreamCountsFoldTenant :one
+WITH keys AS (
+    SELECT s.stage, s.channel_type, s.account_id FROM mio.stream_counts AS s
+    WHERE s.tenant_id = $1
+    GROUP BY s.stage, s.channel_type, s.account_id
+    HAVING count(*) > 1
+), d AS (
+    DELETE FROM mio.stream_counts AS s
+    USING keys
+    WHERE s.tenant_id = $1 AND s.stage = keys.stage AND s.channel_type = keys.channel_type AND s.account_id = keys.account_id
+    RETURNING s.stage, s.channel_type, s.account_id, s.n
+), ins AS (
+    INSERT INTO mio.stream_counts (tenant_id, stage, channel_type, account_id, n)
+    SELECT $1, d.stage, d.channel_type, d.account_id, sum(d.n) FROM d
+    GROUP BY d.stage, d.channel_type, d.account_id
+    RETURNING 1
+)
+SELECT ((SELECT count(*) FROM d) - (SELECT count(*) FROM ins))::bigint AS folded
 `
 
-// Folds the stream count deltas into one row per key.
-func (q *Queries) StreamCountsFold(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, StreamCountsFold)
+type StreamCountsFoldTenantParams struct {
+	TenantID uuid.UUID
+}
+
+// Folds tenant @tenant_id's delta rows into one row per key (DELETE and
+// INSERT in one statement: a reader sees the rows before or after, the
+// same sums; rows a concurrent fold deleted first are neither deleted nor
+// summed again). Only keys with more than one row are rewritten. Returns
+// the rows folded away. The transaction's tenant must be @tenant_id.
+func (q *Queries) StreamCountsFoldTenant(ctx context.Context, db DBTX, arg *StreamCountsFoldTenantParams) (int64, error) {
+	row := db.QueryRow(ctx, StreamCountsFoldTenant, arg.TenantID)
 	var folded int64
 	err := row.Scan(&folded)
 	return folded, err

@@ -51,6 +51,31 @@ func (q *Queries) TenantGetByName(ctx context.Context, db DBTX, arg *TenantGetBy
 	return i, err
 }
 
+const TenantIDs = `-- name: TenantIDs :many
+SELECT id FROM mio.tenants ORDER BY id
+`
+
+// Every tenant's id, in id order (the order maintenance walks them in).
+func (q *Queries) TenantIDs(ctx context.Context, db DBTX) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, TenantIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const TenantInsert = `-- name: TenantInsert :one
 INSERT INTO mio.tenants (id, name) VALUES ($1, $2)
 RETURNING id, name, created_at, status
