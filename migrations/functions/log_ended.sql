@@ -7,9 +7,3 @@
 CREATE OR REPLACE FUNCTION mio.log_ended(lo pg_snapshot, hi pg_snapshot) RETURNS xid8[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT coalesce(array_agg(x), '{}') FROM pg_snapshot_xip(lo) AS x WHERE pg_visible_in_snapshot(x, hi) $$;
-
-
-
-SET default_tablespace = '';
-
-SET default_table_access_method = heap;
