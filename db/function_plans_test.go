@@ -367,3 +367,78 @@ func first(ids []string) string {
 	}
 	return ids[0]
 }
+
+// TestDispatchBuffers logs the buffers (shared hit and read, from EXPLAIN
+// (ANALYZE, BUFFERS), functions' own statements included) each of the
+// dispatcher's functions touches per call on a 50,000-row outbox, warm,
+// as the runtime role: counts that do not depend on the machine's load,
+// to compare definitions with (go test -v -run TestDispatchBuffers). It
+// asserts only that the calls claim what they are given.
+func TestDispatchBuffers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutboxBundle(t)
+	f := outboxFixture{t: t, owner: b.env.OwnerPool(t)}
+	limited := f.rows(b.tenant, b.account, "limited", 2, 2, "queued")
+	claims := f.rows(b.tenant, b.account, "claim", 2, 2, "queued")
+	lane := f.lane(b.tenant, b.account, "lane", 4)
+	f.history(b.tenant, b.account, 200, "limited0", "limited1", "claim0", "claim1", "lane")
+	f.rows(b.tenant, b.account, "old", 48000, 1000, "handed_off")
+	f.rows(b.tenant, b.account, "queued", 1000, 1000, "queued")
+	f.exec(`ANALYZE mio.outbox`)
+	tenant := b.tenant.String()
+
+	// explain runs sql in tx under EXPLAIN and returns its rows and
+	// buffers.
+	explain := func(tx pgx.Tx, sql string, args ...any) (rows, hit, read int64) {
+		var out []byte
+		require.NoError(t, tx.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) `+sql, args...).Scan(&out), sql)
+		var plans []struct {
+			Plan struct {
+				Rows int64 `json:"Actual Rows"`
+				Hit  int64 `json:"Shared Hit Blocks"`
+				Read int64 `json:"Shared Read Blocks"`
+			} `json:"Plan"`
+		}
+		require.NoError(t, json.Unmarshal(out, &plans))
+		return plans[0].Plan.Rows, plans[0].Plan.Hit, plans[0].Plan.Read
+	}
+	round := func(log bool) {
+		tx, err := b.env.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer tx.Rollback(ctx) //nolint:errcheck
+		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant)
+		require.NoError(t, err)
+		for _, call := range []struct {
+			name string
+			sql  string
+			args []any
+			want int64
+		}{
+			{"dispatch_claim of 2", `SELECT * FROM mio.dispatch_claim($1, $2::uuid[], 30)`, []any{tenant, claims}, 2},
+			{"dispatch_finish of 2", `SELECT * FROM mio.dispatch_finish($1, $2::uuid[], '{1,1}', '{handed_off,handed_off}',
+				'{"",""}', '{"",""}', '{0,0}', '{0,0}', '{"{}","{}"}', '{true,true}')`, []any{tenant, claims}, 2},
+			{"dispatch_candidates of 2", `SELECT * FROM mio.dispatch_candidates($1, $2::uuid[])`, []any{tenant, limited}, 2},
+			{"dispatch_mark_sending of 2", `SELECT * FROM mio.dispatch_mark_sending($1, $2::uuid[], '{sending,sending}', '{1,1}', 30)`,
+				[]any{tenant, limited}, 2},
+			{"dispatch_probe of 2", `SELECT * FROM mio.dispatch_probe($1, $2::uuid[])`, []any{tenant, limited}, 2},
+			{"dispatch_claim of a lane's first", `SELECT * FROM mio.dispatch_claim($1, ARRAY[$2::uuid], 30)`, []any{tenant, lane[0]}, 1},
+			{"dispatch_finish of it", `SELECT * FROM mio.dispatch_finish($1, ARRAY[$2::uuid], '{1}', '{handed_off}', '{""}', '{""}',
+				'{0}', '{0}', '{"{}"}', '{true}')`, []any{tenant, lane[0]}, 1},
+			{"dispatch_claim_next (claims 1, adopts 2)", `SELECT * FROM mio.dispatch_claim_next($1, '{7}', ARRAY[$2::uuid], '{lane}',
+				'{true}', '{true}', '{webhook}', 30)`, []any{tenant, b.account.String()}, 1},
+			{"dispatch_claim_extras of 4", `SELECT * FROM mio.dispatch_claim_extras($1, '{8,9}', '{2,2}', '{webhook}', 30)`,
+				[]any{tenant}, 4},
+		} {
+			rows, hit, read := explain(tx, call.sql, call.args...)
+			require.Equal(t, call.want, rows, call.name)
+			if log {
+				t.Logf("%-42s shared hit %5d, read %4d", call.name, hit, read)
+			}
+		}
+	}
+	for range 6 {
+		round(false)
+	}
+	round(true)
+}
