@@ -26,3 +26,16 @@ func TestStoredTraceparent(t *testing.T) {
 		})
 	}
 }
+
+// TestStoredTraceparentAllocatesNothing: every pulled message is scanned,
+// traced or not.
+func TestStoredTraceparentAllocatesNothing(t *testing.T) {
+	env := []byte(`{"id": "x", "text": "hi", "trace_id": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}`)
+	untraced := []byte(`{"id": "x", "text": "hi", "received_at": "2026-01-01T00:00:00Z"}`)
+	if n := testing.AllocsPerRun(100, func() {
+		_ = envelope.StoredTraceparent(env)
+		_ = envelope.StoredTraceparent(untraced)
+	}); n != 0 {
+		t.Errorf("%v allocations, want none", n)
+	}
+}
