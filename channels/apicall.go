@@ -7,7 +7,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/miohq/mio/tracing"
 )
 
 // Defaults of CallAPI.
@@ -70,9 +78,26 @@ func CallAPI(ctx context.Context, client *http.Client, req APIRequest) (*APIAnsw
 	if httpReq.Header.Get("Content-Type") == "" {
 		httpReq.Header.Set("Content-Type", MediaTypeJSON)
 	}
+	ctx, span := tracing.Child(ctx, method, trace.SpanKindClient)
+	defer span.End()
+	if span.IsRecording() {
+		// Never the URL: it may carry a token (Telegram).
+		span.SetAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.ServerAddress(httpReq.URL.Hostname()),
+			attribute.String("mio.operation", req.Op))
+		httpReq = httpReq.WithContext(ctx)
+	}
 	resp, err := client.Do(httpReq)
 	if err != nil {
+		if span.IsRecording() {
+			span.SetStatus(codes.Error, "transport")
+		}
 		return nil, TransportError(ctx, req.Op, err)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
+		if resp.StatusCode >= 400 {
+			span.SetStatus(codes.Error, strconv.Itoa(resp.StatusCode))
+		}
 	}
 	defer resp.Body.Close()
 	limit := req.MaxAnswer

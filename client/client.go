@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/envelope"
 )
@@ -36,6 +37,7 @@ type Client struct {
 	http   *http.Client
 	retry  Retry
 	userAg string
+	tracer trace.Tracer // handler spans of Consume; nil: none
 }
 
 // Retry is the policy for 502/503/504 answers and network errors:
@@ -174,6 +176,7 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, has
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("User-Agent", c.userAg)
+		injectTrace(ctx, req.Header)
 		if hasBody {
 			req.Header.Set("Content-Type", "application/json")
 		}

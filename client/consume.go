@@ -121,7 +121,9 @@ func (c *Client) handle(ctx, settleCtx context.Context, consumer string, d Deliv
 			}
 		}
 	}()
-	err := handler(ctx, d)
+	hctx, span := c.startHandlerSpan(ctx, consumer, d)
+	err := handler(hctx, d)
+	endHandlerSpan(span, err)
 	close(done)
 	var term *TermError
 	switch {

@@ -84,6 +84,9 @@ type Delivery struct {
 	Seq           int64            `json:"seq"`
 	DeliveryCount int              `json:"delivery_count"`
 	Message       envelope.Message `json:"message"`
+	// Traceparent is the W3C trace context the message was received
+	// under, when MIO traces: Context continues it.
+	Traceparent string `json:"traceparent,omitempty"`
 }
 
 // Pull leases up to batch messages, waiting up to wait (≤ 60s) for at

@@ -77,6 +77,10 @@ type Delivery struct {
 	DeliveryCount int       `json:"delivery_count"`
 	// Message is the mio.v1.Message JSON, raw payload included.
 	Message []byte `json:"-"`
+	// Traceparent is the W3C trace context the message was received
+	// under (its envelope's trace_id; nil when not traced), for the
+	// consumer to continue. It shares Message's bytes.
+	Traceparent []byte `json:"-"`
 }
 
 // Pull leases up to batch messages of consumer name, waiting up to wait
@@ -167,7 +171,8 @@ func (s *Service) pullSteady(ctx context.Context, tenantID uuid.UUID, name strin
 	}
 	out := make([]Delivery, 0, len(taken))
 	for _, t := range taken {
-		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw)})
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw),
+			Traceparent: envelope.StoredTraceparent(t.Envelope)})
 	}
 	return out, true, nil
 }
@@ -258,7 +263,8 @@ func (s *Service) pull(ctx context.Context, p *db.PullTx, batch int) ([]Delivery
 		return nil, err
 	}
 	for _, t := range taken {
-		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw)})
+		out = append(out, Delivery{DeliveryID: t.DeliveryID, Seq: t.MessageSeq, DeliveryCount: t.DeliveryCount, Message: envelope.WithRaw(t.Envelope, t.Raw),
+			Traceparent: envelope.StoredTraceparent(t.Envelope)})
 	}
 	return out, nil
 }
@@ -322,7 +328,8 @@ func (s *Service) load(ctx context.Context, tx db.DBTX, c *db.Consumer, ds []db.
 			gone = append(gone, d.DeliveryID)
 			continue
 		}
-		out = append(out, Delivery{DeliveryID: d.DeliveryID, Seq: d.MessageSeq, DeliveryCount: d.DeliveryCount, Message: envelope.WithRaw(m.Envelope, m.Raw)})
+		out = append(out, Delivery{DeliveryID: d.DeliveryID, Seq: d.MessageSeq, DeliveryCount: d.DeliveryCount, Message: envelope.WithRaw(m.Envelope, m.Raw),
+			Traceparent: envelope.StoredTraceparent(m.Envelope)})
 	}
 	if len(gone) > 0 {
 		if _, err := db.DeliveryAck(ctx, tx, c.TenantID, c.Name, gone); err != nil {

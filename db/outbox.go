@@ -166,6 +166,9 @@ type OutboxNew struct {
 	EditOf         *uuid.UUID
 	// JobID is the River dispatch job inserted in the same transaction.
 	JobID int64
+	// Traceparent is the W3C trace context of the request that queued
+	// it; "" when not traced.
+	Traceparent string
 }
 
 // OutboxInserted is a row OutboxInsertBatch inserted.
@@ -208,6 +211,7 @@ func outboxInsertParams(tenantID uuid.UUID, rows []OutboxNew) *dbsqlc.OutboxInse
 		Attachments:     make([]string, len(rows)),
 		EditOfs:         make([]uuid.UUID, len(rows)),
 		JobIds:          make([]int64, len(rows)),
+		Traceparents:    make([]string, len(rows)),
 	}
 	for i, r := range rows {
 		p.Ids[i], p.AccountIds[i], p.ChannelTypes[i] = r.ID, r.AccountID, r.ChannelType
@@ -217,9 +221,23 @@ func outboxInsertParams(tenantID uuid.UUID, rows []OutboxNew) *dbsqlc.OutboxInse
 		if r.EditOf != nil {
 			p.EditOfs[i] = *r.EditOf
 		}
-		p.JobIds[i] = r.JobID
+		p.JobIds[i], p.Traceparents[i] = r.JobID, r.Traceparent
 	}
 	return p
+}
+
+// OutboxTraceparents returns the trace context each of the tenant's
+// outbound messages ids was queued under, for those that have one.
+func OutboxTraceparents(ctx context.Context, tx DBTX, tenantID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]string, error) {
+	rows, err := queries().OutboxTraceparents(ctx, tx, &dbsqlc.OutboxTraceparentsParams{TenantID: tenantID, Ids: ids})
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[uuid.UUID]string, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.Traceparent
+	}
+	return out, nil
 }
 
 // OutboxGet returns one outbound message of the tenant.

@@ -129,7 +129,7 @@ func (t *SendTx) Commit(ctx context.Context, inserts []SendInsert) ([][]OutboxIn
 		b.Queue("SELECT set_config('app.current_tenant_id', $1, true)", in.TenantID.String())
 		p := outboxInsertParams(in.TenantID, in.Rows)
 		b.Queue(dbsqlc.OutboxInsertBatchStrict, p.Ids, p.AccountIds, p.ChannelTypes, p.ConversationIds, p.ThreadIds,
-			p.IdempotencyKeys, p.RequestSha256s, p.Texts, p.RichContents, p.Attachments, p.EditOfs, p.JobIds,
+			p.IdempotencyKeys, p.RequestSha256s, p.Texts, p.RichContents, p.Attachments, p.EditOfs, p.JobIds, p.Traceparents,
 			p.TenantID).Query(func(rows pgx.Rows) error {
 			var err error
 			results[i], err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (OutboxInserted, error) {

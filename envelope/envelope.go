@@ -170,6 +170,11 @@ type SendCommand struct {
 	// EditOf is an earlier outbound message id whose provider message the
 	// adapter edits instead of sending a new one.
 	EditOf *uuid.UUID `json:"edit_of,omitempty"`
+	// Traceparent is the W3C trace context the send was made under, kept
+	// with the outbox row so its dispatch continues the trace. Never part
+	// of the JSON body: the server sets it from the request's traceparent
+	// header.
+	Traceparent string `json:"-"`
 }
 
 // SendAttachment is a URL-backed outbound attachment.

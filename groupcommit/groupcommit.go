@@ -19,6 +19,10 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrStopped is returned for requests submitted after Stop.
@@ -29,6 +33,9 @@ var ErrStopped = errors.New("group commit: stopped")
 type Outcome[Res any] struct {
 	Res Res
 	Err error
+	// commit is the span of the transaction that answered (invalid when
+	// not traced); Do links the request's span to it.
+	commit trace.SpanContext
 }
 
 // Func commits reqs in one transaction, returning one Outcome per
@@ -73,8 +80,16 @@ type Config struct {
 	// transaction took (statements and commit).
 	OnBatch func(requests int, took time.Duration)
 	Logger  *slog.Logger
-	// Name labels log lines ("ingest", "outbound").
+	// Name labels log lines ("ingest", "outbound") and names the commit
+	// span ("ingest commit").
 	Name string
+	// Tracer, when set, records one span per committed transaction, linked
+	// to the spans of the requests it carries; each request's span gets a
+	// link back to it. Nil: no spans (tracing.Tracer).
+	Tracer trace.Tracer
+	// SpanAttributes are added to every commit span (messaging.system,
+	// the operation).
+	SpanAttributes []attribute.KeyValue
 }
 
 // Committer group-commits requests with a Func.
@@ -223,6 +238,9 @@ func (c *Committer[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	}
 	select {
 	case o := <-p.res:
+		if o.commit.IsValid() {
+			trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: o.commit})
+		}
 		return o.Res, o.Err
 	case <-ctx.Done():
 		return zero, ctx.Err()
@@ -346,9 +364,40 @@ func (c *Committer[Req, Res]) run(batch []*pending[Req, Res]) ([]Outcome[Res], e
 	for i, p := range batch {
 		reqs[i] = p.req
 	}
+	var span trace.Span
+	if c.cfg.Tracer != nil {
+		ctx, span = c.startSpan(ctx, batch)
+		defer span.End()
+	}
 	outs, err := c.commit(ctx, reqs)
 	if err == nil && len(outs) != len(reqs) {
 		err = fmt.Errorf("%s: commit answered %d outcomes for %d requests", c.cfg.Name, len(outs), len(reqs))
 	}
+	if span != nil {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "commit failed")
+		} else {
+			sc := span.SpanContext()
+			for i := range outs {
+				outs[i].commit = sc
+			}
+		}
+	}
 	return outs, err
+}
+
+// startSpan starts the span of one commit: a root (the transaction serves
+// many requests, of as many traces) linked to each request's span, as
+// OpenTelemetry's messaging conventions link a batch to its messages.
+func (c *Committer[Req, Res]) startSpan(ctx context.Context, batch []*pending[Req, Res]) (context.Context, trace.Span) {
+	links := make([]trace.Link, 0, len(batch))
+	for _, p := range batch {
+		if sc := trace.SpanContextFromContext(p.ctx); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	attrs := append([]attribute.KeyValue{attribute.Int("messaging.batch.message_count", len(batch))}, c.cfg.SpanAttributes...)
+	return c.cfg.Tracer.Start(ctx, c.cfg.Name+" commit", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithLinks(links...), trace.WithAttributes(attrs...))
 }

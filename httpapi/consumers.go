@@ -8,8 +8,12 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/consume"
+	"github.com/miohq/mio/tracing"
 )
 
 // consumerRequest is the body of PUT /v1/consumers/{name}.
@@ -149,12 +153,35 @@ func (s *Server) pull(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "wait must be from 0s to 60s")
 		return
 	}
-	ds, err := s.consumers.Pull(r.Context(), p.TenantID, chi.URLParam(r, "name"), batch, wait)
+	ctx, span := tracing.Child(r.Context(), "receive", trace.SpanKindClient)
+	ds, err := s.consumers.Pull(ctx, p.TenantID, chi.URLParam(r, "name"), batch, wait)
+	if span.IsRecording() {
+		receiveSpan(span, chi.URLParam(r, "name"), ds, err)
+	}
+	span.End()
 	if err != nil {
 		s.consumerError(w, r, "pull", err)
 		return
 	}
 	writePull(w, ds)
+}
+
+// receiveSpan describes a pull (a messaging "receive"): the consumer, how
+// many messages, and a link to each message's trace (the SDK keeps the
+// first 128).
+func receiveSpan(span trace.Span, consumer string, ds []consume.Delivery, err error) {
+	span.SetAttributes(attribute.String("messaging.system", tracing.System),
+		attribute.String("messaging.operation.type", "receive"),
+		attribute.String("messaging.destination.subscription.name", consumer),
+		attribute.Int("messaging.batch.message_count", len(ds)))
+	for _, d := range ds {
+		if sc := tracing.Remote(string(d.Traceparent)); sc.IsValid() {
+			span.AddLink(trace.Link{SpanContext: sc})
+		}
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, "pull failed")
+	}
 }
 
 // writePull writes the pull answer by hand: the messages are already JSON
@@ -177,6 +204,11 @@ func writePull(w http.ResponseWriter, ds []consume.Delivery) {
 		b = strconv.AppendInt(b, d.Seq, 10)
 		b = append(b, `,"delivery_count":`...)
 		b = strconv.AppendInt(b, int64(d.DeliveryCount), 10)
+		if len(d.Traceparent) > 0 {
+			b = append(b, `,"traceparent":"`...)
+			b = append(b, d.Traceparent...)
+			b = append(b, '"')
+		}
 		b = append(b, `,"message":`...)
 		if len(d.Message) == 0 {
 			b = append(b, "null"...)

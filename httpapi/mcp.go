@@ -20,6 +20,7 @@ import (
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/mcpserver"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/tracing"
 	"github.com/miohq/mio/typing"
 )
 
@@ -154,7 +155,8 @@ func (b *mcpServices) Pull(ctx context.Context, consumer string, max int, wait t
 		if err := json.Unmarshal(d.Message, &m); err != nil {
 			return nil, fmt.Errorf("decode delivered message: %w", err)
 		}
-		out[i] = mcpserver.Leased{DeliveryID: d.DeliveryID, DeliveryCount: d.DeliveryCount, Message: &m}
+		out[i] = mcpserver.Leased{DeliveryID: d.DeliveryID, DeliveryCount: d.DeliveryCount, Message: &m,
+			Traceparent: string(d.Traceparent)}
 	}
 	return out, nil
 }
@@ -203,6 +205,7 @@ func (b *mcpServices) Reply(ctx context.Context, consumer string, deliveryID uui
 	if b.s.replies == nil {
 		return nil, mcpserver.Errorf(mcpserver.CodeUnavailable, "replies are not configured on this MIO")
 	}
+	cmd.Traceparent = tracing.Traceparent(ctx)
 	sent, err := b.s.replies.Reply(ctx, b.p.TenantID, consumer, deliveryID, cmd)
 	switch {
 	case errors.Is(err, consume.ErrLeaseLost):
@@ -219,6 +222,7 @@ func (b *mcpServices) Send(ctx context.Context, cmd envelope.SendCommand) (*mcps
 	if err := b.need(db.RoleProduce); err != nil {
 		return nil, err
 	}
+	cmd.Traceparent = tracing.Traceparent(ctx)
 	sent, err := b.s.outbox.Send(ctx, b.p.TenantID, &cmd)
 	if err != nil {
 		return nil, b.outboxError(err)

@@ -9,6 +9,12 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/miohq/mio/tracing"
 )
 
 type statusRecorder struct {
@@ -52,7 +58,23 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 			}
 		}
 		s.metrics.HTTPRequestDuration.WithLabelValues(route, r.Method, strconv.Itoa(rec.status/100)+"xx").Observe(time.Since(start).Seconds())
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			// The server span (traced) is named after the route, known
+			// only now that chi has matched it.
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route))
+		}
 	})
+}
+
+// traced wraps the public listener's routes in a server span per request
+// (otelhttp), continuing the caller's traceparent, when tracing is on.
+func (s *Server) traced(h http.Handler) http.Handler {
+	if s.tracerProvider == nil {
+		return h
+	}
+	return otelhttp.NewHandler(h, "mio", otelhttp.WithTracerProvider(s.tracerProvider),
+		otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
 }
 
 // recoverer turns a panic into a 500 and a log line; the process survives.

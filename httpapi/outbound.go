@@ -14,6 +14,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/tracing"
 )
 
 // sendAccepted is the answer to POST /v1/outbound.
@@ -43,6 +44,7 @@ func (s *Server) postOutbound(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cmd := req.SendCommand
+	cmd.Traceparent = tracing.Traceparent(r.Context())
 	sent, err := s.outbox.Send(r.Context(), principalFrom(r.Context()).TenantID, &cmd)
 	switch {
 	case err != nil:

@@ -10,6 +10,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/tracing"
 )
 
 // maxBatchBody bounds POST /v1/outbound/batch bodies: 500 commands of a
@@ -41,11 +42,13 @@ func (s *Server) postOutboundBatch(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, err)
 		return
 	}
+	tp := tracing.Traceparent(r.Context())
 	for i, c := range req.Commands {
 		if c == nil {
 			writeError(w, http.StatusBadRequest, "bad_request", "commands["+strconv.Itoa(i)+"]: want a send command, not null")
 			return
 		}
+		c.Traceparent = tp
 	}
 	items, err := s.outbox.SendBatch(r.Context(), principalFrom(r.Context()).TenantID, req.Commands)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/tracing"
 )
 
 // replyRequest is the body of POST /v1/consumers/{name}/reply: a
@@ -59,6 +60,7 @@ func (s *Server) replyWithAck(w http.ResponseWriter, r *http.Request, consumer s
 		writeError(w, http.StatusServiceUnavailable, "unavailable", "replies are not configured")
 		return
 	}
+	cmd.Traceparent = tracing.Traceparent(r.Context())
 	sent, err := s.replies.Reply(r.Context(), p.TenantID, consumer, deliveryID, cmd)
 	switch {
 	case errors.Is(err, consume.ErrLeaseLost):

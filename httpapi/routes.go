@@ -66,7 +66,7 @@ func (s *Server) PublicHandler() http.Handler {
 			r.Post("/reply", s.postReply) // reply.go: ack + send in one transaction
 		})
 	})
-	return r
+	return s.traced(r)
 }
 
 // AdminHandler is the admin listener's route table.

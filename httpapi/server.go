@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
@@ -28,6 +29,7 @@ import (
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/reply"
+	"github.com/miohq/mio/tracing"
 	"github.com/miohq/mio/typing"
 )
 
@@ -86,6 +88,10 @@ type Deps struct {
 	MCPAllowedOrigins []string
 	// Version is reported to MCP clients. Default "dev".
 	Version string
+	// TracerProvider traces the public listener's requests (a server span
+	// each, continuing an incoming traceparent) and what they start.
+	// Nil or a no-op provider: no spans, no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Server holds the handlers of both listeners.
@@ -116,6 +122,7 @@ type Server struct {
 	console         http.Handler
 	mcpOrigins      map[string]bool
 	version         string
+	tracerProvider  trace.TracerProvider // nil when not tracing
 }
 
 // New returns a Server.
@@ -142,6 +149,9 @@ func New(d Deps) *Server {
 	s.mcpOrigins, s.version = map[string]bool{}, d.Version
 	for _, o := range d.MCPAllowedOrigins {
 		s.mcpOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = true
+	}
+	if tracing.Tracer(d.TracerProvider) != nil {
+		s.tracerProvider = d.TracerProvider
 	}
 	s.adminAllow = d.AdminAllowCIDRs
 	if len(s.adminAllow) == 0 {

@@ -10,11 +10,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/tracing"
 )
 
 // Webhook outcomes (the outcome label of mio_gateway_inbound_latency_seconds).
@@ -84,7 +87,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &channels.Request{Method: r.Method, Header: r.Header, Query: r.URL.Query(), Body: body, Now: start}
-	if err := acct.VerifyWebhook(ctx, req, time.Now()); err != nil {
+	if err := s.verify(ctx, acct, req); err != nil {
 		var transient *channels.TransientError
 		if errors.As(err, &transient) {
 			// The platform's keys could not be read (a key server down):
@@ -124,6 +127,13 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.reply(w, parsed.Reply)
 		return
 	}
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		// Each message keeps this request's trace context (envelope
+		// trace_id): its consumers continue the trace.
+		for i := range parsed.Messages {
+			parsed.Messages[i].TraceID = tp
+		}
+	}
 	res, err := s.ingester.Ingest(ctx, ingest.Prepare(acct, parsed, body, start))
 	if err != nil {
 		if db.IsUnavailable(err) || errors.Is(err, ingest.ErrStopped) {
@@ -148,6 +158,18 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.metrics.InboundMessages.WithLabelValues(channelType).Add(float64(n))
 	}
 	s.reply(w, parsed.Reply)
+}
+
+// verify checks the request's signature or token, in a span of its own
+// when traced (a slow key server shows there).
+func (s *Server) verify(ctx context.Context, acct *accounts.Account, req *channels.Request) error {
+	ctx, span := tracing.Child(ctx, "verify webhook", trace.SpanKindInternal)
+	err := acct.VerifyWebhook(ctx, req, time.Now())
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, "not verified")
+	}
+	span.End()
+	return err
 }
 
 // readBody reads r's body, at most limit bytes (*http.MaxBytesError

@@ -18,10 +18,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
+	"github.com/miohq/mio/tracing"
 )
 
 // ErrStopped is returned for requests submitted after Stop.
@@ -77,6 +80,9 @@ type Config struct {
 	// transaction took.
 	OnBatch func(requests int, took time.Duration)
 	Logger  *slog.Logger
+	// Tracer records a span per commit, linked to the webhook requests it
+	// carries (groupcommit.Config.Tracer). Nil: no spans.
+	Tracer trace.Tracer
 }
 
 // Ingester group-commits requests.
@@ -102,7 +108,10 @@ func New(pool *pgxpool.Pool, cfg Config) *Ingester {
 	}
 	in := &Ingester{pool: pool, cfg: cfg}
 	in.gc = groupcommit.New(in.commit, groupcommit.Config{Window: cfg.Window, MaxBatch: cfg.MaxBatch,
-		Flushers: cfg.Flushers, BurstFlushers: cfg.BurstFlushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest"})
+		Flushers: cfg.Flushers, BurstFlushers: cfg.BurstFlushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest",
+		Tracer: cfg.Tracer, SpanAttributes: []attribute.KeyValue{attribute.String("messaging.system", tracing.System),
+			attribute.String("messaging.operation.type", "send"), attribute.String("messaging.destination.name", "inbox"),
+			attribute.String("db.system.name", "postgresql")}})
 	return in
 }
 

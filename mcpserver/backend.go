@@ -80,6 +80,9 @@ type Leased struct {
 	DeliveryID    uuid.UUID
 	DeliveryCount int
 	Message       *envelope.Message
+	// Traceparent is the W3C trace context the message was received
+	// under; "" when MIO does not trace.
+	Traceparent string
 }
 
 // SettleResult reports one delivery id.

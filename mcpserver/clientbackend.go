@@ -81,7 +81,8 @@ func (b *ClientBackend) Pull(ctx context.Context, consumer string, max int, wait
 	}
 	out := make([]Leased, len(ds))
 	for i := range ds {
-		out[i] = Leased{DeliveryID: ds[i].DeliveryID, DeliveryCount: ds[i].DeliveryCount, Message: &ds[i].Message}
+		out[i] = Leased{DeliveryID: ds[i].DeliveryID, DeliveryCount: ds[i].DeliveryCount, Message: &ds[i].Message,
+			Traceparent: ds[i].Traceparent}
 	}
 	return out, nil
 }

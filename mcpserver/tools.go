@@ -40,6 +40,7 @@ type (
 		DeliveryID     string    `json:"delivery_id" jsonschema:"settle or reply with this id"`
 		DeliveryCount  int       `json:"delivery_count" jsonschema:"1 the first time; more when an earlier lease expired or was released"`
 		LeaseExpiresAt time.Time `json:"lease_expires_at" jsonschema:"reply or settle before this time, or call extend_lease"`
+		Traceparent    string    `json:"traceparent,omitempty" jsonschema:"W3C trace context the message was received under (when MIO traces): continue it and send your span's traceparent in _meta of reply or send_message"`
 		Message        Message   `json:"message"`
 	}
 	settleIn struct {
@@ -255,7 +256,7 @@ func (s *server) pull(ctx context.Context, req *mcp.CallToolRequest, in pullIn) 
 	out := pullOut{Deliveries: make([]deliveryOut, len(ds))}
 	for i, d := range ds {
 		out.Deliveries[i] = deliveryOut{DeliveryID: d.DeliveryID.String(), DeliveryCount: d.DeliveryCount,
-			LeaseExpiresAt: start.Add(ackWait).UTC(), Message: messageOf(d.Message)}
+			LeaseExpiresAt: start.Add(ackWait).UTC(), Traceparent: d.Traceparent, Message: messageOf(d.Message)}
 	}
 	return nil, out, nil
 }
@@ -330,6 +331,7 @@ func (s *server) reply(ctx context.Context, req *mcp.CallToolRequest, in replyIn
 	if err != nil {
 		return nil, sentOut{}, s.fail(ctx, "reply", err)
 	}
+	ctx = metaTrace(ctx, req)
 	sent, err := b.Reply(ctx, consumerName(in.Consumer), id, envelope.SendCommand{IdempotencyKey: key, Text: in.Text,
 		RichContent: in.RichContent, Attachments: in.Attachments})
 	if hasCode(err, CodeLeaseLost) {
@@ -366,6 +368,7 @@ func (s *server) send(ctx context.Context, req *mcp.CallToolRequest, in sendIn) 
 	if err != nil {
 		return nil, sentOut{}, s.fail(ctx, "send_message", err)
 	}
+	ctx = metaTrace(ctx, req)
 	sent, err := b.Send(ctx, cmd)
 	if err != nil {
 		return nil, sentOut{}, s.fail(ctx, "send_message", err)

@@ -465,7 +465,7 @@ func newRow(c *command, acct *db.Account, edited map[uuid.UUID]*db.Outbound) (*d
 	}
 	row := &db.OutboxNew{ID: db.NewOutboxID(), AccountID: acct.ID, ChannelType: acct.ChannelType,
 		ConversationID: c.ConversationID, ThreadID: c.ThreadID, IdempotencyKey: c.IdempotencyKey,
-		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf}
+		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf, Traceparent: c.Traceparent}
 	if c.rich != nil {
 		row.RichContent, _ = json.Marshal(c.rich)
 	}

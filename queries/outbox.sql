@@ -15,17 +15,19 @@ WITH input AS (
            unnest(@rich_contents::text[]) AS rich_content,
            unnest(@attachments::text[]) AS attachments,
            unnest(@edit_ofs::uuid[]) AS edit_of,
-           unnest(@job_ids::bigint[]) AS job_id
+           unnest(@job_ids::bigint[]) AS job_id,
+           unnest(@traceparents::text[]) AS traceparent
 ),
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
     )
     SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
-           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
+           input.traceparent
     FROM input
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
@@ -56,17 +58,19 @@ WITH input AS (
            unnest(@rich_contents::text[]) AS rich_content,
            unnest(@attachments::text[]) AS attachments,
            unnest(@edit_ofs::uuid[]) AS edit_of,
-           unnest(@job_ids::bigint[]) AS job_id
+           unnest(@job_ids::bigint[]) AS job_id,
+           unnest(@traceparents::text[]) AS traceparent
 ),
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
     )
     SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
-           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
+           input.traceparent
     FROM input
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
 ),
@@ -205,3 +209,9 @@ WHERE tenant_id = @tenant_id AND account_id = @account_id AND conversation_id = 
   AND (created_at, id) < (@before_at::timestamptz, @before_id::uuid)
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
+
+-- name: OutboxTraceparents :many
+-- The trace context each of the tenant's outbound messages ids was queued
+-- under; only rows that have one. Read by dispatch while tracing is on.
+SELECT id, traceparent FROM mio.outbox
+WHERE tenant_id = @tenant_id AND id = ANY(@ids::uuid[]) AND traceparent <> '';

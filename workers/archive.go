@@ -15,11 +15,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/blob"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/tracing"
 )
 
 // ArchiveArgs appends ready inbox messages to the NDJSON archive.
@@ -66,6 +70,9 @@ type ArchiveWorker struct {
 	Blob    blob.Store
 	Metrics *metrics.Media
 	Logger  *slog.Logger
+	// TracerProvider records a span per batch (a root: a batch serves
+	// many conversations). Nil: no spans.
+	TracerProvider trace.TracerProvider
 	// BatchRows and BatchBytes bound one batch. Defaults 10,000 and 64 MiB.
 	BatchRows  int
 	BatchBytes int64
@@ -142,8 +149,17 @@ func (w *ArchiveWorker) ArchiveTenant(ctx context.Context, tenantID uuid.UUID) (
 	}
 	defer release()
 	total := 0
+	tracer := tracing.Tracer(w.TracerProvider)
 	for range w.MaxBatchesPerRun {
-		n, more, err := w.batch(ctx, tenantID)
+		bctx, span := tracing.Start(ctx, tracer, "archive batch", trace.SpanKindInternal)
+		n, more, err := w.batch(bctx, tenantID)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("messaging.batch.message_count", n))
+			if err != nil {
+				span.SetStatus(codes.Error, "archive failed")
+			}
+		}
+		span.End()
 		total += n
 		if err != nil || !more {
 			return total, err

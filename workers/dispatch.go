@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
@@ -20,6 +21,7 @@ import (
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/tracing"
 )
 
 // DispatchMaxWorkersDefault is the dispatch queue's default concurrency.
@@ -69,6 +71,9 @@ type DispatchConfig struct {
 	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
+	// TracerProvider records a span per job run and attempt, children of
+	// the trace context stored with each outbox row. Nil: no spans.
+	TracerProvider trace.TracerProvider
 	// MaxAttempts per attempt series unless the account sets its own
 	// (RetryPolicy.MaxAttempts). Default jobs.DispatchMaxAttempts.
 	MaxAttempts int
@@ -179,6 +184,8 @@ type Dispatcher struct {
 	extrasQuiet map[uuid.UUID]time.Time
 	// senders runs the sends of sendAll (see goPool).
 	senders *goPool
+	// tracer records dispatch spans (dispatch_trace.go); nil: none.
+	tracer trace.Tracer
 }
 
 // senderIdle is how long a send goroutine waits for the next send before
@@ -189,7 +196,7 @@ const senderIdle = 5 * time.Second
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
 	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
-		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle)}
+		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle), tracer: tracing.Tracer(cfg.TracerProvider)}
 	// A dispatcher without accounts (tests reading its settings) has no
 	// channels, so no limits.
 	var reg *channels.Registry
@@ -264,6 +271,8 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchA
 
 func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID, more []uuid.UUID) error {
 	start := time.Now()
+	ctx, span := d.jobSpan(ctx, tenantID, id, jobID)
+	defer span.End()
 	client := clientFromContext(ctx)
 	polls := 0
 	// Rows of accounts without rate limits take the one-statement claim.
@@ -319,7 +328,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 				case db.OutcomeHandedOff, db.OutcomeDead:
 					return nil
 				}
-				if err := d.pause(ctx, start, fin.Delay, ""); err != nil {
+				if err := d.pause(ctx, start, fin.Delay, "", "provider"); err != nil {
 					return err
 				}
 				polls = 0
@@ -333,14 +342,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 			if res.park {
 				return river.JobSnooze(res.wait)
 			}
-			wait := res.wait
+			wait, reason := res.wait, "bucket"
 			if res.poll {
+				reason = "lane"
 				// Something ahead in the lane is in flight: poll with a
 				// growing interval (a finish in this process wakes us).
 				wait = max(wait, min(10*time.Millisecond<<min(polls, 6), 500*time.Millisecond))
 				polls++
 			}
-			if err := d.pause(ctx, start, wait, res.lane); err != nil {
+			if err := d.pause(ctx, start, wait, res.lane, reason); err != nil {
 				return err
 			}
 		}
@@ -483,9 +493,14 @@ func enqueueDispatch(ctx context.Context, client *river.Client[pgx.Tx], tx pgx.T
 // pause waits inline when the wait is short and the run's inline budget
 // allows, else snoozes the job (River runs it again after wait). A lane
 // signal ends an inline wait early.
-func (d *Dispatcher) pause(ctx context.Context, start time.Time, wait time.Duration, lane string) error {
+func (d *Dispatcher) pause(ctx context.Context, start time.Time, wait time.Duration, lane, reason string) error {
 	wait = max(wait, time.Millisecond)
+	span := waitSpan(ctx, reason)
+	defer span.End()
 	if wait > d.cfg.InlineWait || time.Since(start)+wait > d.cfg.inlineBudget() {
+		if span.IsRecording() {
+			span.AddEvent("snoozed")
+		}
 		return river.JobSnooze(wait)
 	}
 	var signal <-chan struct{}

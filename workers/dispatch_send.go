@@ -67,12 +67,14 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
+	sctx, span := d.attemptSpan(sctx, tenantID, c, op)
 	t0 := time.Now()
 	sent, err := call(sctx, msg)
 	elapsed := time.Since(t0)
 	cancel()
 	<-d.sends
 	if ctx.Err() != nil {
+		endAttempt(span, "shutdown", ctx.Err())
 		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
 	}
 
@@ -138,6 +140,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 				"channel_type", c.ChannelType, "retry_in", fin.Delay.String(), "err", fin.Error)
 		}
 	}
+	endAttempt(span, outcome, err)
 	d.cfg.Metrics.SendTotal.WithLabelValues(c.ChannelType, metrics.DirectionOutbound, outcome).Inc()
 	d.cfg.Metrics.SendLatency.WithLabelValues(c.ChannelType, outcome).Observe(elapsed.Seconds())
 	fin.Detail, _ = json.Marshal(detail)

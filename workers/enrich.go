@@ -20,6 +20,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/blob"
@@ -29,6 +32,7 @@ import (
 	"github.com/miohq/mio/fetch"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/tracing"
 )
 
 // EnrichWorker fetches the attachments of one inbox message into the blob
@@ -69,6 +73,10 @@ type EnrichWorker struct {
 	TempDir string
 	// JobTimeout bounds one run of a job. Default 10 minutes.
 	JobTimeout time.Duration
+	// TracerProvider records a span per run, a child of the trace context
+	// the message was received under, and a client span per attachment
+	// fetched. Nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Timeout bounds one run (River's default of one minute is too short for
@@ -121,6 +129,12 @@ func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[jobs.EnrichArgs]
 	var msg envelope.Message
 	if err := json.Unmarshal(row.Envelope, &msg); err != nil {
 		return river.JobCancel(fmt.Errorf("enrich: decode envelope: %w", err))
+	}
+	ctx, span := tracing.Start(tracing.WithRemote(ctx, msg.TraceID), tracing.Tracer(w.TracerProvider), "enrich", trace.SpanKindConsumer)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("messaging.system", tracing.System), attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.message.id", msgID.String()), attribute.Int("mio.attempt", job.Attempt))
 	}
 	done := make(map[string]*db.Attachment, len(settled))
 	for _, a := range settled {
@@ -195,7 +209,11 @@ func (s *enrichRun) log() *slog.Logger {
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	return l.With("message_id", s.msg.ID, "attempt", s.job.Attempt, "trace_id", s.msg.TraceID)
+	traceID := ""
+	if sc := tracing.Remote(s.msg.TraceID); sc.IsValid() {
+		traceID = sc.TraceID().String()
+	}
+	return l.With("message_id", s.msg.ID, "attempt", s.job.Attempt, "trace_id", traceID)
 }
 
 // settle fetches and stores one attachment and records it as stored, or
@@ -204,7 +222,8 @@ func (s *enrichRun) log() *slog.Logger {
 func (s *enrichRun) settle(ctx context.Context, a *envelope.Attachment) (*db.Attachment, error) {
 	ct := s.msg.ChannelType
 	start := time.Now()
-	got, err := s.store(ctx, a)
+	sctx, span := tracing.Child(ctx, "fetch attachment", trace.SpanKindClient)
+	got, err := s.store(sctx, a)
 	outcome := "stored"
 	if err != nil {
 		outcome = "retry"
@@ -212,6 +231,13 @@ func (s *enrichRun) settle(ctx context.Context, a *envelope.Attachment) (*db.Att
 			outcome = "failed"
 		}
 	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("mio.attachment.kind", a.Kind), attribute.String("mio.outcome", outcome))
+		if err != nil {
+			span.SetStatus(codes.Error, outcome)
+		}
+	}
+	span.End()
 	if m := s.w.Metrics; m != nil {
 		m.FetchDuration.WithLabelValues(ct, outcome).Observe(time.Since(start).Seconds())
 		m.EnrichAttachments.WithLabelValues(ct, outcome).Inc()

@@ -46,6 +46,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		adminCs  int
 		requests int
 		sends    int
+		sampler  string
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
@@ -72,6 +73,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.IntVar(&lanes, "lanes", 0, "dispatch: measure ordered lanes instead (this many conversations; e.g. 1 or 64); dispatch-webhook: spread the sends over this many conversations (default one a send); produce: -1 skips the lane phases")
 		fs.IntVar(&perLane, "per-lane", 200, "dispatch --lanes: sends queued per conversation")
 		fs.BoolVar(&limited, "rate-limited", false, "dispatch: give the account a rate limit too high to hold a send back (1e6/s), so that every claim takes the rate-limited path of the platforms that have limits")
+		fs.StringVar(&sampler, "otel-sampler", "", "trace the server: off, always_on or parentbased_traceidratio:<ratio> (spans go to a sink in this process, which counts them); default: the server inherits OTEL_* from this environment")
 		fs.StringVar(&arrivals, "arrivals", "steady", "dispatch: the reply phase's sends (20/s) evenly spaced (steady) or at random (poisson)")
 	})
 	if err != nil {
@@ -108,11 +110,23 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
+	var traceEnv []string
+	if sampler != "" {
+		sink := bench.StartOTLPSink()
+		defer func() {
+			exports, spans := sink.Received()
+			fmt.Fprintf(stdout, "tracing: --otel-sampler %s; the sink received %d spans in %d exports\n", sampler, spans, exports)
+			sink.Close()
+		}()
+		if traceEnv, err = bench.TracingEnv(sampler, sink.URL()); err != nil {
+			return &usageError{err.Error()}
+		}
+	}
 	// start starts a bench server (the mio binary) on its own database, with
 	// the settings given as flags and serverEnv on top.
 	start := func(serverEnv ...string) (*bench.Env, error) {
 		return bench.Start(ctx, bench.EnvOptions{DatabaseURL: cfg.DatabaseURL, ServerFlags: cfg.FromFlags, Binary: self, Out: stdout,
-			ServerEnv: serverEnv})
+			ServerEnv: append(serverEnv, traceEnv...)})
 	}
 	switch which {
 	case "ingest":

@@ -44,7 +44,7 @@ func TestServeBridgeReadyzReportsNATSDown(t *testing.T) {
 	admin := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), nil, func(_, a string) { admin <- a })
+		done <- serve(ctx, cfg, slog.New(slog.DiscardHandler), nil, nil, func(_, a string) { admin <- a })
 	}()
 	addr := <-admin
 	resp, err := http.Get("http://" + addr + "/readyz")

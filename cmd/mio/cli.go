@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/miohq/mio/tracing"
 )
 
 // env is how commands read the environment (os.Getenv, or a map in tests).
@@ -85,5 +87,5 @@ func oneLine(s string) string {
 }
 
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(tracing.LogHandler(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})))
 }

@@ -98,7 +98,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, func(_, adminAddr string) { listening <- adminAddr })
+		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, nil, func(_, adminAddr string) { listening <- adminAddr })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -113,7 +113,12 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 		return fmt.Errorf("seed demo install: %w", err)
 	}
 
-	return serve(ctx, cfg, log, &rt, func(publicAddr, adminAddr string) {
+	tp, stopTracing, err := startTracing(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	return serve(ctx, cfg, log, &rt, tp, func(publicAddr, adminAddr string) {
 		info.AdminURL = "http://" + loopbackURLHost(adminAddr)
 		info.ConsoleURL = info.AdminURL + "/"
 		info.DatabaseURL = cfg.DatabaseURL

@@ -204,7 +204,7 @@ func startE2E(t *testing.T) *e2e {
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, func(public, _ string) { listening <- public })
+		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, nil, func(public, _ string) { listening <- public })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -73,7 +73,7 @@ func newMCPServer(t *testing.T) *mcpServer {
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, func(public, _ string) { listening <- public })
+		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, nil, func(public, _ string) { listening <- public })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -116,7 +116,7 @@ func TestSDKTypeScript(t *testing.T) {
 	}
 	run(npm, "run", "build")
 	vars := sdkServer(t)
-	cmd := exec.Command(node, "--test", "test/offline.test.mjs", "test/live.test.mjs")
+	cmd := exec.Command(node, "--test", "test/offline.test.mjs", "test/trace.test.mjs", "test/live.test.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), vars...)
 	out, err := cmd.CombinedOutput()

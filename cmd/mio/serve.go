@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
@@ -36,6 +38,7 @@ import (
 	"github.com/miohq/mio/reply"
 	"github.com/miohq/mio/secretbox"
 	"github.com/miohq/mio/sources"
+	"github.com/miohq/mio/tracing"
 	"github.com/miohq/mio/workers"
 )
 
@@ -55,8 +58,35 @@ func cmdServe(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	}
 	log := newLogger(stderr, cfg.LogLevel)
 	rt := config.TuneRuntime(getenv, os.ReadFile)
-	return serve(ctx, cfg, log, &rt, nil)
+	tp, stopTracing, err := startTracing(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	return serve(ctx, cfg, log, &rt, tp, nil)
 }
+
+// startTracing sets tracing up from the OTEL_* variables (package
+// tracing); stop flushes the spans not yet exported, within 5 s.
+func startTracing(ctx context.Context, getenv env, log *slog.Logger) (trace.TracerProvider, func(), error) {
+	tp, shutdown, err := tracing.Setup(ctx, log, getenv)
+	if err != nil {
+		return nil, nil, &usageError{err.Error()}
+	}
+	return tp, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Warn("tracing: spans not flushed", "err", err)
+		}
+	}, nil
+}
+
+// outboxSpan describes the commit spans of sends and replies: messages
+// queued in the outbox.
+var outboxSpan = []attribute.KeyValue{attribute.String("messaging.system", tracing.System),
+	attribute.String("messaging.operation.type", "send"), attribute.String("messaging.destination.name", "outbox"),
+	attribute.String("db.system.name", "postgresql")}
 
 // listening is called once both listeners are bound.
 type listening func(publicAddr, adminAddr string)
@@ -65,8 +95,8 @@ type listening func(publicAddr, adminAddr string)
 // within cfg.ShutdownTimeout: stop accepting, drain in-flight requests,
 // stop River. rt, when not nil, is how the command tuned the Go runtime
 // (config.TuneRuntime): logged once the schema check has passed, so that a
-// refusal stays the one line it is.
-func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config.Runtime, onListen listening) error {
+// refusal stays the one line it is. tp, when not nil, traces the process (tracing.Setup).
+func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config.Runtime, tp trace.TracerProvider, onListen listening) error {
 	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
@@ -110,11 +140,11 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	set.AddDedupPrune(pool, cfg.DedupRetention, time.Hour)
 	set.AddInboxPartitions(&workers.InboxPartitionsWorker{Pool: pool, Logger: log.With("component", "inbox_partitions")}, time.Hour)
 	set.AddConsumerRing(pool, time.Minute, log.With("component", "consumer_ring"))
-	addMediaWorkers(set, cfg, pool, store, registry, accts, metrics.NewMedia(m.Registry), log)
+	addMediaWorkers(set, cfg, pool, store, registry, accts, metrics.NewMedia(m.Registry), log, tp)
 	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.
 	outMetrics := metrics.NewOutbound(m.Registry)
 	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Accounts: accts, Metrics: outMetrics,
-		Logger: log.With("component", "dispatch")})
+		Logger: log.With("component", "dispatch"), TracerProvider: tp})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
@@ -142,6 +172,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			m.IngestCommitSeconds.Observe(took.Seconds())
 		},
 		Logger: log.With("component", "ingest"),
+		Tracer: tracing.Tracer(tp),
 	})
 	ingester.Start()
 	// Sends of concurrent requests share transactions (group commit).
@@ -150,7 +181,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		OnBatch: func(n int, took time.Duration) {
 			m.OutboundBatchSize.Observe(float64(n))
 			m.OutboundCommitSeconds.Observe(took.Seconds())
-		}, Logger: log.With("component", "outbound")})
+		}, Logger: log.With("component", "outbound"), Tracer: tracing.Tracer(tp), SpanAttributes: outboxSpan})
 	reconciler.Ingester = ingester // before River starts
 
 	// The channels' long-running sources (the Discord Gateway, Telegram
@@ -201,7 +232,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	// Replies with ack share transactions like sends (same settings).
 	replies := reply.New(pool, consumers, sender)
 	stopReplies := replies.StartGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, BurstFlushers: cfg.OutboundBurstFlushers, Window: cfg.OutboundWindow,
-		Logger: log.With("component", "reply")})
+		Logger: log.With("component", "reply"), Tracer: tracing.Tracer(tp), SpanAttributes: outboxSpan})
 	defer stopReplies() // after a failed start; harmless after shutdown
 	go consumers.RunGauges(bg, 15*time.Second)
 	if cfg.Role == "all" || cfg.Role == "worker" {
@@ -224,6 +255,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		Admin:           adminSvc,
 		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
 		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version,
+		TracerProvider: tp,
 	})
 
 	servers := newListeners(2, log)
@@ -390,7 +422,7 @@ func closeBlob(store blob.Store, log *slog.Logger) {
 // addMediaWorkers registers the enrich worker (queue enrich) and the
 // periodic archive and retention jobs.
 func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, store blob.Store,
-	registry *channels.Registry, accts *accounts.Resolver, mm *metrics.Media, log *slog.Logger) {
+	registry *channels.Registry, accts *accounts.Resolver, mm *metrics.Media, log *slog.Logger, tp trace.TracerProvider) {
 	clients := workers.NewFetchClients(registry, workers.FetchOptions{
 		MaxBytes:          cfg.AttachmentMaxBytes,
 		MaxBytesByChannel: cfg.AttachmentMaxBytesByChannel,
@@ -400,10 +432,10 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 	})
 	set.AddEnrich(&workers.EnrichWorker{
 		Pool: pool, Blob: store, Registry: registry, Accounts: accts, Clients: clients,
-		Metrics: mm, Logger: log.With("component", "enrich"),
+		Metrics: mm, Logger: log.With("component", "enrich"), TracerProvider: tp,
 	}, cfg.EnrichWorkers)
 	set.AddArchive(&workers.ArchiveWorker{
-		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "archive"),
+		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "archive"), TracerProvider: tp,
 		BatchRows: cfg.ArchiveBatchRows, MaxAge: cfg.ArchiveMaxAge,
 	}, cfg.ArchiveInterval)
 	set.AddRetention(&workers.RetentionWorker{

@@ -83,7 +83,7 @@ func startTopServer(t *testing.T) *topServer {
 	listening := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, func(_, adminAddr string) { listening <- adminAddr })
+		done <- serve(sctx, cfg, slog.New(slog.DiscardHandler), nil, nil, func(_, adminAddr string) { listening <- adminAddr })
 	}()
 	t.Cleanup(func() {
 		cancel()

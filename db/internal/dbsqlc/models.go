@@ -481,6 +481,7 @@ type MioOutbox struct {
 	HandedOffAt        *time.Time
 	DeadAt             *time.Time
 	DiscardedAt        *time.Time
+	Traceparent        string
 }
 
 type MioOutboxEvent struct {

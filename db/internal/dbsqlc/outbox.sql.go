@@ -138,7 +138,7 @@ func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg *DeadLette
 }
 
 const OutboxConversationPage = `-- name: OutboxConversationPage :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox
 WHERE tenant_id = $1 AND account_id = $2 AND conversation_id = $3
   AND (created_at, id) < ($4::timestamptz, $5::uuid)
 ORDER BY created_at DESC, id DESC
@@ -205,6 +205,7 @@ func (q *Queries) OutboxConversationPage(ctx context.Context, db DBTX, arg *Outb
 			&i.HandedOffAt,
 			&i.DeadAt,
 			&i.DiscardedAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -259,7 +260,7 @@ func (q *Queries) OutboxEventList(ctx context.Context, db DBTX, arg *OutboxEvent
 }
 
 const OutboxGet = `-- name: OutboxGet :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND id = $2
 `
 
 type OutboxGetParams struct {
@@ -303,12 +304,13 @@ func (q *Queries) OutboxGet(ctx context.Context, db DBTX, arg *OutboxGetParams) 
 		&i.HandedOffAt,
 		&i.DeadAt,
 		&i.DiscardedAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
 
 const OutboxGetByKey = `-- name: OutboxGetByKey :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type OutboxGetByKeyParams struct {
@@ -352,14 +354,15 @@ func (q *Queries) OutboxGetByKey(ctx context.Context, db DBTX, arg *OutboxGetByK
 		&i.HandedOffAt,
 		&i.DeadAt,
 		&i.DiscardedAt,
+		&i.Traceparent,
 	)
 	return i, err
 }
 
 const OutboxGetByKeys = `-- name: OutboxGetByKeys :many
-SELECT o.tenant_id, o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.idempotency_key, o.request_sha256, o.text, o.rich_content, o.attachments, o.edit_of, o.handoff_state, o.active, o.provider_state, o.attempt_no, o.series, o.series_first_attempt, o.attempts, o.next_attempt_at, o.lease_until, o.job_id, o.provider_message_id, o.receipts, o.last_error, o.receipt_due_at, o.created_at, o.updated_at, o.handed_off_at, o.dead_at, o.discarded_at FROM (SELECT DISTINCT unnest($1::text[]) AS key) AS k
+SELECT o.tenant_id, o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.idempotency_key, o.request_sha256, o.text, o.rich_content, o.attachments, o.edit_of, o.handoff_state, o.active, o.provider_state, o.attempt_no, o.series, o.series_first_attempt, o.attempts, o.next_attempt_at, o.lease_until, o.job_id, o.provider_message_id, o.receipts, o.last_error, o.receipt_due_at, o.created_at, o.updated_at, o.handed_off_at, o.dead_at, o.discarded_at, o.traceparent FROM (SELECT DISTINCT unnest($1::text[]) AS key) AS k
 CROSS JOIN LATERAL (
-    SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox AS x WHERE x.tenant_id = $2 AND x.idempotency_key = k.key
+    SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox AS x WHERE x.tenant_id = $2 AND x.idempotency_key = k.key
     LIMIT 1
 ) AS o
 `
@@ -423,6 +426,7 @@ func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetBy
 			&i.HandedOffAt,
 			&i.DeadAt,
 			&i.DiscardedAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -435,7 +439,7 @@ func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetBy
 }
 
 const OutboxGetMany = `-- name: OutboxGetMany :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
 `
 
 type OutboxGetManyParams struct {
@@ -485,6 +489,7 @@ func (q *Queries) OutboxGetMany(ctx context.Context, db DBTX, arg *OutboxGetMany
 			&i.HandedOffAt,
 			&i.DeadAt,
 			&i.DiscardedAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -532,24 +537,26 @@ WITH input AS (
            unnest($9::text[]) AS rich_content,
            unnest($10::text[]) AS attachments,
            unnest($11::uuid[]) AS edit_of,
-           unnest($12::bigint[]) AS job_id
+           unnest($12::bigint[]) AS job_id,
+           unnest($13::text[]) AS traceparent
 ),
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
     )
-    SELECT $13::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
+    SELECT $14::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
-           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
+           input.traceparent
     FROM input
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
 ),
 ev AS (
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
-    SELECT $13::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
+    SELECT $14::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
 )
 SELECT ins.id, ins.created_at FROM ins
 `
@@ -567,6 +574,7 @@ type OutboxInsertBatchParams struct {
 	Attachments     []string
 	EditOfs         []uuid.UUID
 	JobIds          []int64
+	Traceparents    []string
 	TenantID        uuid.UUID
 }
 
@@ -593,6 +601,7 @@ func (q *Queries) OutboxInsertBatch(ctx context.Context, db DBTX, arg *OutboxIns
 		arg.Attachments,
 		arg.EditOfs,
 		arg.JobIds,
+		arg.Traceparents,
 		arg.TenantID,
 	)
 	if err != nil {
@@ -626,23 +635,25 @@ WITH input AS (
            unnest($9::text[]) AS rich_content,
            unnest($10::text[]) AS attachments,
            unnest($11::uuid[]) AS edit_of,
-           unnest($12::bigint[]) AS job_id
+           unnest($12::bigint[]) AS job_id,
+           unnest($13::text[]) AS traceparent
 ),
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
     )
-    SELECT $13::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
+    SELECT $14::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
-           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0)
+           nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
+           input.traceparent
     FROM input
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
 ),
 ev AS (
     INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
-    SELECT $13::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
+    SELECT $14::uuid, ins.id, 'queued', 'handoff', 'queued', ins.attempt_no FROM ins
 )
 SELECT ins.id, ins.created_at FROM ins
 `
@@ -660,6 +671,7 @@ type OutboxInsertBatchStrictParams struct {
 	Attachments     []string
 	EditOfs         []uuid.UUID
 	JobIds          []int64
+	Traceparents    []string
 	TenantID        uuid.UUID
 }
 
@@ -689,6 +701,7 @@ func (q *Queries) OutboxInsertBatchStrict(ctx context.Context, db DBTX, arg *Out
 		arg.Attachments,
 		arg.EditOfs,
 		arg.JobIds,
+		arg.Traceparents,
 		arg.TenantID,
 	)
 	if err != nil {
@@ -721,7 +734,7 @@ func (q *Queries) OutboxKeepStats(ctx context.Context, db DBTX) (bool, error) {
 }
 
 const OutboxList = `-- name: OutboxList :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at FROM mio.outbox AS o
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox AS o
 WHERE o.tenant_id = $1
   AND ($2::uuid = '00000000-0000-0000-0000-000000000000'::uuid OR o.id < $2::uuid)
   AND ($3::text IS NULL OR o.handoff_state = $3::text)
@@ -794,6 +807,7 @@ func (q *Queries) OutboxList(ctx context.Context, db DBTX, arg *OutboxListParams
 			&i.HandedOffAt,
 			&i.DeadAt,
 			&i.DiscardedAt,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -918,6 +932,43 @@ func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *Outbo
 			&i.JobID,
 			&i.Abandoned,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const OutboxTraceparents = `-- name: OutboxTraceparents :many
+SELECT id, traceparent FROM mio.outbox
+WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND traceparent <> ''
+`
+
+type OutboxTraceparentsParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+}
+
+type OutboxTraceparentsRow struct {
+	ID          uuid.UUID
+	Traceparent string
+}
+
+// The trace context each of the tenant's outbound messages ids was queued
+// under; only rows that have one. Read by dispatch while tracing is on.
+func (q *Queries) OutboxTraceparents(ctx context.Context, db DBTX, arg *OutboxTraceparentsParams) ([]OutboxTraceparentsRow, error) {
+	rows, err := db.Query(ctx, OutboxTraceparents, arg.TenantID, arg.Ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OutboxTraceparentsRow
+	for rows.Next() {
+		var i OutboxTraceparentsRow
+		if err := rows.Scan(&i.ID, &i.Traceparent); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -1,4 +1,5 @@
 import { APIError, LeaseLost, Term, apiError } from "./errors.js";
+import { activeTraceparent, startHandlerSpan } from "./trace.js";
 import type {
   ConsumerConfig,
   ConsumerInfo,
@@ -71,14 +72,16 @@ export class Client {
   }
 
   /** Sends a request, retrying per the policy; returns the raw Response of a 2xx. */
-  async request(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Response> {
+  async request(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string): Promise<Response> {
     const data = body === undefined ? undefined : JSON.stringify(body);
+    traceparent ||= activeTraceparent();
     let last: Error = new Error("mio: no attempt");
     for (let attempt = 0; attempt < this.opts.retries; attempt++) {
       let wait = Math.random() * Math.min(this.opts.backoffMs * 2 ** attempt, this.opts.maxBackoffMs);
       try {
         const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, "User-Agent": "mio-typescript/0.1" };
         if (data !== undefined) headers["Content-Type"] = "application/json";
+        if (traceparent) headers.traceparent = traceparent;
         const resp = await this.opts.fetch(this.baseUrl + path, {
           method,
           headers,
@@ -110,8 +113,8 @@ export class Client {
   }
 
   /** A JSON request; undefined body for empty answers. */
-  async call<T>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<Answer<T>> {
-    const resp = await this.request(method, path, body, timeoutMs);
+  async call<T>(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string): Promise<Answer<T>> {
+    const resp = await this.request(method, path, body, timeoutMs, traceparent);
     const text = await resp.text();
     return { status: resp.status, body: (text.trim() ? JSON.parse(text) : undefined) as T };
   }
@@ -125,12 +128,16 @@ export class Client {
     return (await this.call<Message>("GET", `/v1/messages/${encodeURIComponent(id)}`)).body;
   }
 
-  /** Queues a SendCommand (POST /v1/outbound); with ack, the delivery is acknowledged in the same transaction. */
-  async send(cmd: SendCommand & { ack?: Delivery }): Promise<Sent> {
-    const { ack, ...rest } = cmd;
+  /**
+   * Queues a SendCommand (POST /v1/outbound); with ack, the delivery is acknowledged in the same transaction.
+   * The send carries traceparent, else the active OpenTelemetry span's, else ack's: its dispatch joins that trace.
+   */
+  async send(cmd: SendCommand & { ack?: Delivery; traceparent?: string }): Promise<Sent> {
+    const { ack, traceparent, ...rest } = cmd;
     const body: Record<string, unknown> = { ...rest };
     if (ack) body.ack = { consumer: ack.consumer, delivery_id: ack.delivery_id };
-    const a = await this.call<{ id: string; handoff_state: string }>("POST", "/v1/outbound", body);
+    const tp = traceparent || activeTraceparent() || ack?.traceparent;
+    const a = await this.call<{ id: string; handoff_state: string }>("POST", "/v1/outbound", body, undefined, tp);
     return { ...a.body, replayed: a.status === 200 };
   }
 
@@ -198,6 +205,8 @@ export class Consumer {
   private readonly path: string;
   /** Deliveries handed out and not yet settled, whose leases are kept alive. */
   private readonly held = new Map<string, number>();
+  /** The traceparent of each running handler's span (consume, with OpenTelemetry). */
+  private readonly handlerSpans = new Map<string, string>();
 
   constructor(
     readonly client: Client,
@@ -257,14 +266,20 @@ export class Consumer {
    * Answers delivery and acknowledges it in ONE server transaction: both happen or neither.
    * Account, conversation and thread default to the delivered message's; the default
    * idempotency key is "reply:" + delivery id, so a retry after a lost answer returns the first
-   * reply. Throws LeaseLost when the lease is gone (nothing was written).
+   * reply. Throws LeaseLost when the lease is gone (nothing was written). The reply carries
+   * traceparent, else its handler span's (consume, with OpenTelemetry), else the active span's,
+   * else the delivery's: its dispatch joins the message's trace.
    */
-  async reply(d: Delivery, cmd: Omit<SendCommand, "idempotency_key"> & { idempotency_key?: string; rich?: Record<string, unknown> }): Promise<Sent> {
-    const { rich, ...rest } = cmd;
+  async reply(
+    d: Delivery,
+    cmd: Omit<SendCommand, "idempotency_key"> & { idempotency_key?: string; rich?: Record<string, unknown>; traceparent?: string },
+  ): Promise<Sent> {
+    const { rich, traceparent, ...rest } = cmd;
     const body: Record<string, unknown> = { idempotency_key: `reply:${d.delivery_id}`, ...rest, delivery_id: d.delivery_id };
     if (rich) body.rich_content = rich;
     this.held.delete(d.delivery_id);
-    const a = await this.client.call<{ id: string; handoff_state: string }>("POST", `${this.path}/reply`, body);
+    const tp = traceparent || this.handlerSpans.get(d.delivery_id) || activeTraceparent() || d.traceparent;
+    const a = await this.client.call<{ id: string; handoff_state: string }>("POST", `${this.path}/reply`, body, undefined, tp);
     return { ...a.body, replayed: a.status === 200 };
   }
 
@@ -341,8 +356,11 @@ export class Consumer {
     let running = 0;
     let wake: (() => void) | undefined;
     const run = async (d: Delivery) => {
+      const span = startHandlerSpan(d.traceparent, this.name, d.message?.id ?? "", d.delivery_count);
+      if (span) this.handlerSpans.set(d.delivery_id, span.traceparent);
+      let failed: unknown;
       try {
-        await handler(d);
+        await (span ? span.run(() => handler(d)) : handler(d));
         if (this.held.has(d.delivery_id)) {
           this.held.delete(d.delivery_id);
           acks.push(d.delivery_id);
@@ -350,6 +368,7 @@ export class Consumer {
           else ackTimer ??= setTimeout(flush, ackDelayMs);
         }
       } catch (e) {
+        failed = e;
         if (e instanceof Term) {
           await this.term([d], e.reason).catch(onError);
         } else if (!(e instanceof LeaseLost)) {
@@ -359,6 +378,10 @@ export class Consumer {
           onError(e);
         }
       } finally {
+        if (span) {
+          this.handlerSpans.delete(d.delivery_id);
+          span.end(failed);
+        }
         running--;
         if (!opts.signal?.aborted) pump();
         wake?.();

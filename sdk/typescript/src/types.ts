@@ -66,6 +66,8 @@ export interface Delivery {
   message: Message;
   /** The consumer that pulled it (set by the SDK). */
   consumer: string;
+  /** The W3C trace context the message was received under (absent when MIO does not trace). */
+  traceparent?: string;
 }
 
 export interface SettleResult {

@@ -13,6 +13,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Union
 
+from . import _trace
 from .errors import APIError, LeaseLost, MioError, Term, api_error
 from .types import (ConsumerInfo, ConversationPage, Delivery, Message, OutboundStatus, Sent, SettleResult,
                     TypingResult)
@@ -70,13 +71,17 @@ class Client:
 
     # -- transport ---------------------------------------------------------
 
-    def _open(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None):
+    def _open(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None,
+              traceparent: str = ""):
         data = None if body is None else json.dumps(body).encode()
+        traceparent = traceparent or _trace.current_traceparent()
         last: Optional[Exception] = None
         for attempt in range(self.retries):
             req = urllib.request.Request(self.base_url + path, data=data, method=method)
             req.add_header("Authorization", "Bearer " + self.token)
             req.add_header("User-Agent", self.user_agent)
+            if traceparent:
+                req.add_header("traceparent", traceparent)
             if data is not None:
                 req.add_header("Content-Type", "application/json")
             wait = min(self.backoff * (2 ** attempt), self.max_backoff) * random.random()
@@ -107,9 +112,11 @@ class Client:
         assert last is not None
         raise last
 
-    def _call(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None):
-        """Returns (status, decoded JSON or None)."""
-        with self._open(method, path, body, timeout=timeout) as resp:
+    def _call(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None,
+              traceparent: str = ""):
+        """Returns (status, decoded JSON or None). The request carries traceparent, else the current
+        OpenTelemetry span's (when installed)."""
+        with self._open(method, path, body, timeout=timeout, traceparent=traceparent) as resp:
             raw = resp.read()
             return resp.status, (json.loads(raw) if raw.strip() else None)
 
@@ -125,13 +132,15 @@ class Client:
     def send(self, *, idempotency_key: str, account_id: str, conversation_id: str, text: str = "",
              thread_id: Optional[str] = None, rich: Optional[Dict[str, Any]] = None,
              attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None,
-             ack: Optional[Delivery] = None) -> Sent:
+             ack: Optional[Delivery] = None, traceparent: str = "") -> Sent:
         """Queue a SendCommand (POST /v1/outbound). With ack=delivery, the delivery is acknowledged
-        in the same transaction (see Consumer.reply)."""
+        in the same transaction (see Consumer.reply). The send carries traceparent, else the
+        current OpenTelemetry span's, else ack's: its dispatch joins that trace."""
         cmd = _command(idempotency_key, text, account_id, conversation_id, thread_id, rich, attachments, edit_of)
         if ack is not None:
             cmd["ack"] = {"consumer": ack.consumer, "delivery_id": ack.delivery_id}
-        status, out = self._call("POST", "/v1/outbound", cmd)
+            traceparent = traceparent or _trace.current_traceparent() or ack.traceparent
+        status, out = self._call("POST", "/v1/outbound", cmd, traceparent=traceparent)
         return Sent(id=out["id"], handoff_state=out["handoff_state"], replayed=status == 200)
 
     def edit(self, outbound_id: str, *, idempotency_key: str, account_id: str, conversation_id: str,
@@ -257,17 +266,20 @@ class Consumer:
     def reply(self, delivery: Delivery, text: str = "", *, rich: Optional[Dict[str, Any]] = None,
               idempotency_key: Optional[str] = None, account_id: Optional[str] = None,
               conversation_id: Optional[str] = None, thread_id: Optional[str] = None,
-              attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None) -> Sent:
+              attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None,
+              traceparent: str = "") -> Sent:
         """Answer delivery and acknowledge it in ONE server transaction: both happen or neither.
 
         The account, conversation and thread default to the delivered message's. The default
         idempotency key is "reply:" + delivery id, so a retry after a lost answer returns the
         first reply instead of sending twice. Raises LeaseLost when the lease is gone (nothing
-        was written)."""
+        was written). The reply carries traceparent, else the current OpenTelemetry span's (the
+        handler's, in consume), else the delivery's: its dispatch joins the message's trace."""
         cmd = _command(idempotency_key or "reply:" + delivery.delivery_id, text, account_id, conversation_id,
                        thread_id, rich, attachments, edit_of)
         cmd["delivery_id"] = delivery.delivery_id
-        status, out = self.client._call("POST", self._path + "/reply", cmd)
+        traceparent = traceparent or _trace.current_traceparent() or delivery.traceparent
+        status, out = self.client._call("POST", self._path + "/reply", cmd, traceparent=traceparent)
         _mark(delivery)
         return Sent(id=out["id"], handoff_state=out["handoff_state"], replayed=status == 200)
 
@@ -281,7 +293,8 @@ class Consumer:
         by delivery_count (1s, 2s, 4s … up to max_backoff). While deliveries wait or run, their
         leases are extended every third of the consumer's ack_wait. Handlers run on
         ``concurrency`` threads; up to ``batch`` deliveries are in flight; acks are sent in
-        batches."""
+        batches. With opentelemetry-api installed, each handler runs in a consumer span continuing
+        its delivery's traceparent."""
         stop = stop or threading.Event()
         ack_wait = _seconds(self.get().ack_wait) or 30.0
         report = on_error or (lambda e: None)
@@ -311,7 +324,8 @@ class Consumer:
             settled = _Settled()
             d.__dict__["_settled"] = settled
             try:
-                handler(d)
+                with _trace.handler_span(d.traceparent, self.name, d.message.id, d.delivery_count):
+                    handler(d)
                 if not settled.flag:
                     with lock:
                         acks.append(d.delivery_id)

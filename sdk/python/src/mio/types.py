@@ -114,11 +114,14 @@ class Delivery:
     message: Message
     #: The consumer that pulled it (set by the SDK).
     consumer: str = ""
+    #: The W3C trace context the message was received under ("" when MIO does not trace).
+    traceparent: str = ""
 
     @classmethod
     def from_json(cls, d: Dict[str, Any], consumer: str = "") -> "Delivery":
         return cls(delivery_id=d["delivery_id"], seq=int(d.get("seq", 0)), delivery_count=int(d.get("delivery_count", 1)),
-                   message=Message.from_json(d.get("message") or {}), consumer=consumer)
+                   message=Message.from_json(d.get("message") or {}), consumer=consumer,
+                   traceparent=d.get("traceparent") or "")
 
 
 @dataclass
