@@ -128,7 +128,7 @@ var _ channels.OutboundChannel = (*Channel)(nil)
 
 // NewInbound validates acct's configuration and returns its webhook handler.
 func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
-	cfg, err := newConfig(acct)
+	cfg, err := c.newConfig(acct)
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +158,16 @@ type Config struct {
 	SigningSecret string `json:"-"`
 	// BotToken is the bot user OAuth token; empty disables name lookups.
 	BotToken string `json:"bot_token"`
+	// Tokens gives the token calls are made with: BotToken, or the
+	// renewed tokens of a refresh-token grant (token rotation).
+	Tokens channels.TokenSource `json:"-"`
+	// Renewed: Tokens come from a grant, and a token_expired answer
+	// renews the token once.
+	Renewed bool `json:"-"`
 }
 
 // newConfig decodes and validates acct into a Config.
-func newConfig(acct channels.Account) (Config, error) {
+func (c *Channel) newConfig(acct channels.Account) (Config, error) {
 	var cfg Config
 	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
@@ -178,14 +184,18 @@ func newConfig(acct channels.Account) (Config, error) {
 	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
+	if _, err := c.Grant(acct); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 
 // NewOutbound validates acct's configuration for sending and returns its
-// sender; the sender also edits (channels.Editor). Only credentials
-// bot_token is needed: the signing secret is an inbound concern.
+// sender; the sender also edits (channels.Editor). Only the credentials
+// are needed (a bot_token, or a rotating refresh-token grant whose tokens
+// acct.Tokens gives): the signing secret is an inbound concern.
 func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
-	cfg, err := newOutboundConfig(acct)
+	cfg, err := c.newOutboundConfig(acct)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +203,7 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: base, client: c.client, token: cfg.BotToken}, nil
+	return &outbound{apiBase: base, client: c.client, tokens: cfg.Tokens, renewed: cfg.Renewed}, nil
 }
 
 // accountAPIBase is acct's settings api_base_url, else Options.APIBaseURL.
@@ -202,8 +212,9 @@ func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
 }
 
 // newOutboundConfig decodes acct into a Config for sending: it requires a
-// bot token and ignores the signing secret.
-func newOutboundConfig(acct channels.Account) (Config, error) {
+// bot token or a refresh-token grant (with acct.Tokens) and ignores the
+// signing secret.
+func (c *Channel) newOutboundConfig(acct channels.Account) (Config, error) {
 	var cfg Config
 	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
@@ -211,11 +222,20 @@ func newOutboundConfig(acct channels.Account) (Config, error) {
 	if err := channels.DecodeObject("slack credentials", acct.Credentials, &cfg); err != nil {
 		return Config{}, err
 	}
+	g, err := c.Grant(acct)
 	switch {
+	case err != nil:
+		return Config{}, err
+	case g != nil && acct.Tokens == nil:
+		return Config{}, fmt.Errorf("%w: slack: credentials hold a refresh-token grant but no token renewal is configured", channels.ErrInvalidConfig)
+	case g != nil:
+		cfg.Tokens, cfg.Renewed = acct.Tokens, true
+		return cfg, nil
 	case cfg.BotToken == "":
 		return Config{}, fmt.Errorf("%w: slack: credentials bot_token is required to send", channels.ErrInvalidConfig)
 	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
+	cfg.Tokens = staticTokens(cfg.BotToken)
 	return cfg, nil
 }
