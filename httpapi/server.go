@@ -24,6 +24,7 @@ import (
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/install"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
@@ -86,6 +87,9 @@ type Deps struct {
 	MCPAllowedOrigins []string
 	// Version is reported to MCP clients. Default "dev".
 	Version string
+	// Installs serves one-click installs (POST /admin/v1/installs and the
+	// public /install/{channel}/callback); nil answers 503.
+	Installs *install.Service
 }
 
 // Server holds the handlers of both listeners.
@@ -116,6 +120,7 @@ type Server struct {
 	console         http.Handler
 	mcpOrigins      map[string]bool
 	version         string
+	installs        *install.Service
 }
 
 // New returns a Server.
@@ -138,7 +143,7 @@ func New(d Deps) *Server {
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
 	s.admin, s.pprof = d.Admin, d.Pprof
-	s.console = d.Console
+	s.console, s.installs = d.Console, d.Installs
 	s.mcpOrigins, s.version = map[string]bool{}, d.Version
 	for _, o := range d.MCPAllowedOrigins {
 		s.mcpOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = true

@@ -29,6 +29,7 @@ import (
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/install"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
@@ -215,6 +216,10 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
+	var installs *install.Service
+	if box != nil {
+		installs = install.New(pool, install.Config{Box: box, Registry: registry, PublicURL: cfg.PublicURL})
+	}
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
 		Registry: registry, Accounts: accts, Ingester: ingester,
@@ -223,7 +228,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 		Admin:           adminSvc,
 		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
-		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version,
+		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version, Installs: installs,
 	})
 
 	servers := newListeners(2, log)
