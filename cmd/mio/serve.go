@@ -98,7 +98,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		}
 	}
 	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
-		APIBasePolicy: apiBasePolicy(cfg)})
+		APIBasePolicy:    apiBasePolicy(cfg),
+		TeamsServiceURLs: &accounts.TeamsServiceURLs{Pool: pool, Logger: log.With("component", "teams")}})
 	// One account cache for webhooks, dispatch and attachment fetches.
 	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry,
 		Metrics: metrics.NewCredentials(m.Registry), Logger: log.With("component", "accounts")})
