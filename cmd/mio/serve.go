@@ -212,14 +212,14 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
 	adminSvc := admin.New(pool, box, cfg.PublicURL).WithRegistry(registry)
-	con, err := console.New(console.Deps{Pool: pool, Admin: adminSvc, Registry: registry, Hub: hub, ForgetAccount: accts.Forget,
-		Logger: log.With("component", "console")})
-	if err != nil {
-		return fmt.Errorf("console: %w", err)
-	}
 	var installs *install.Service
 	if box != nil {
 		installs = install.New(pool, install.Config{Box: box, Registry: registry, PublicURL: cfg.PublicURL})
+	}
+	con, err := console.New(console.Deps{Pool: pool, Admin: adminSvc, Registry: registry, Hub: hub, ForgetAccount: accts.Forget,
+		Installs: installs, Logger: log.With("component", "console")})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
 	}
 	api := httpapi.New(httpapi.Deps{
 		Pool: pool, Metrics: m, Logger: log, SchemaCheck: schema.Check, BridgeReady: bridgeReady,
