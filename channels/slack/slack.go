@@ -111,7 +111,10 @@ func (c *Channel) Info() channels.Info {
 		Settings:   []channels.Field{channels.APIBaseURLField(DefaultAPIBaseURL)},
 		Credentials: []channels.Field{
 			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
-				Description: "The bot user OAuth token (xoxb-): sends and edits (chat:write), sender names (users:read), history (*:history)."},
+				Description: "The bot user OAuth token (xoxb-): sends and edits (chat:write), sender names (users:read), history (*:history). With token rotation, give the refresh-token grant below instead."},
+			{Name: "client_id", Type: channels.TypeString, Secret: true, Description: "Token rotation: the app's client id."},
+			{Name: "client_secret", Type: channels.TypeString, Secret: true, Description: "Token rotation: the app's client secret."},
+			{Name: "refresh_token", Type: channels.TypeString, Secret: true, Description: "Token rotation: the refresh token of the install (xoxe-1-…); MIO renews the expiring bot tokens and keeps each refresh token Slack rotates in."},
 		},
 		Setup: channels.Setup{
 			CredentialsExample: `{"bot_token":"xoxb-…"}`,

@@ -24,7 +24,7 @@ const (
 	DefaultAccountsServer = "https://accounts.zoho.com"
 	// DefaultInstallScopes are the scopes an install asks for when its
 	// settings name none: posting messages to Cliq.
-	DefaultInstallScopes = "ZohoCliq.Webhooks.CREATE"
+	DefaultInstallScopes = "ZohoCliq.Messages.CREATE"
 	opInstall            = "zoho_cliq: exchange authorization code"
 )
 
