@@ -159,7 +159,8 @@ type Config struct {
 	APIBaseURL string `json:"-"`
 	// SigningSecret is the app's signing secret (the webhook secret).
 	SigningSecret string `json:"-"`
-	// BotToken is the bot user OAuth token; empty disables name lookups.
+	// BotToken is the bot user OAuth token. Without it or a grant, sender
+	// names are not looked up.
 	BotToken string `json:"bot_token"`
 	// Tokens gives the token calls are made with: BotToken, or the
 	// renewed tokens of a refresh-token grant (token rotation).
@@ -187,8 +188,14 @@ func (c *Channel) newConfig(acct channels.Account) (Config, error) {
 	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
-	if _, err := c.Grant(acct); err != nil {
+	g, err := c.Grant(acct)
+	switch {
+	case err != nil:
 		return Config{}, err
+	case g != nil && acct.Tokens != nil:
+		cfg.Tokens, cfg.Renewed = acct.Tokens, true
+	case cfg.BotToken != "":
+		cfg.Tokens = staticTokens(cfg.BotToken)
 	}
 	return cfg, nil
 }
