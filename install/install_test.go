@@ -279,9 +279,16 @@ func TestInstallZohoAccountsServerChecked(t *testing.T) {
 	_, q := b.begin(t, install.BeginParams{ChannelType: "zoho_cliq",
 		Credentials: json.RawMessage(`{"client_id":"` + z.ClientID + `","client_secret":"` + z.ClientSecret + `"}`),
 		Settings:    json.RawMessage(`{"accounts_server":"` + z.URL + `"}`), WebhookSecret: "t"})
+	var evilCalls atomic.Int32
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		evilCalls.Add(1)
+		_, _ = w.Write([]byte(`{"refresh_token":"stolen"}`))
+	}))
+	t.Cleanup(evil.Close)
 	_, err := b.svc.Complete(context.Background(), "zoho_cliq", url.Values{"code": {z.Code},
-		"accounts-server": {"https://accounts.evil.example"}, "state": {q.Get("state")}})
+		"accounts-server": {evil.URL}, "state": {q.Get("state")}})
 	require.Error(t, err)
+	require.Zero(t, evilCalls.Load(), "the client secret went to the redirect's host")
 	require.Zero(t, z.TokenRequests())
 	accts, pending := b.counts(t)
 	require.Zero(t, accts)
