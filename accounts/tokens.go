@@ -33,6 +33,11 @@ func accessTokenAD(accountID uuid.UUID) []byte {
 	return []byte(accountID.String() + "/access_token")
 }
 
+// refreshTokenAD binds a sealed rotated refresh token to its account.
+func refreshTokenAD(accountID uuid.UUID) []byte {
+	return []byte(accountID.String() + "/refresh_token")
+}
+
 // renewMargin is how long before expiry a token of lifetime is renewed.
 func renewMargin(lifetime time.Duration) time.Duration {
 	m := time.Duration(float64(lifetime) * (1 - RenewFraction))
@@ -196,7 +201,7 @@ func (s *source) refresh(ctx context.Context, st *tokenState, stale string) (str
 		if err := s.mayRenew(ctx, tx, st); err != nil {
 			return err
 		}
-		out, err = s.renew(ctx, tx, st)
+		out, err = s.renew(ctx, tx, st, stored)
 		return err
 	})
 	var refused *channels.GrantRefusedError
@@ -234,6 +239,10 @@ func (s *source) mayRenew(ctx context.Context, tx pgx.Tx, st *tokenState) error 
 type storedToken struct {
 	token              string
 	renewAt, expiresAt time.Time
+	// refresh is the rotating grant's latest refresh token; refreshEnc
+	// the same, sealed.
+	refresh    string
+	refreshEnc []byte
 }
 
 func (st *tokenState) adopt(t *storedToken) string {
@@ -258,15 +267,30 @@ func (s *source) stored(ctx context.Context, tx pgx.Tx) (*storedToken, error) {
 	if err != nil {
 		return nil, nil // unreadable (another master key): renew it
 	}
-	return &storedToken{token: string(tok), renewAt: row.RenewAt, expiresAt: row.ExpiresAt}, nil
+	refresh, err := s.r.box.Open(row.RefreshEnc, refreshTokenAD(s.accountID))
+	if err != nil {
+		// The rotated refresh token is the only usable one: without it the
+		// grant would send a spent one.
+		return nil, fmt.Errorf("open the rotated refresh token: %w", err)
+	}
+	return &storedToken{token: string(tok), renewAt: row.RenewAt, expiresAt: row.ExpiresAt,
+		refresh: string(refresh), refreshEnc: row.RefreshEnc}, nil
 }
 
 // renew exchanges the grant for a new token and stores it; a refused
 // grant disables the account (in tx, which the caller commits) and is
-// returned as the *channels.GrantRefusedError.
-func (s *source) renew(ctx context.Context, tx pgx.Tx, st *tokenState) (string, error) {
+// returned as the *channels.GrantRefusedError. stored is the account's
+// stored token (nil: none): a rotating grant is exchanged with its latest
+// refresh token, and the one the platform returns is stored with the new
+// access token, in tx.
+func (s *source) renew(ctx context.Context, tx pgx.Tx, st *tokenState, stored *storedToken) (string, error) {
+	grant := s.grant
+	var refreshEnc []byte
+	if rg, ok := grant.(channels.RotatingGrant); ok && stored != nil && stored.refresh != "" {
+		grant, refreshEnc = rg.WithRefreshToken(stored.refresh), stored.refreshEnc
+	}
 	issued := s.r.now()
-	tok, err := s.grant.Exchange(ctx)
+	tok, err := grant.Exchange(ctx)
 	var refused *channels.GrantRefusedError
 	switch {
 	case errors.As(err, &refused):
@@ -297,10 +321,16 @@ func (s *source) renew(ctx context.Context, tx pgx.Tx, st *tokenState) (string, 
 	if err != nil {
 		return "", fmt.Errorf("seal access token: %w", err)
 	}
+	if tok.RefreshToken != "" {
+		if refreshEnc, err = s.r.box.Seal([]byte(tok.RefreshToken), refreshTokenAD(s.accountID)); err != nil {
+			return "", fmt.Errorf("seal refresh token: %w", err)
+		}
+	}
 	t := &db.AccessToken{CredentialsEnc: s.credEnc, TokenEnc: sealed, ExpiresAt: issued.Add(tok.Lifetime),
-		RenewAt: issued.Add(tok.Lifetime - renewMargin(tok.Lifetime))}
-	// Not stored when the account was disabled or its credentials changed
-	// meanwhile: the token still serves this send.
+		RenewAt: issued.Add(tok.Lifetime - renewMargin(tok.Lifetime)), RefreshEnc: refreshEnc}
+	// Not stored when the account's credentials changed meanwhile, nor
+	// (without a rotated refresh token) when it was disabled: the token
+	// still serves this send.
 	if _, err := db.AccessTokenPut(ctx, tx, s.tenantID, s.accountID, t); err != nil {
 		return "", err
 	}

@@ -17,6 +17,7 @@ const (
 	CapAttachments = "attachments"
 	CapThreads     = "threads"
 	CapSource      = "source"
+	CapInstall     = "install"
 )
 
 // Rate limit scopes: one bucket per account, or one per (account,
@@ -157,6 +158,7 @@ func Describe(ch Channel) Description {
 	_, source := ch.(Source)
 	_, reads := ch.(HistoryReader)
 	_, pages := ch.(HistoryPager)
+	_, installs := ch.(Installer)
 	var list []string
 	for _, c := range []struct {
 		name string
@@ -165,6 +167,7 @@ func Describe(ch Channel) Description {
 		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
 		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
+		{CapInstall, installs},
 	} {
 		if c.on {
 			list = append(list, c.name)

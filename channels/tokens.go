@@ -43,6 +43,22 @@ type AccessToken struct {
 	Token string
 	// Lifetime is how long the platform says the token lives from now.
 	Lifetime time.Duration
+	// RefreshToken is the grant's next refresh token when the platform
+	// rotates it with every exchange (Slack): the one just used is spent.
+	// Empty when the grant's refresh token stands.
+	RefreshToken string
+}
+
+// RotatingGrant is a Grant whose refresh token the platform replaces at
+// every exchange (AccessToken.RefreshToken). The renewal engine keeps the
+// latest one, sealed, with the access token it came with, and exchanges
+// the grant only under the account's renewal lock, so a spent refresh
+// token is never sent.
+type RotatingGrant interface {
+	Grant
+	// WithRefreshToken returns the grant with the refresh token the
+	// platform last issued instead of the credentials' one.
+	WithRefreshToken(refreshToken string) Grant
 }
 
 // TokenSource gives an adapter the account's current access token. Errors

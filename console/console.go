@@ -36,6 +36,7 @@ import (
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/install"
 	"github.com/miohq/mio/notify"
 )
 
@@ -62,6 +63,9 @@ type Deps struct {
 	// ForgetAccount drops a changed account from the process's account
 	// cache; nil: none.
 	ForgetAccount func(uuid.UUID)
+	// Installs begins one-click installs ("Install with <platform>"); nil:
+	// the wizard offers none.
+	Installs *install.Service
 	// CSRFKey keys the forms' CSRF tokens; empty: 32 random bytes (the
 	// forms of one replica then fail on another: use sticky sessions or
 	// set a shared key).
@@ -76,6 +80,7 @@ type Console struct {
 	reg    *channels.Registry
 	hub    *notify.Hub
 	forget func(uuid.UUID)
+	inst   *install.Service
 	key    []byte
 	log    *slog.Logger
 	pages  map[string]*template.Template
@@ -83,7 +88,8 @@ type Console struct {
 
 // New returns a Console.
 func New(d Deps) (*Console, error) {
-	c := &Console{pool: d.Pool, admin: d.Admin, reg: d.Registry, hub: d.Hub, forget: d.ForgetAccount, key: d.CSRFKey, log: d.Logger}
+	c := &Console{pool: d.Pool, admin: d.Admin, reg: d.Registry, hub: d.Hub, forget: d.ForgetAccount, key: d.CSRFKey, log: d.Logger,
+		inst: d.Installs}
 	if c.reg == nil {
 		return nil, errors.New("console: no channel registry")
 	}
@@ -147,6 +153,7 @@ func (c *Console) Handler() http.Handler {
 		r.With(viewer).Get("/accounts", c.accountList)
 		r.With(credAdmin).Get("/accounts/new", c.accountNew)
 		r.With(credAdmin).Post("/accounts", c.accountCreate)
+		r.With(credAdmin).Post("/accounts/install", c.accountInstall)
 		r.With(credAdmin).Post("/accounts/{account_id}/rotate-webhook-secret", c.accountRotateSecret)
 		r.With(operator).Post("/accounts/{account_id}/disable", c.accountStatus(db.AccountDisabled))
 		r.With(operator).Post("/accounts/{account_id}/enable", c.accountStatus(db.AccountActive))

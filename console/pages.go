@@ -2,6 +2,7 @@ package console
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/install"
 )
 
 // pageSize is how many rows a list page shows.
@@ -259,6 +261,57 @@ func (c *Console) accountCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	c.render(w, r, http.StatusCreated, "account_created", view{Title: "Account created", Tenant: tid.String(),
 		Data: accountCreatedData{Account: info, Setup: c.setupOrZero(info.ChannelType)}})
+}
+
+// accountInstall begins a one-click install and sends the browser to the
+// platform's consent page; the platform sends it back to MIO's public
+// callback, which creates the account and returns it to the account list.
+func (c *Console) accountInstall(w http.ResponseWriter, r *http.Request) {
+	if c.inst == nil {
+		c.fail(w, r, http.StatusServiceUnavailable, "installs need the master key (MIO_MASTER_KEY)")
+		return
+	}
+	tid, ok := c.tenantOf(w, r, r.PostFormValue("tenant_id"))
+	if !ok {
+		return
+	}
+	if tid == uuid.Nil {
+		c.fail(w, r, http.StatusBadRequest, "pick a tenant")
+		return
+	}
+	p := install.BeginParams{TenantID: tid, ChannelType: r.PostFormValue("channel_type"),
+		DisplayName: r.PostFormValue("display_name"), WebhookSecret: r.PostFormValue("webhook_secret"),
+		ReturnURL: consoleURL(r) + "/accounts?tenant_id=" + tid.String(), Actor: c.service(r).Actor()}
+	for _, f := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"install_settings", &p.Settings}, {"app_credentials", &p.Credentials}} {
+		if s := strings.TrimSpace(r.PostFormValue(f.name)); s != "" {
+			if !json.Valid([]byte(s)) {
+				c.fail(w, r, http.StatusBadRequest, f.name+": not valid JSON")
+				return
+			}
+			*f.dst = json.RawMessage(s)
+		}
+	}
+	begun, err := c.inst.Begin(r.Context(), p)
+	switch {
+	case errors.Is(err, install.ErrInvalid), errors.Is(err, install.ErrNotInstallable):
+		c.fail(w, r, http.StatusBadRequest, "install: "+err.Error())
+	case err != nil:
+		c.failErr(w, r, "install", err)
+	default:
+		http.Redirect(w, r, begun.AuthorizeURL, http.StatusSeeOther)
+	}
+}
+
+// consoleURL is the console's origin as the browser reached it.
+func consoleURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
 }
 
 // accountTarget reads {account_id} and its tenant.

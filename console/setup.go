@@ -10,6 +10,8 @@ type channelSetup struct {
 	Name        string
 	Settings    []channels.Field
 	Credentials []channels.Field
+	// Installable: the channel has a one-click install (channels.Installer).
+	Installable bool
 	channels.Setup
 }
 
@@ -20,7 +22,9 @@ func (c *Console) setup(channelType string) (channelSetup, bool) {
 		return channelSetup{}, false
 	}
 	info := ch.Info()
-	return channelSetup{Name: info.DisplayName, Settings: info.Settings, Credentials: info.Credentials, Setup: info.Setup}, true
+	_, installable := ch.(channels.Installer)
+	return channelSetup{Name: info.DisplayName, Settings: info.Settings, Credentials: info.Credentials,
+		Installable: installable, Setup: info.Setup}, true
 }
 
 // setupOrZero is setup without the found flag.

@@ -19,6 +19,10 @@ type AccessToken struct {
 	ExpiresAt      time.Time
 	// RenewAt is when a process needing the token renews it.
 	RenewAt time.Time
+	// RefreshEnc is the grant's sealed refresh token as the platform last
+	// rotated it; nil when the platform does not rotate it (the
+	// credentials' refresh token stands).
+	RefreshEnc []byte
 }
 
 // accessTokenLockKey names an account's renewal lock.
@@ -32,7 +36,8 @@ func AccessTokenGet(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID)
 	if err != nil {
 		return nil, translate(err)
 	}
-	return &AccessToken{CredentialsEnc: r.CredentialsEnc, TokenEnc: r.TokenEnc, ExpiresAt: r.ExpiresAt, RenewAt: r.RenewAt}, nil
+	return &AccessToken{CredentialsEnc: r.CredentialsEnc, TokenEnc: r.TokenEnc, ExpiresAt: r.ExpiresAt, RenewAt: r.RenewAt,
+		RefreshEnc: r.RefreshEnc}, nil
 }
 
 // AccessTokenLock waits for the account's renewal lock, held until tx
@@ -48,12 +53,14 @@ func AccessTokenTryLock(ctx context.Context, tx DBTX, accountID uuid.UUID) (bool
 	return ok, translate(err)
 }
 
-// AccessTokenPut stores the account's new token, only while the account
-// is active and its sealed credentials are still t.CredentialsEnc; it
-// reports whether it stored it.
+// AccessTokenPut stores the account's new token, only while the account's
+// sealed credentials are still t.CredentialsEnc and it is active — or
+// disabled, when the token comes with a rotated refresh token (the one
+// before it is spent); it reports whether it stored it.
 func AccessTokenPut(ctx context.Context, tx DBTX, tenantID, accountID uuid.UUID, t *AccessToken) (bool, error) {
 	n, err := queries().AccessTokenPut(ctx, tx, &dbsqlc.AccessTokenPutParams{TenantID: tenantID, AccountID: accountID,
-		CredentialsEnc: t.CredentialsEnc, TokenEnc: t.TokenEnc, ExpiresAt: t.ExpiresAt, RenewAt: t.RenewAt})
+		CredentialsEnc: t.CredentialsEnc, TokenEnc: t.TokenEnc, ExpiresAt: t.ExpiresAt, RenewAt: t.RenewAt,
+		RefreshEnc: t.RefreshEnc})
 	if err != nil {
 		return false, translate(err)
 	}

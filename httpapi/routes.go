@@ -32,6 +32,10 @@ func (s *Server) PublicHandler() http.Handler {
 	r.Post("/webhooks/{channel_type}/{account_id}", s.webhook)
 	r.Get("/webhooks/{channel_type}/{account_id}", s.webhook)
 
+	// One-click installs (install.go): the platform sends the browser back
+	// here after its consent page; the signed state authenticates.
+	r.Get("/install/{channel_type}/callback", s.installCallback)
+
 	// MCP (Model Context Protocol) for agents, Streamable HTTP (mcp.go):
 	// the same token and roles as /v1.
 	r.Post("/mcp", s.mcpHandler().ServeHTTP)
@@ -128,6 +132,9 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.With(operator).Post("/accounts/{account_id}/enable", s.adminAccountStatus(db.AccountActive))
 		r.With(credAdmin).Post("/accounts/{account_id}/rotate-webhook-secret", s.adminAccountRotateSecret)
 		r.With(credAdmin).Post("/accounts/{account_id}/rotate-credentials", s.adminAccountRotateCredentials)
+		// One-click installs (install.go): the app's client secret is
+		// sealed and the account created with secrets, as above.
+		r.With(credAdmin).Post("/installs", s.adminInstallCreate)
 
 		r.With(viewer).Get("/tenants/{tenant_id}/tokens", s.adminTokenList)
 		r.With(operator).Post("/tenants/{tenant_id}/tokens", s.adminTokenCreate)

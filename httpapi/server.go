@@ -25,6 +25,7 @@ import (
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/install"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/notify"
 	"github.com/miohq/mio/outbox"
@@ -92,6 +93,9 @@ type Deps struct {
 	// each, continuing an incoming traceparent) and what they start.
 	// Nil or a no-op provider: no spans, no cost.
 	TracerProvider trace.TracerProvider
+	// Installs serves one-click installs (POST /admin/v1/installs and the
+	// public /install/{channel}/callback); nil answers 503.
+	Installs *install.Service
 }
 
 // Server holds the handlers of both listeners.
@@ -123,6 +127,7 @@ type Server struct {
 	mcpOrigins      map[string]bool
 	version         string
 	tracerProvider  trace.TracerProvider // nil when not tracing
+	installs        *install.Service
 }
 
 // New returns a Server.
@@ -145,7 +150,7 @@ func New(d Deps) *Server {
 		tokens: newTokenCache(5 * time.Second), outbox: d.Outbox, hub: d.Hub, consumers: d.Consumers}
 	s.blob, s.attachmentTTL = d.Blob, d.AttachmentURLTTL
 	s.admin, s.pprof = d.Admin, d.Pprof
-	s.console = d.Console
+	s.console, s.installs = d.Console, d.Installs
 	s.mcpOrigins, s.version = map[string]bool{}, d.Version
 	for _, o := range d.MCPAllowedOrigins {
 		s.mcpOrigins[strings.ToLower(strings.TrimRight(o, "/"))] = true

@@ -11,7 +11,9 @@ package secretbox
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hkdf"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 )
@@ -25,6 +27,7 @@ var ErrOpen = errors.New("secretbox: cannot open sealed value (wrong MIO_MASTER_
 // Box seals and opens values with one key.
 type Box struct {
 	aead cipher.AEAD
+	key  []byte
 }
 
 // New returns a Box for a 32-byte key.
@@ -40,7 +43,19 @@ func New(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Box{aead: aead}, nil
+	return &Box{aead: aead, key: append([]byte(nil), key...)}, nil
+}
+
+// DeriveKey returns a 32-byte key for purpose (HKDF-SHA256 of the master
+// key with purpose as its info): a key for another use (signing install
+// states) that reveals nothing of the master key or of other purposes'
+// keys.
+func (b *Box) DeriveKey(purpose string) []byte {
+	k, err := hkdf.Key(sha256.New, b.key, nil, "mio/"+purpose, 32)
+	if err != nil {
+		panic("secretbox: hkdf: " + err.Error()) // only for lengths over 255*32
+	}
+	return k
 }
 
 // Seal encrypts plaintext bound to ad. A nil plaintext seals to nil.

@@ -28,6 +28,10 @@ type Options struct {
 	// APIBasePolicy validates the accounts' api_base_url settings on
 	// every channel. Default: https only.
 	APIBasePolicy channels.APIBasePolicy
+	// TeamsServiceURLs keeps Teams conversations' service URLs beyond
+	// the process (mio serve: accounts.TeamsServiceURLs). Default: memory
+	// only.
+	TeamsServiceURLs teams.ServiceURLStore
 }
 
 // Registry returns the registry of all seven channels.
@@ -41,7 +45,8 @@ func Registry(opts Options) *channels.Registry {
 		zohocliq.New(zohocliq.Options{APIBaseURL: base("zoho_cliq"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		whatsapp.New(whatsapp.Options{APIBaseURL: base("whatsapp"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
-		teams.New(teams.Options{APIBaseURL: base("teams"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
+		teams.New(teams.Options{APIBaseURL: base("teams"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient,
+			ServiceURLs: opts.TeamsServiceURLs}),
 		googlechat.New(googlechat.Options{APIBaseURL: base("google_chat"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 	)
 }

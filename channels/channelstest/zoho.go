@@ -21,6 +21,9 @@ type FakeZoho struct {
 	URL string
 	// ClientID, ClientSecret and RefreshToken are the grant it accepts.
 	ClientID, ClientSecret, RefreshToken string
+	// Code is an authorization code it exchanges once
+	// (grant_type=authorization_code) for RefreshToken.
+	Code string
 
 	mu       sync.Mutex
 	lifetime time.Duration
@@ -39,7 +42,7 @@ type FakeZoho struct {
 // NewFakeZoho starts a fake whose tokens live lifetime, closed at the
 // test's end.
 func NewFakeZoho(t testing.TB, lifetime time.Duration) *FakeZoho {
-	f := &FakeZoho{ClientID: "1000.CLIENT", ClientSecret: "client-secret", RefreshToken: "1000.refresh",
+	f := &FakeZoho{ClientID: "1000.CLIENT", ClientSecret: "client-secret", RefreshToken: "1000.refresh", Code: "1000.code",
 		lifetime: lifetime, tokens: map[string]time.Time{}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
@@ -150,7 +153,11 @@ func (f *FakeZoho) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != "refresh_token" {
+	if r.ParseForm() == nil && r.PostForm.Get("grant_type") == "authorization_code" {
+		f.exchangeCode(w, r)
+		return
+	}
+	if r.PostForm.Get("grant_type") != "refresh_token" {
 		_, _ = w.Write([]byte(`{"error":"unsupported_grant_type"}`))
 		return
 	}
@@ -167,6 +174,24 @@ func (f *FakeZoho) token(w http.ResponseWriter, r *http.Request) {
 	f.tokens[tok] = time.Now().Add(f.lifetime)
 	_, _ = fmt.Fprintf(w, `{"access_token":%q,"api_domain":"https://www.zohoapis.com","token_type":"Bearer","expires_in":%d}`,
 		tok, int(f.lifetime.Seconds()))
+}
+
+// exchangeCode answers an authorization code exchange, f.mu held.
+func (f *FakeZoho) exchangeCode(w http.ResponseWriter, r *http.Request) {
+	if r.PostForm.Get("client_id") != f.ClientID || r.PostForm.Get("client_secret") != f.ClientSecret {
+		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+		return
+	}
+	if f.Code == "" || r.PostForm.Get("code") != f.Code || r.PostForm.Get("redirect_uri") == "" {
+		_, _ = w.Write([]byte(`{"error":"invalid_code"}`))
+		return
+	}
+	f.Code = ""
+	f.issued++
+	tok := fmt.Sprintf("1000.access.%d", f.issued)
+	f.tokens[tok] = time.Now().Add(f.lifetime)
+	_, _ = fmt.Fprintf(w, `{"access_token":%q,"refresh_token":%q,"api_domain":"https://www.zohoapis.com","token_type":"Bearer","expires_in":%d}`,
+		tok, f.RefreshToken, int(f.lifetime.Seconds()))
 }
 
 func (f *FakeZoho) message(w http.ResponseWriter, r *http.Request) {

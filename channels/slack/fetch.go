@@ -29,7 +29,7 @@ func (c *Channel) FetchHosts() []string {
 // Slack answers a request it does not authorize with its HTML sign-in page
 // and status 200, which is reported as a permanent error.
 func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope.Attachment, client *fetch.Client) (*channels.FetchedAttachment, error) {
-	cfg, err := newOutboundConfig(acct)
+	cfg, err := c.newOutboundConfig(acct)
 	if err != nil {
 		return nil, &channels.PermanentError{Err: fmt.Errorf("slack: downloading files needs credentials bot_token: %w", err)}
 	}
@@ -41,7 +41,11 @@ func (c *Channel) Fetch(ctx context.Context, acct channels.Account, att envelope
 		return nil, &channels.PermanentError{Err: err}
 	}
 	client = channels.FetchClientFor(client, base, c.apiBase)
-	hdr := http.Header{"Authorization": {"Bearer " + cfg.BotToken}}
+	token, err := cfg.Tokens.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	hdr := http.Header{"Authorization": {"Bearer " + token}}
 	u := att.Source.URL
 	if u == "" {
 		if u, err = c.fileURL(ctx, client, base, hdr, att.Source.Ref); err != nil {

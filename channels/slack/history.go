@@ -34,7 +34,7 @@ const MaxHistoryPage = 999
 // conversation needs) and api_base_url are used. Errors are the typed set
 // of channels (a 429 or ratelimited is a *channels.RateLimitedError).
 func (c *Channel) HistoryPage(ctx context.Context, acct channels.Account, conv envelope.Conversation, oldest, latest string, limit int) (msgs []envelope.Message, next string, err error) {
-	cfg, err := newOutboundConfig(acct)
+	cfg, err := c.newOutboundConfig(acct)
 	if err != nil {
 		return nil, "", err
 	}
@@ -48,12 +48,16 @@ func (c *Channel) HistoryPage(ctx context.Context, acct channels.Account, conv e
 	if latest != "" {
 		q.Set("latest", latest)
 	}
+	token, err := cfg.Tokens.Token(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	const method = "conversations.history"
 	ans, err := channels.CallAPI(ctx, c.client, channels.APIRequest{
 		Op:        "slack: " + method,
 		Method:    http.MethodGet,
 		URL:       cfg.APIBaseURL + "/" + method + "?" + q.Encode(),
-		Header:    http.Header{"Authorization": {"Bearer " + cfg.BotToken}},
+		Header:    http.Header{"Authorization": {"Bearer " + token}},
 		MaxAnswer: 16 << 20,
 	})
 	if err != nil {

@@ -289,7 +289,7 @@ func (in *inbound) message(ctx context.Context, p outerPayload, ev *messageEvent
 		if team == "" {
 			team = ev.Team
 		}
-		msg.Sender.DisplayName = in.ch.displayName(ctx, in.cfg.APIBaseURL, in.accountID, in.cfg.BotToken, team, body.User)
+		msg.Sender.DisplayName = in.ch.displayName(ctx, in.cfg.APIBaseURL, in.accountID, in.cfg.Tokens, team, body.User)
 	}
 	return msg, nil
 }

@@ -29,12 +29,19 @@ var (
 	}
 )
 
+// expiredCodes are the ok:false codes of a call made with a token Slack
+// no longer takes: with a rotating grant, the token is renewed once and
+// the call made again.
+var expiredCodes = map[string]bool{"token_expired": true, "invalid_auth": true}
+
 // outbound sends and edits messages of one Slack account with its bot token
 // (chat.postMessage, chat.update). Slack honours no idempotency key.
 type outbound struct {
 	apiBase string
 	client  *http.Client
-	token   string
+	tokens  channels.TokenSource
+	// renewed: tokens come from a rotating grant.
+	renewed bool
 }
 
 var _ channels.Editor = (*outbound)(nil)
@@ -110,19 +117,37 @@ func checkMessage(msg *channels.OutboundMessage) error {
 	return nil
 }
 
-// call POSTs payload as JSON with the bot token to a Web API method and
-// classifies the answer. Round-trip failures (network, timeout, cancelled
-// ctx) are *channels.TransientError.
+// call POSTs payload as JSON with the account's token to a Web API method
+// and classifies the answer. With a rotating grant, a token Slack refuses
+// as expired is renewed once and the call made again. Round-trip failures
+// (network, timeout, cancelled ctx) are *channels.TransientError.
 func (o *outbound) call(ctx context.Context, method string, payload any) (*channels.SendResult, error) {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return nil, channels.Permanent("slack: "+method, fmt.Errorf("encode: %w", err))
 	}
+	token, err := o.tokens.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.post(ctx, method, token, b)
+	var apiErr *apiError
+	if o.renewed && errors.As(err, &apiErr) && expiredCodes[apiErr.code] {
+		if token, err = o.tokens.Renew(ctx, token); err != nil {
+			return nil, err
+		}
+		res, err = o.post(ctx, method, token, b)
+	}
+	return res, err
+}
+
+// post makes one call of method with token.
+func (o *outbound) post(ctx context.Context, method, token string, b []byte) (*channels.SendResult, error) {
 	ans, err := channels.CallAPI(ctx, o.client, channels.APIRequest{
 		Op:  "slack: " + method,
 		URL: o.apiBase + "/" + method,
 		Header: http.Header{
-			"Authorization": {"Bearer " + o.token},
+			"Authorization": {"Bearer " + token},
 			"Content-Type":  {"application/json; charset=utf-8"},
 		},
 		Body: b,

@@ -111,7 +111,10 @@ func (c *Channel) Info() channels.Info {
 		Settings:   []channels.Field{channels.APIBaseURLField(DefaultAPIBaseURL)},
 		Credentials: []channels.Field{
 			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
-				Description: "The bot user OAuth token (xoxb-): sends and edits (chat:write), sender names (users:read), history (*:history)."},
+				Description: "The bot user OAuth token (xoxb-): sends and edits (chat:write), sender names (users:read), history (*:history). With token rotation, give the refresh-token grant below instead."},
+			{Name: "client_id", Type: channels.TypeString, Secret: true, Description: "Token rotation: the app's client id."},
+			{Name: "client_secret", Type: channels.TypeString, Secret: true, Description: "Token rotation: the app's client secret."},
+			{Name: "refresh_token", Type: channels.TypeString, Secret: true, Description: "Token rotation: the refresh token of the install (xoxe-1-…); MIO renews the expiring bot tokens and keeps each refresh token Slack rotates in."},
 		},
 		Setup: channels.Setup{
 			CredentialsExample: `{"bot_token":"xoxb-…"}`,
@@ -128,7 +131,7 @@ var _ channels.OutboundChannel = (*Channel)(nil)
 
 // NewInbound validates acct's configuration and returns its webhook handler.
 func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
-	cfg, err := newConfig(acct)
+	cfg, err := c.newConfig(acct)
 	if err != nil {
 		return nil, err
 	}
@@ -156,12 +159,19 @@ type Config struct {
 	APIBaseURL string `json:"-"`
 	// SigningSecret is the app's signing secret (the webhook secret).
 	SigningSecret string `json:"-"`
-	// BotToken is the bot user OAuth token; empty disables name lookups.
+	// BotToken is the bot user OAuth token. Without it or a grant, sender
+	// names are not looked up.
 	BotToken string `json:"bot_token"`
+	// Tokens gives the token calls are made with: BotToken, or the
+	// renewed tokens of a refresh-token grant (token rotation).
+	Tokens channels.TokenSource `json:"-"`
+	// Renewed: Tokens come from a grant, and a token_expired answer
+	// renews the token once.
+	Renewed bool `json:"-"`
 }
 
 // newConfig decodes and validates acct into a Config.
-func newConfig(acct channels.Account) (Config, error) {
+func (c *Channel) newConfig(acct channels.Account) (Config, error) {
 	var cfg Config
 	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
@@ -178,14 +188,24 @@ func newConfig(acct channels.Account) (Config, error) {
 	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
+	g, err := c.Grant(acct)
+	switch {
+	case err != nil:
+		return Config{}, err
+	case g != nil && acct.Tokens != nil:
+		cfg.Tokens, cfg.Renewed = acct.Tokens, true
+	case cfg.BotToken != "":
+		cfg.Tokens = staticTokens(cfg.BotToken)
+	}
 	return cfg, nil
 }
 
 // NewOutbound validates acct's configuration for sending and returns its
-// sender; the sender also edits (channels.Editor). Only credentials
-// bot_token is needed: the signing secret is an inbound concern.
+// sender; the sender also edits (channels.Editor). Only the credentials
+// are needed (a bot_token, or a rotating refresh-token grant whose tokens
+// acct.Tokens gives): the signing secret is an inbound concern.
 func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) {
-	cfg, err := newOutboundConfig(acct)
+	cfg, err := c.newOutboundConfig(acct)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +213,7 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &outbound{apiBase: base, client: c.client, token: cfg.BotToken}, nil
+	return &outbound{apiBase: base, client: c.client, tokens: cfg.Tokens, renewed: cfg.Renewed}, nil
 }
 
 // accountAPIBase is acct's settings api_base_url, else Options.APIBaseURL.
@@ -202,8 +222,9 @@ func (c *Channel) accountAPIBase(acct channels.Account) (string, error) {
 }
 
 // newOutboundConfig decodes acct into a Config for sending: it requires a
-// bot token and ignores the signing secret.
-func newOutboundConfig(acct channels.Account) (Config, error) {
+// bot token or a refresh-token grant (with acct.Tokens) and ignores the
+// signing secret.
+func (c *Channel) newOutboundConfig(acct channels.Account) (Config, error) {
 	var cfg Config
 	if err := channels.DecodeObject("slack settings", acct.Settings, &struct{}{}); err != nil {
 		return Config{}, err
@@ -211,11 +232,20 @@ func newOutboundConfig(acct channels.Account) (Config, error) {
 	if err := channels.DecodeObject("slack credentials", acct.Credentials, &cfg); err != nil {
 		return Config{}, err
 	}
+	g, err := c.Grant(acct)
 	switch {
+	case err != nil:
+		return Config{}, err
+	case g != nil && acct.Tokens == nil:
+		return Config{}, fmt.Errorf("%w: slack: credentials hold a refresh-token grant but no token renewal is configured", channels.ErrInvalidConfig)
+	case g != nil:
+		cfg.Tokens, cfg.Renewed = acct.Tokens, true
+		return cfg, nil
 	case cfg.BotToken == "":
 		return Config{}, fmt.Errorf("%w: slack: credentials bot_token is required to send", channels.ErrInvalidConfig)
 	case channels.HasSpaceOrControl(cfg.BotToken):
 		return Config{}, fmt.Errorf("%w: slack: bot_token contains whitespace or control characters", channels.ErrInvalidConfig)
 	}
+	cfg.Tokens = staticTokens(cfg.BotToken)
 	return cfg, nil
 }

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/miohq/mio/channels"
 )
 
 // negativeTTL caps how long a lookup Slack refused (ok:false) is remembered.
@@ -29,8 +31,8 @@ const maxUsersInfoBody = 1 << 20
 // trustworthy as the account that signed it, so shared entries are keyed by
 // the team from Slack's own answer, and refusals are cached per account
 // only: one tenant cannot plant names or misses for another's workspace.
-func (c *Channel) displayName(ctx context.Context, base, accountID, token, team, user string) string {
-	if token == "" || user == "" {
+func (c *Channel) displayName(ctx context.Context, base, accountID string, tokens channels.TokenSource, team, user string) string {
+	if tokens == nil || user == "" {
 		return ""
 	}
 	sharedKey := teamKey(team, user)
@@ -45,6 +47,11 @@ func (c *Channel) displayName(ctx context.Context, base, accountID, token, team,
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.lookupTimeout)
 	defer cancel()
+	token, err := tokens.Token(ctx)
+	if err != nil {
+		c.logger.DebugContext(ctx, "slack: no token for users.info", "user", user, "error", err)
+		return ""
+	}
 	info, err := c.usersInfo(ctx, base, token, user)
 	if err != nil {
 		var refused *usersInfoRefusedError

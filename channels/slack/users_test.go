@@ -216,6 +216,19 @@ func TestDisplayNameWithoutToken(t *testing.T) {
 	require.Zero(t, fake.calls.Load())
 }
 
+// TestDisplayNameWithRotatingGrant: an account with token rotation looks
+// names up with the token its TokenSource gives (no bot_token).
+func TestDisplayNameWithRotatingGrant(t *testing.T) {
+	t.Parallel()
+	fake := newFakeSlack(t, map[string]string{"U1": userAnswer("T1", "U1", "bobby", "")})
+	ch := New(Options{APIBaseURL: fake.srv.URL})
+	in, err := ch.NewInbound(channels.Account{ID: uuid.New(), TenantID: uuid.New(), WebhookSecret: testSecret,
+		Credentials: json.RawMessage(`{"client_id":"1.2","client_secret":"s","refresh_token":"xoxe-1-r"}`),
+		Tokens:      staticTokens(testToken)})
+	require.NoError(t, err)
+	require.Equal(t, "bobby", parseSender(t, in, messageBody("T1", "U1", "Ev1")))
+}
+
 func TestNameCacheBounded(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(0, 0)
@@ -251,7 +264,7 @@ func TestDisplayNameConcurrent(t *testing.T) {
 			if i%2 == 1 {
 				user = "U" + uuid.NewString()[:6]
 			}
-			_ = ch.displayName(context.Background(), ch.apiBase, acctID, testToken, "T1", user)
+			_ = ch.displayName(context.Background(), ch.apiBase, acctID, staticTokens(testToken), "T1", user)
 		}()
 	}
 	wg.Wait()

@@ -1,6 +1,7 @@
 package teams
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"sync"
@@ -78,16 +79,33 @@ func microsoftHost(host string) bool {
 // conversation).
 const maxServiceURLs = 100_000
 
+// ServiceURLStore keeps conversations' service URLs beyond one process,
+// so that a reply dispatched by another replica, or after a restart, goes
+// to the conversation's service URL (mio serve: mio.teams_service_urls).
+// Adapters do not touch the database: the process gives the store.
+type ServiceURLStore interface {
+	// ServiceURL returns the conversation's stored service URL; "" when
+	// none is stored.
+	ServiceURL(ctx context.Context, tenantID, accountID uuid.UUID, conversation string) (string, error)
+	// PutServiceURL stores the service URL of the conversation's latest
+	// activity, best effort: the store reports its own failures (the
+	// process goes on with the URL in memory).
+	PutServiceURL(ctx context.Context, tenantID, accountID uuid.UUID, conversation, serviceURL string)
+}
+
 // serviceURLs remembers, per account and conversation, the trusted
 // serviceUrl of the latest activity, so that replies go to the service
-// URL Teams named, as Microsoft asks. It lives in the process: a reply
-// dispatched by a process that did not receive the conversation's last
-// activity goes to the account's api_base_url, which Microsoft keeps
-// working for every conversation (the global
-// https://smba.trafficmanager.net/teams by default).
+// URL Teams named, as Microsoft asks. The process keeps them in memory
+// and, given a store, writes each new or changed one there and reads a
+// conversation it does not know from it. A reply to a conversation no
+// activity named yet (or whose URL could not be read) goes to the
+// account's api_base_url, which Microsoft keeps working for every
+// conversation (the global https://smba.trafficmanager.net/teams by
+// default).
 type serviceURLs struct {
-	mu sync.Mutex
-	m  map[serviceKey]string
+	store ServiceURLStore // nil: memory only
+	mu    sync.Mutex
+	m     map[serviceKey]string
 }
 
 type serviceKey struct {
@@ -95,21 +113,48 @@ type serviceKey struct {
 	conversation string
 }
 
-func newServiceURLs() *serviceURLs { return &serviceURLs{m: map[serviceKey]string{}} }
-
-func (s *serviceURLs) remember(account uuid.UUID, conversation, serviceURL string) {
-	k := serviceKey{account, conversation}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.m[k]; !ok && len(s.m) >= maxServiceURLs {
-		clear(s.m)
-	}
-	s.m[k] = strings.TrimRight(serviceURL, "/")
+func newServiceURLs(store ServiceURLStore) *serviceURLs {
+	return &serviceURLs{store: store, m: map[serviceKey]string{}}
 }
 
-func (s *serviceURLs) lookup(account uuid.UUID, conversation string) (string, bool) {
+// remember keeps serviceURL as the conversation's, and stores it when it
+// is new to this process or changed.
+func (s *serviceURLs) remember(ctx context.Context, tenant, account uuid.UUID, conversation, serviceURL string) {
+	serviceURL = strings.TrimRight(serviceURL, "/")
+	k := serviceKey{account, conversation}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	u, ok := s.m[serviceKey{account, conversation}]
-	return u, ok
+	prev, ok := s.m[k]
+	if !ok && len(s.m) >= maxServiceURLs {
+		clear(s.m)
+	}
+	s.m[k] = serviceURL
+	s.mu.Unlock()
+	if s.store != nil && prev != serviceURL {
+		s.store.PutServiceURL(ctx, tenant, account, conversation, serviceURL)
+	}
+}
+
+// lookup returns the conversation's service URL, from memory or the
+// store.
+func (s *serviceURLs) lookup(ctx context.Context, tenant, account uuid.UUID, conversation string) (string, bool) {
+	k := serviceKey{account, conversation}
+	s.mu.Lock()
+	u, ok := s.m[k]
+	s.mu.Unlock()
+	if ok || s.store == nil {
+		return u, ok
+	}
+	u, err := s.store.ServiceURL(ctx, tenant, account, conversation)
+	if err != nil || u == "" {
+		return "", false
+	}
+	s.mu.Lock()
+	if _, known := s.m[k]; !known {
+		if len(s.m) >= maxServiceURLs {
+			clear(s.m)
+		}
+		s.m[k] = u
+	}
+	s.mu.Unlock()
+	return u, true
 }

@@ -37,6 +37,7 @@ const ClockSkew = 5 * time.Minute
 
 type inbound struct {
 	cfg      Config
+	tenant   uuid.UUID
 	account  uuid.UUID
 	keys     *keyCache
 	trusted  trustedHosts
@@ -181,7 +182,7 @@ func sameServiceURL(a, b string) bool {
 // Deleted with EditOf, as Slack's message_changed and Discord's
 // MESSAGE_UPDATE). conversationUpdate and other activity types carry no
 // message and are answered 200 with an Ignored line.
-func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Parsed, error) {
+func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.Parsed, error) {
 	if req == nil {
 		return nil, channels.BadRequestf("teams: no request")
 	}
@@ -210,7 +211,7 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	}
 	msg.Raw = json.RawMessage(bytes.Clone(req.Body))
 	if in.trusted.trusts(act.ServiceURL) {
-		in.services.remember(in.account, msg.Conversation.ID, act.ServiceURL)
+		in.services.remember(ctx, in.tenant, in.account, msg.Conversation.ID, act.ServiceURL)
 	}
 	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
 }

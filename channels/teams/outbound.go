@@ -41,6 +41,7 @@ type outbound struct {
 	apiBase  string
 	client   *http.Client
 	tokens   channels.TokenSource
+	tenant   uuid.UUID
 	account  uuid.UUID
 	services *serviceURLs
 	trusted  trustedHosts
@@ -64,7 +65,7 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	if err != nil {
 		return nil, channels.Permanent(opSend, err)
 	}
-	endpoint := o.activities(msg.ConversationID)
+	endpoint := o.activities(ctx, msg.ConversationID)
 	if to := cmp.Or(msg.ThreadID, msg.ReplyToProviderID); to != "" {
 		endpoint += "/" + url.PathEscape(to)
 		act.ReplyToID = to
@@ -86,7 +87,7 @@ func (o *outbound) Edit(ctx context.Context, msg *channels.OutboundMessage) (*ch
 		return nil, channels.Permanent(opEdit, err)
 	}
 	act.ID = msg.EditProviderMessageID
-	endpoint := o.activities(msg.ConversationID) + "/" + url.PathEscape(msg.EditProviderMessageID)
+	endpoint := o.activities(ctx, msg.ConversationID) + "/" + url.PathEscape(msg.EditProviderMessageID)
 	resp, err := o.call(ctx, opEdit, http.MethodPut, endpoint, act)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (o *outbound) Delete(ctx context.Context, conversationID, providerMessageID
 	if strings.TrimSpace(conversationID) == "" || providerMessageID == "" {
 		return channels.Permanent(opDelete, errors.New("no conversation or activity id"))
 	}
-	_, err := o.call(ctx, opDelete, http.MethodDelete, o.activities(conversationID)+"/"+url.PathEscape(providerMessageID), nil)
+	_, err := o.call(ctx, opDelete, http.MethodDelete, o.activities(ctx, conversationID)+"/"+url.PathEscape(providerMessageID), nil)
 	return err
 }
 
@@ -108,16 +109,16 @@ func (o *outbound) Typing(ctx context.Context, sig *channels.TypingSignal) error
 	if sig == nil || strings.TrimSpace(sig.ConversationID) == "" {
 		return channels.Permanent(opTyping, errors.New("no conversation id"))
 	}
-	_, err := o.call(ctx, opTyping, http.MethodPost, o.activities(sig.ConversationID), &outActivity{Type: "typing"})
+	_, err := o.call(ctx, opTyping, http.MethodPost, o.activities(ctx, sig.ConversationID), &outActivity{Type: "typing"})
 	return err
 }
 
 // activities is the activities URL of a conversation, at its service URL.
-func (o *outbound) activities(conversationID string) string {
+func (o *outbound) activities(ctx context.Context, conversationID string) string {
 	base := o.apiBase
 	if o.services != nil {
 		conv, _, _ := strings.Cut(conversationID, ";messageid=")
-		if u, ok := o.services.lookup(o.account, conv); ok && o.trusted.trusts(u) {
+		if u, ok := o.services.lookup(ctx, o.tenant, o.account, conv); ok && o.trusted.trusts(u) {
 			base = u
 		}
 	}

@@ -63,6 +63,10 @@ type Options struct {
 	// KeyMaxAge is how long fetched keys are used before they are
 	// fetched again. Default DefaultKeyMaxAge.
 	KeyMaxAge time.Duration
+	// ServiceURLs keeps conversations' service URLs beyond the process.
+	// Default none: each process remembers those of the activities it
+	// received.
+	ServiceURLs ServiceURLStore
 }
 
 // Channel is the Microsoft Teams adapter.
@@ -92,7 +96,7 @@ func New(opts Options) *Channel {
 	if opts.KeyMaxAge <= 0 {
 		opts.KeyMaxAge = DefaultKeyMaxAge
 	}
-	return &Channel{opts: opts, keys: newKeyCache(opts.HTTPClient, opts.KeyRefreshInterval, opts.KeyMaxAge), services: newServiceURLs()}
+	return &Channel{opts: opts, keys: newKeyCache(opts.HTTPClient, opts.KeyRefreshInterval, opts.KeyMaxAge), services: newServiceURLs(opts.ServiceURLs)}
 }
 
 // Type returns envelope.ChannelTeams.
@@ -230,7 +234,7 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &inbound{cfg: cfg, account: acct.ID, keys: c.keys, trusted: c.trustedHosts(cfg), services: c.services}, nil
+	return &inbound{cfg: cfg, tenant: acct.TenantID, account: acct.ID, keys: c.keys, trusted: c.trustedHosts(cfg), services: c.services}, nil
 }
 
 // NewOutbound validates the account's configuration for sending (a
@@ -248,7 +252,7 @@ func (c *Channel) NewOutbound(acct channels.Account) (channels.Outbound, error) 
 		tokens = noTokens{}
 	}
 	return &outbound{apiBase: cfg.APIBaseURL, client: c.opts.HTTPClient, tokens: tokens,
-		account: acct.ID, services: c.services, trusted: c.trustedHosts(cfg)}, nil
+		tenant: acct.TenantID, account: acct.ID, services: c.services, trusted: c.trustedHosts(cfg)}, nil
 }
 
 // noTokens is the TokenSource of a sender built without token renewal

@@ -32,6 +32,10 @@ the mio dev in MIO_DATA_DIR via its dev.json; MIO_MASTER_KEY seals secrets)
   mio admin account create --tenant ID --channel SLUG [--name NAME] [--external-id ID]
         [--settings-file F] [--credentials-file F|-] [--credentials-env VAR]
         [--webhook-secret-file F|-] [--webhook-secret-env VAR]
+  mio admin account install --tenant ID --channel SLUG (one with the capability install) [--name NAME]
+        (--credentials-file F|- | --credentials-env VAR: the app's client_id, client_secret)
+        [--settings-file F (scopes, api_base_url, …)] [--webhook-secret-file F|- | --webhook-secret-env VAR]
+        [--public-url URL] [--return-url URL]   prints the platform's consent page (authorize_url)
   mio admin account list --tenant ID [--limit N] [--after NEXT]
   mio admin account show ID | disable ID | enable ID
   mio admin account update ID [--name NAME] [--rate-limit N|default] [--burst N|default]
@@ -86,6 +90,8 @@ func adminCommands() map[string]adminCommand {
 		"tenant nats":    {flags: []string{"tenant"}},
 		"account create": {flags: []string{"tenant", "channel", "name", "external-id", "settings-file",
 			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env"}, config: printsURLs},
+		"account install": {flags: []string{"tenant", "channel", "name", "settings-file",
+			"credentials-file", "credentials-env", "webhook-secret-file", "webhook-secret-env", "return-url"}, config: printsURLs},
 		"account list":    {flags: []string{"tenant", "limit", "after"}, config: printsURLs},
 		"account show":    {config: printsURLs},
 		"account disable": {config: printsURLs},
@@ -124,6 +130,7 @@ type adminArgs struct {
 	roles, ttl, grace, kind, limit, after, action, before  string
 	seekTime, state, accountID, conversation, since, until string
 	rateLimit, burst, maxAttempts, apiBaseURL              string
+	returnURL                                              string
 	positional                                             []string
 }
 
@@ -160,6 +167,7 @@ func (a *adminArgs) register(fs *flag.FlagSet, names []string) {
 		"burst":               {&a.burst, "outbound burst, or 'default'"},
 		"max-attempts":        {&a.maxAttempts, "send attempts per series (1 to 100), or 'default'"},
 		"api-base-url":        {&a.apiBaseURL, "the platform API base URL (settings.api_base_url), or 'default'"},
+		"return-url":          {&a.returnURL, "where the browser goes after the install (account_id added); default a page of MIO's"},
 	}
 	for _, n := range names {
 		f, ok := flags[n]
@@ -222,7 +230,12 @@ func cmdAdmin(ctx context.Context, args []string, getenv env, stdout, stderr io.
 	svc := admin.New(pool, box, cfg.PublicURL).As(cliActor(getenv)).WithRegistry(builtin.Registry(builtin.Options{APIBasePolicy: apiBasePolicy(cfg)}))
 	out := json.NewEncoder(stdout)
 	out.SetIndent("", "  ")
-	res, err := runAdmin(ctx, svc, pool, command, &a, getenv, stdout, stderr)
+	var res any
+	if command == "account install" {
+		res, err = adminAccountInstall(ctx, pool, box, cfg, &a, getenv)
+	} else {
+		res, err = runAdmin(ctx, svc, pool, command, &a, getenv, stdout, stderr)
+	}
 	if err != nil {
 		return adminErr(err)
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/ingest"
+	"github.com/miohq/mio/install"
 	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/migrations"
 	"github.com/miohq/mio/notify"
@@ -127,7 +128,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		}
 	}
 	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
-		APIBasePolicy: apiBasePolicy(cfg)})
+		APIBasePolicy:    apiBasePolicy(cfg),
+		TeamsServiceURLs: &accounts.TeamsServiceURLs{Pool: pool, Logger: log.With("component", "teams")}})
 	// One account cache for webhooks, dispatch and attachment fetches.
 	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry,
 		Metrics: metrics.NewCredentials(m.Registry), Logger: log.With("component", "accounts")})
@@ -241,8 +243,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	go admin.RunQueueGauges(bg, pool, metrics.NewQueue(m.Registry), log.With("component", "queue-health"), 15*time.Second)
 
 	adminSvc := admin.New(pool, box, cfg.PublicURL).WithRegistry(registry)
+	var installs *install.Service
+	if box != nil {
+		installs = install.New(pool, install.Config{Box: box, Registry: registry, PublicURL: cfg.PublicURL})
+	}
 	con, err := console.New(console.Deps{Pool: pool, Admin: adminSvc, Registry: registry, Hub: hub, ForgetAccount: accts.Forget,
-		Logger: log.With("component", "console")})
+		Installs: installs, Logger: log.With("component", "console")})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
@@ -254,7 +260,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		Blob: store, AttachmentURLTTL: cfg.AttachmentURLTTL,
 		Admin:           adminSvc,
 		AdminAllowCIDRs: cfg.AdminAllowCIDRs, Pprof: cfg.Pprof, Console: con.Handler(),
-		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version,
+		MCPAllowedOrigins: cfg.MCPAllowedOrigins, Version: version, Installs: installs,
 		TracerProvider: tp,
 	})
 

@@ -44,7 +44,7 @@ func (q *Queries) AccessTokenExpiry(ctx context.Context, db DBTX, arg *AccessTok
 }
 
 const AccessTokenGet = `-- name: AccessTokenGet :one
-SELECT credentials_enc, token_enc, expires_at, renew_at FROM mio.account_access_tokens
+SELECT credentials_enc, token_enc, expires_at, renew_at, refresh_enc FROM mio.account_access_tokens
 WHERE tenant_id = $1 AND account_id = $2
 `
 
@@ -58,6 +58,7 @@ type AccessTokenGetRow struct {
 	TokenEnc       []byte
 	ExpiresAt      time.Time
 	RenewAt        time.Time
+	RefreshEnc     []byte
 }
 
 func (q *Queries) AccessTokenGet(ctx context.Context, db DBTX, arg *AccessTokenGetParams) (AccessTokenGetRow, error) {
@@ -68,6 +69,7 @@ func (q *Queries) AccessTokenGet(ctx context.Context, db DBTX, arg *AccessTokenG
 		&i.TokenEnc,
 		&i.ExpiresAt,
 		&i.RenewAt,
+		&i.RefreshEnc,
 	)
 	return i, err
 }
@@ -88,31 +90,36 @@ func (q *Queries) AccessTokenLock(ctx context.Context, db DBTX, arg *AccessToken
 }
 
 const AccessTokenPut = `-- name: AccessTokenPut :execrows
-INSERT INTO mio.account_access_tokens AS t (tenant_id, account_id, credentials_enc, token_enc, expires_at, renew_at)
-SELECT a.tenant_id, a.id, a.credentials_enc, $1, $2, $3
+INSERT INTO mio.account_access_tokens AS t (tenant_id, account_id, credentials_enc, token_enc, expires_at, renew_at, refresh_enc)
+SELECT a.tenant_id, a.id, a.credentials_enc, $1, $2, $3, $4::bytea
 FROM mio.accounts AS a
-WHERE a.tenant_id = $4 AND a.id = $5 AND a.status = 'active' AND a.credentials_enc = $6
+WHERE a.tenant_id = $5 AND a.id = $6 AND a.credentials_enc = $7
+    AND (a.status = 'active' OR $4::bytea IS NOT NULL)
 ON CONFLICT (tenant_id, account_id) DO UPDATE
     SET credentials_enc = excluded.credentials_enc, token_enc = excluded.token_enc,
-        expires_at = excluded.expires_at, renew_at = excluded.renew_at, updated_at = now()
+        expires_at = excluded.expires_at, renew_at = excluded.renew_at, refresh_enc = excluded.refresh_enc,
+        updated_at = now()
 `
 
 type AccessTokenPutParams struct {
 	TokenEnc       []byte
 	ExpiresAt      time.Time
 	RenewAt        time.Time
+	RefreshEnc     []byte
 	TenantID       uuid.UUID
 	AccountID      uuid.UUID
 	CredentialsEnc []byte
 }
 
-// Stores the account's new token, only while it is active and still has
-// the credentials the token was obtained with: 0 rows otherwise.
+// Stores the account's new token, only while it still has the credentials
+// the token was obtained with and is active (or the token comes with a
+// rotated refresh token, which must not be lost): 0 rows otherwise.
 func (q *Queries) AccessTokenPut(ctx context.Context, db DBTX, arg *AccessTokenPutParams) (int64, error) {
 	result, err := db.Exec(ctx, AccessTokenPut,
 		arg.TokenEnc,
 		arg.ExpiresAt,
 		arg.RenewAt,
+		arg.RefreshEnc,
 		arg.TenantID,
 		arg.AccountID,
 		arg.CredentialsEnc,

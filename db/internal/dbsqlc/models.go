@@ -39,6 +39,7 @@ type MioAccountAccessToken struct {
 	ExpiresAt      time.Time
 	RenewAt        time.Time
 	UpdatedAt      time.Time
+	RefreshEnc     []byte
 }
 
 type MioAccountRoute struct {
@@ -497,6 +498,21 @@ type MioOutboxEvent struct {
 	Xid       pgtype.Uint64
 }
 
+type MioPendingInstall struct {
+	TenantID         uuid.UUID
+	ID               uuid.UUID
+	ChannelType      string
+	DisplayName      string
+	Settings         []byte
+	ClientEnc        []byte
+	WebhookSecretEnc []byte
+	RedirectUri      string
+	ReturnUrl        string
+	CreatedBy        string
+	CreatedAt        time.Time
+	ExpiresAt        time.Time
+}
+
 type MioProviderEvent struct {
 	TenantID          uuid.UUID
 	AccountID         uuid.UUID
@@ -551,6 +567,14 @@ type MioStreamCount struct {
 	ChannelType string
 	AccountID   uuid.UUID
 	N           int64
+}
+
+type MioTeamsServiceUrl struct {
+	TenantID       uuid.UUID
+	AccountID      uuid.UUID
+	ConversationID string
+	ServiceUrl     string
+	UpdatedAt      time.Time
 }
 
 type MioTelegramPoller struct {
