@@ -170,6 +170,10 @@ type SendCommand struct {
 	// EditOf is an earlier outbound message id whose provider message the
 	// adapter edits instead of sending a new one.
 	EditOf *uuid.UUID `json:"edit_of,omitempty"`
+	// Stream opens a reply whose text grows: Text is its start (it may be
+	// empty), appends add to it and a finish ends it (POST
+	// /v1/outbound/{id}/append and /finish).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // SendAttachment is a URL-backed outbound attachment.

@@ -481,6 +481,8 @@ type MioOutbox struct {
 	HandedOffAt        *time.Time
 	DeadAt             *time.Time
 	DiscardedAt        *time.Time
+	StreamSeq          *int32
+	StreamFinishedAt   *time.Time
 }
 
 type MioOutboxEvent struct {
