@@ -159,7 +159,6 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 	}
 }
 
-
 // TestStreamResumedAfterItsWorkerStops: the process sending a stream
 // stops mid-stream without recording anything (its River client cancels
 // the job, as a killed worker leaves it); appends and the finish go on
