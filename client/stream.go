@@ -46,8 +46,8 @@ func (c *Client) StreamFinish(ctx context.Context, id uuid.UUID, f StreamFinish)
 // is its start), appends each chunk in order (seq 1, 2, 3…, each retried
 // with its own seq), then finishes it. The platform shows the newest text
 // within one edit interval and ends with the complete text. When chunks
-// yields an error, the stream is finished with what was appended and the
-// error returned. Each chunk is one request: pass a few words at a time
+// yields an error or an append fails, the stream is finished with what
+// was appended and the error returned. Each chunk is one request: pass a few words at a time
 // rather than single tokens.
 func (c *Client) SendStream(ctx context.Context, cmd envelope.SendCommand, chunks iter.Seq2[string, error]) (*Sent, error) {
 	cmd.Stream = true
@@ -66,7 +66,9 @@ func (c *Client) SendStream(ctx context.Context, cmd envelope.SendCommand, chunk
 			continue
 		}
 		if err := c.StreamAppend(ctx, sent.ID, seq+1, chunk); err != nil {
-			return sent, err
+			// Finished with what was taken, rather than left open until
+			// the server's stream timeout.
+			return sent, errors.Join(err, c.StreamFinish(ctx, sent.ID, StreamFinish{Seq: seq}))
 		}
 		seq++
 	}
