@@ -55,6 +55,23 @@ func (c *Client) SendStream(ctx context.Context, cmd envelope.SendCommand, chunk
 	if err != nil {
 		return nil, err
 	}
+	return sent, c.streamChunks(ctx, sent.ID, chunks)
+}
+
+// ReplyStream is SendStream as a reply with ack (Reply): the stream is
+// opened in the transaction that acknowledges delivery deliveryID of
+// consumer, then grown and finished as SendStream does.
+func (c *Client) ReplyStream(ctx context.Context, consumer string, deliveryID uuid.UUID, cmd envelope.SendCommand, chunks iter.Seq2[string, error]) (*Sent, error) {
+	cmd.Stream = true
+	sent, err := c.Reply(ctx, consumer, deliveryID, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return sent, c.streamChunks(ctx, sent.ID, chunks)
+}
+
+// streamChunks appends each chunk to stream id in order and finishes it.
+func (c *Client) streamChunks(ctx context.Context, id uuid.UUID, chunks iter.Seq2[string, error]) error {
 	seq := 0
 	var srcErr error
 	for chunk, err := range chunks {
@@ -65,15 +82,12 @@ func (c *Client) SendStream(ctx context.Context, cmd envelope.SendCommand, chunk
 		if chunk == "" {
 			continue
 		}
-		if err := c.StreamAppend(ctx, sent.ID, seq+1, chunk); err != nil {
+		if err := c.StreamAppend(ctx, id, seq+1, chunk); err != nil {
 			// Finished with what was taken, rather than left open until
 			// the server's stream timeout.
-			return sent, errors.Join(err, c.StreamFinish(ctx, sent.ID, StreamFinish{Seq: seq}))
+			return errors.Join(err, c.StreamFinish(ctx, id, StreamFinish{Seq: seq}))
 		}
 		seq++
 	}
-	if err := c.StreamFinish(ctx, sent.ID, StreamFinish{Seq: seq}); err != nil {
-		return sent, errors.Join(srcErr, err)
-	}
-	return sent, srcErr
+	return errors.Join(srcErr, c.StreamFinish(ctx, id, StreamFinish{Seq: seq}))
 }
