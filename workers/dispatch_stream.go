@@ -190,11 +190,16 @@ func (s *streamRun) due(text string) bool {
 	return s.editor != nil
 }
 
-// show sends the message (the first time) or edits it to text. A rate
-// limit moves the next call to after Retry-After; other failures are
-// logged and left to the next interval (a permanent one stops the edits:
-// the final call decides the outcome).
+// show sends the message (the first time) or edits it to text, once the
+// account's rate-limit buckets grant the call a token (as they grant
+// ordinary sends). A rate limit moves the next call to after Retry-After;
+// other failures are logged and left to the next interval (a permanent
+// one stops the edits: the final call decides the outcome).
 func (s *streamRun) show(ctx context.Context, msg *channels.OutboundMessage, text string) error {
+	if wait, err := s.takeTokens(ctx); err != nil || wait > 0 {
+		s.next = time.Now().Add(wait)
+		return err
+	}
 	m := *msg
 	m.Text = text
 	op, call := "send", s.acct.Outbound.Send
@@ -236,6 +241,40 @@ func (s *streamRun) show(ctx context.Context, msg *channels.OutboundMessage, tex
 		s.d.cfg.Logger.Info("stream: call failed; trying again", "message_id", s.c.ID, "operation", op, "err", errorText(err))
 	}
 	return nil
+}
+
+// takeTokens takes a token for one call from each of the account's
+// buckets (per conversation first, then per account), as a claim does;
+// a bucket that grants none returns the wait until its next token. The
+// claim's token covers the stream's first call, and its final call takes
+// none (it does not wait behind the stream's own edits): the calls in
+// between take their own.
+func (s *streamRun) takeTokens(ctx context.Context) (time.Duration, error) {
+	if s.providerID == "" {
+		return 0, nil
+	}
+	specs := bucketsFor(s.d.limits[s.c.ChannelType], s.c.RateLimitPerSec, s.c.RateLimitBurst)
+	for _, scope := range []string{scopeConversation, scopeAccount} {
+		for _, spec := range specs {
+			if spec.Scope != scope {
+				continue
+			}
+			want := db.RateWant{Key: bucketKey(scope, s.c.AccountID, s.c.ConversationID), Rate: spec.Rate, Burst: spec.Burst, N: 1}
+			var grants []db.RateGrant
+			err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
+				var err error
+				grants, err = db.RateTake(ctx, tx, s.tenantID, []db.RateWant{want}, nil)
+				return err
+			})
+			if err != nil {
+				return 0, fmt.Errorf("stream %s: rate limit: %w", s.c.ID, err)
+			}
+			if grants[0].Granted < 1 {
+				return max(grants[0].Wait, time.Millisecond), nil
+			}
+		}
+	}
+	return 0, nil
 }
 
 // final is the message that ends the stream, or the result of the call

@@ -179,8 +179,9 @@ func TestStreamResumedAfterItsWorkerStops(t *testing.T) {
 	half := strings.Join(parts[:10], "")
 	require.Eventually(t, func() bool {
 		calls := b.callsOf("webhook", "crash")
-		return len(calls) > 0 && calls[len(calls)-1].Text == half
-	}, 10*time.Second, 10*time.Millisecond, "the first process shows the first half")
+		row, _ := b.get(t, id)
+		return len(calls) > 0 && calls[len(calls)-1].Text == half && row.ProviderMessageID != ""
+	}, 10*time.Second, 10*time.Millisecond, "the first process shows the first half and recorded its message")
 	require.NoError(t, b.clients[0].StopAndCancel(ctx))
 	for i, p := range parts[10:] {
 		require.NoError(t, svc.Append(ctx, b.tenant, id, i+11, p))
@@ -247,4 +248,27 @@ func TestStreamTimesOut(t *testing.T) {
 	require.ErrorIs(t, svc.Append(ctx, b.tenant, id, 2, " more"), outbox.ErrStreamFinished)
 	v := outbox.ViewOf(row, events)
 	require.Equal(t, &outbox.StreamView{Seq: 1, Finished: true}, v.Stream)
+}
+
+// TestStreamEditsShareTheAccountRate: a stream's edits take tokens from
+// the account's rate-limit bucket as its sends do: at 2 a second (burst
+// 1) the edits come about half a second apart, though the edit interval
+// would allow ten a second.
+func TestStreamEditsShareTheAccountRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{})})
+	_, err := b.owner.Exec(ctx, `UPDATE mio.accounts SET rate_limit_per_sec = 2, rate_limit_burst = 1 WHERE id = $1`, b.accounts["webhook"])
+	require.NoError(t, err)
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "limited", "")
+	parts, full := deltas(150)
+	appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	calls := b.callsOf("webhook", "limited")
+	require.Equal(t, full, calls[len(calls)-1].Text)
+	require.GreaterOrEqual(t, len(calls), 3)
+	for i := 2; i < len(calls)-1; i++ {
+		require.GreaterOrEqual(t, calls[i].At.Sub(calls[i-1].At), 400*time.Millisecond, "edit %d waited for its token", i)
+	}
 }
