@@ -327,6 +327,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		if len(own)+len(op.extras) > 0 {
 			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0, client: client}
 			fins, err := d.sendAll(ctx, tenantID, run, own, op.extras)
+			if errors.Is(err, errStreamHandover) {
+				return nil // the stream goes on under the job it was given
+			}
 			if err != nil {
 				return fmt.Errorf("dispatch %s: %w", id, err)
 			}
