@@ -173,6 +173,8 @@ export interface OutboundStatus {
   handed_off_at?: string;
   dead_at?: string;
   discarded_at?: string;
+  /** Set for a streamed reply: the seq of its last append taken and whether it was finished. */
+  stream?: { seq: number; finished: boolean };
 }
 
 /** One message of a conversation's history: inbound (message, without raw) or outbound (without events). */
