@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"time"
 
 	"github.com/miohq/mio/envelope"
 )
@@ -18,7 +19,12 @@ const (
 	CapThreads     = "threads"
 	CapSource      = "source"
 	CapInstall     = "install"
+	CapStreaming   = "streaming"
 )
+
+// DefaultStreamEditInterval is the edit interval of streamed replies on
+// a channel that declares none (Info.StreamEditInterval).
+const DefaultStreamEditInterval = time.Second
 
 // Rate limit scopes: one bucket per account, or one per (account,
 // conversation) where the platform limits each channel or chat.
@@ -92,6 +98,11 @@ type Info struct {
 	// RateLimits are the send limits when the account sets none; empty
 	// means unlimited.
 	RateLimits []RateLimit
+	// StreamEditInterval is how often a streamed reply's message may be
+	// edited (the platform's edit rate for one message); the dispatcher
+	// shows the newest text at most that often. Zero:
+	// DefaultStreamEditInterval.
+	StreamEditInterval time.Duration
 	// HistoryRateLimit is the bucket of an account's history reads (the
 	// catch-up reconciler's, shared by replicas); Scope is ignored (one
 	// per account). Zero: 1 call/s, burst 1.
@@ -166,8 +177,8 @@ func Describe(ch Channel) Description {
 	}{
 		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
-		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
-		{CapInstall, installs},
+		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapStreaming, caps.Edit},
+		{CapSource, source}, {CapInstall, installs},
 	} {
 		if c.on {
 			list = append(list, c.name)

@@ -31,7 +31,8 @@ type sourceChannel struct{ infoChannel }
 func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
 
 // TestDescribeDerivesCapabilities: edit, delete and typing come from the
-// interfaces the adapter's sender implements and source from the
+// interfaces the adapter's sender implements (streaming from Editor: a
+// streamed reply grows by edits) and source from the
 // adapter's, not from a declaration; declared ones are listed as
 // declared.
 func TestDescribeDerivesCapabilities(t *testing.T) {
@@ -45,7 +46,7 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 
 	rich := Describe(sourceChannel{infoChannel{Info{DisplayName: "Rich", Outbound: (*editingSender)(nil), Threads: true,
 		RateLimits: []RateLimit{{Scope: ScopeAccount, PerSec: 2, Burst: 4}}}}})
-	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapSource}, rich.Capabilities)
+	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapStreaming, CapSource}, rich.Capabilities)
 	require.Equal(t, "Rich", rich.DisplayName)
 	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
 

@@ -184,6 +184,10 @@ type Config struct {
 	// ShutdownTimeout (MIO_SHUTDOWN_TIMEOUT) bounds graceful shutdown.
 	// Default 20s.
 	ShutdownTimeout time.Duration
+	// StreamTimeout (MIO_STREAM_TIMEOUT) is how long a streamed reply may
+	// stay open: one its agent has not finished by then is finished with
+	// its text so far. Default 2m.
+	StreamTimeout time.Duration
 	// WebhookDeadline (MIO_WEBHOOK_DEADLINE) bounds every webhook request,
 	// from first byte to answer. Default 2.5s.
 	WebhookDeadline time.Duration
@@ -421,6 +425,8 @@ func options() []option {
 			set: func(c *Config, v string) error { return oneOf(&c.Role, v, roles) }},
 		{flag: "shutdown-timeout", envs: []string{"MIO_SHUTDOWN_TIMEOUT"}, def: "20s", usage: "graceful shutdown bound",
 			set: func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
+		{flag: "stream-timeout", envs: []string{"MIO_STREAM_TIMEOUT"}, def: "2m", usage: "how long a streamed reply may stay open before it is finished with its text so far",
+			set: func(c *Config, v string) error { return duration(&c.StreamTimeout, v, time.Second, time.Hour) }},
 		{flag: "webhook-deadline", envs: []string{"MIO_WEBHOOK_DEADLINE"}, def: "2.5s", usage: "deadline of every webhook request",
 			set: func(c *Config, v string) error {
 				return duration(&c.WebhookDeadline, v, 100*time.Millisecond, time.Minute)

@@ -117,6 +117,11 @@ type Outbound struct {
 	HandedOffAt        *time.Time
 	DeadAt             *time.Time
 	DiscardedAt        *time.Time
+	// StreamSeq is the number of a stream's last append (0 when opened),
+	// nil for a message that is not a stream; StreamFinishedAt is when the
+	// stream was finished, nil while it is open.
+	StreamSeq        *int
+	StreamFinishedAt *time.Time
 }
 
 func outboundFrom(r dbsqlc.MioOutbox) *Outbound {
@@ -129,8 +134,16 @@ func outboundFrom(r dbsqlc.MioOutbox) *Outbound {
 		Attempts: int(r.Attempts), NextAttemptAt: r.NextAttemptAt, LeaseUntil: r.LeaseUntil,
 		ProviderMessageID: deref(r.ProviderMessageID), LastError: deref(r.LastError), ReceiptDueAt: r.ReceiptDueAt,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, HandedOffAt: r.HandedOffAt, DeadAt: r.DeadAt,
-		DiscardedAt: r.DiscardedAt,
+		DiscardedAt: r.DiscardedAt, StreamSeq: intPtr(r.StreamSeq), StreamFinishedAt: r.StreamFinishedAt,
 	}
+}
+
+func intPtr(n *int32) *int {
+	if n == nil {
+		return nil
+	}
+	v := int(*n)
+	return &v
 }
 
 func deref(s *string) string {
@@ -163,7 +176,9 @@ type OutboxNew struct {
 	Text           string
 	RichContent    json.RawMessage // nil: none
 	Attachments    json.RawMessage // nil: none
-	EditOf         *uuid.UUID
+	// EditOf names the message edited; a row naming itself is a stream,
+	// inserted open.
+	EditOf *uuid.UUID
 	// JobID is the River dispatch job inserted in the same transaction.
 	JobID int64
 	// Traceparent is the W3C trace context of the request that queued

@@ -175,6 +175,10 @@ type SendCommand struct {
 	// of the JSON body: the server sets it from the request's traceparent
 	// header.
 	Traceparent string `json:"-"`
+	// Stream opens a reply whose text grows: Text is its start (it may be
+	// empty), appends add to it and a finish ends it (POST
+	// /v1/outbound/{id}/append and /finish).
+	Stream bool `json:"stream,omitempty"`
 }
 
 // SendAttachment is a URL-backed outbound attachment.

@@ -180,9 +180,14 @@ func (b *mcpServices) Settle(ctx context.Context, consumer string, action mcpser
 // answers them.
 func (b *mcpServices) outboxError(err error) error {
 	var invalid *outbox.ValidationError
+	var seq *outbox.StreamSeqError
 	switch {
 	case errors.As(err, &invalid):
 		return mcpserver.Errorf(mcpserver.CodeBadRequest, "%s", invalid.Error())
+	case errors.As(err, &seq):
+		return mcpserver.Errorf(mcpserver.CodeConflict, "%s", seq.Error())
+	case errors.Is(err, outbox.ErrStreamFinished), errors.Is(err, outbox.ErrNotStream):
+		return mcpserver.Errorf(mcpserver.CodeConflict, "%s", err.Error())
 	case errors.Is(err, outbox.ErrKeyConflict):
 		return mcpserver.Errorf(mcpserver.CodeConflict, "idempotency_key was already used for a different message")
 	case errors.Is(err, outbox.ErrNotFound):
@@ -228,6 +233,27 @@ func (b *mcpServices) Send(ctx context.Context, cmd envelope.SendCommand) (*mcps
 		return nil, b.outboxError(err)
 	}
 	return &mcpserver.Sent{ID: sent.ID, HandoffState: string(sent.HandoffState)}, nil
+}
+
+func (b *mcpServices) StreamAppend(ctx context.Context, id uuid.UUID, seq int, delta string) error {
+	if err := b.need(db.RoleProduce); err != nil {
+		return err
+	}
+	if err := b.s.outbox.Append(ctx, b.p.TenantID, id, seq, delta); err != nil {
+		return b.outboxError(err)
+	}
+	return nil
+}
+
+func (b *mcpServices) StreamFinish(ctx context.Context, id uuid.UUID, seq int, text *string, rich json.RawMessage) error {
+	if err := b.need(db.RoleProduce); err != nil {
+		return err
+	}
+	f := outbox.Finish{Seq: seq, Text: text, RichContent: rich}
+	if err := b.s.outbox.FinishStream(ctx, b.p.TenantID, id, f); err != nil {
+		return b.outboxError(err)
+	}
+	return nil
 }
 
 func (b *mcpServices) SendStatus(ctx context.Context, id uuid.UUID) (*mcpserver.Outbound, error) {

@@ -195,7 +195,15 @@ func (s *Server) outboxError(w http.ResponseWriter, r *http.Request, what, retry
 	}
 	var invalid *outbox.ValidationError
 	var busy *outbox.InProgressError
+	var seq *outbox.StreamSeqError
 	switch {
+	case errors.As(err, &seq):
+		writeJSON(w, http.StatusConflict, seqConflict{Error: errorDetail{Code: "seq_conflict", Message: seq.Error()},
+			ExpectedSeq: seq.Expected})
+	case errors.Is(err, outbox.ErrStreamFinished):
+		writeError(w, http.StatusConflict, "stream_finished", "the stream is finished and takes no more appends")
+	case errors.Is(err, outbox.ErrNotStream):
+		writeError(w, http.StatusConflict, "not_a_stream", "the outbound message was not sent with \"stream\": true")
 	case errors.As(err, &invalid):
 		writeError(w, http.StatusBadRequest, "bad_request", invalid.Error())
 	case errors.Is(err, outbox.ErrNotConfigured):

@@ -52,6 +52,8 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound", s.listOutbound)
 		r.With(s.authenticate(db.RoleRead, db.RoleProduce)).Get("/outbound/{id}", s.getOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
+		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/append", s.appendOutbound)
+		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/finish", s.finishOutbound)
 		// Typing signals (typing.go): best effort, at once, never queued.
 		r.With(s.authenticate(db.RoleProduce)).Post("/conversations/typing", s.postTyping)
 		// A conversation's history, both directions (conversations.go).

@@ -35,6 +35,13 @@ type Backend interface {
 	Reply(ctx context.Context, consumer string, deliveryID uuid.UUID, cmd envelope.SendCommand) (*Sent, error)
 	// Send queues an outbound message.
 	Send(ctx context.Context, cmd envelope.SendCommand) (*Sent, error)
+	// StreamAppend adds delta to the open streamed reply id as append seq
+	// (a seq taken before changes nothing; a gap or a finished stream is
+	// an *Error with Code CodeConflict).
+	StreamAppend(ctx context.Context, id uuid.UUID, seq int, delta string) error
+	// StreamFinish ends the streamed reply id: text, when not nil,
+	// replaces what was appended; seq, when not 0, is the last append's.
+	StreamFinish(ctx context.Context, id uuid.UUID, seq int, text *string, rich json.RawMessage) error
 	// SendStatus returns an outbound message with its timeline.
 	SendStatus(ctx context.Context, id uuid.UUID) (*Outbound, error)
 	// Typing shows the bot as typing; it returns the outcome ("sent",

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -127,6 +128,22 @@ func (b *ClientBackend) Send(ctx context.Context, cmd envelope.SendCommand) (*Se
 		return nil, apiError(err)
 	}
 	return &Sent{ID: s.ID, HandoffState: s.HandoffState}, nil
+}
+
+// StreamAppend implements Backend.
+func (b *ClientBackend) StreamAppend(ctx context.Context, id uuid.UUID, seq int, delta string) error {
+	if err := b.c.StreamAppend(ctx, id, seq, delta); err != nil {
+		return apiError(err)
+	}
+	return nil
+}
+
+// StreamFinish implements Backend.
+func (b *ClientBackend) StreamFinish(ctx context.Context, id uuid.UUID, seq int, text *string, rich json.RawMessage) error {
+	if err := b.c.StreamFinish(ctx, id, client.StreamFinish{Seq: seq, Text: text, RichContent: rich}); err != nil {
+		return apiError(err)
+	}
+	return nil
 }
 
 // SendStatus implements Backend.

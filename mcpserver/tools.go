@@ -78,6 +78,34 @@ type (
 		OutboundID   uuid.UUID `json:"outbound_id" jsonschema:"get_send_status takes it; edit_of too"`
 		HandoffState string    `json:"handoff_state" jsonschema:"queued when accepted; the platform gets it shortly"`
 	}
+	streamStartIn struct {
+		Consumer       string `json:"consumer,omitempty" jsonschema:"with delivery_id: the consumer the delivery came from (default mcp)"`
+		DeliveryID     string `json:"delivery_id,omitempty" jsonschema:"the delivery to answer (acknowledged when the stream starts); or give account_id and conversation_id"`
+		AccountID      string `json:"account_id,omitempty" jsonschema:"without delivery_id: the account to send from"`
+		ConversationID string `json:"conversation_id,omitempty" jsonschema:"without delivery_id: the platform's conversation id"`
+		ThreadID       string `json:"thread_id,omitempty" jsonschema:"without delivery_id: answer in this thread"`
+		Text           string `json:"text,omitempty" jsonschema:"the start of the answer, such as a placeholder (may be empty)"`
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"default stream:<delivery_id> with a delivery, else a new key per call"`
+	}
+	streamAppendIn struct {
+		OutboundID string `json:"outbound_id" jsonschema:"from stream_start"`
+		Seq        int    `json:"seq" jsonschema:"1 for the first append, then 2, 3…; call again with the same seq after a failure"`
+		Text       string `json:"text" jsonschema:"the text to add"`
+	}
+	streamAppendOut struct {
+		OutboundID uuid.UUID `json:"outbound_id"`
+		Seq        int       `json:"seq" jsonschema:"the seq taken"`
+	}
+	streamFinishIn struct {
+		OutboundID  string          `json:"outbound_id" jsonschema:"from stream_start"`
+		Seq         int             `json:"seq,omitempty" jsonschema:"the seq of your last append (checked; 0 skips the check)"`
+		Text        *string         `json:"text,omitempty" jsonschema:"the complete final text, replacing what was appended (default: keep it)"`
+		RichContent json.RawMessage `json:"rich_content,omitempty" jsonschema:"optional card sent with the final text"`
+	}
+	streamFinishOut struct {
+		OutboundID uuid.UUID `json:"outbound_id"`
+		Finished   bool      `json:"finished"`
+	}
 	idIn struct {
 		ID string `json:"id" jsonschema:"the id (a UUID)"`
 	}
@@ -158,6 +186,21 @@ func (s *server) addTools(srv *mcp.Server) {
 		"Send a message to a conversation of an account, not as an answer to a delivery (use reply for that), or edit an "+
 			"earlier one with edit_of. Queued at once, handed to the platform in order. Needs the produce role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}, nil), s.send)
+	addTool(srv, tool[streamStartIn, sentOut]("stream_start", "Start a streamed answer",
+		"Start an answer whose text grows while you write it: the platform shows one message and edits it to the newest "+
+			"text. Answer a delivery (delivery_id; acknowledged now) or send to account_id and conversation_id. Then call "+
+			"stream_append with each piece and stream_finish at the end; later messages of the conversation wait for the "+
+			"finish. Needs the produce role (and consume with delivery_id).",
+		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}, nil), s.streamStart)
+	addTool(srv, tool[streamAppendIn, streamAppendOut]("stream_append", "Append to a streamed answer",
+		"Add text to a streamed answer. seq counts your appends from 1; calling again with a seq already taken changes "+
+			"nothing, so retry a failed call with the same seq. Needs the produce role.",
+		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
+		func(p map[string]*jsonschema.Schema) { p["seq"].Minimum = ptr(1.0) }), s.streamAppend)
+	addTool(srv, tool[streamFinishIn, streamFinishOut]("stream_finish", "Finish a streamed answer",
+		"End a streamed answer: the platform shows the complete text (text, when given, replaces what was appended). "+
+			"Not finished within the server's stream timeout, it is finished with the text so far. Needs the produce role.",
+		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}, nil), s.streamFinish)
 	addTool(srv, tool[idIn, Outbound]("get_send_status", "Get send status",
 		"Where a sent message or reply is: handoff_state queued, sending, handed_off (the platform took it) or dead "+
 			"(see last_error), and provider_state (delivered, read on channels that report it). Needs the read or produce role.",
@@ -178,7 +221,7 @@ func (s *server) addTools(srv *mcp.Server) {
 
 // ToolNames are the tools New registers, in order.
 var ToolNames = []string{"pull_messages", "ack_messages", "release_messages", "extend_lease", "reply", "send_message",
-	"get_send_status", "show_typing", "get_message", "conversation_history"}
+	"stream_start", "stream_append", "stream_finish", "get_send_status", "show_typing", "get_message", "conversation_history"}
 
 func (s *server) open(ctx context.Context, req *mcp.CallToolRequest) (Backend, error) {
 	return s.backend(ctx, req.Extra)

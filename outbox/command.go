@@ -95,6 +95,17 @@ func newCommand(c *envelope.SendCommand) (*command, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Stream {
+		switch {
+		case c.EditOf != nil:
+			return nil, invalid("edit_of", "a stream cannot be an edit: edit_of and stream exclude each other")
+		case len(c.Attachments) > 0:
+			return nil, invalid("attachments", "a stream carries text: attachments and stream exclude each other")
+		case rich != nil:
+			return nil, invalid("rich_content", "a stream's rich_content is given when it is finished")
+		}
+		return &command{SendCommand: c, hash: requestHash(c, nil)}, nil
+	}
 	if strings.TrimSpace(c.Text) == "" && rich == nil && len(c.Attachments) == 0 {
 		return nil, invalid("", "a message needs text, rich_content or attachments")
 	}

@@ -466,6 +466,11 @@ func newRow(c *command, acct *db.Account, edited map[uuid.UUID]*db.Outbound) (*d
 	row := &db.OutboxNew{ID: db.NewOutboxID(), AccountID: acct.ID, ChannelType: acct.ChannelType,
 		ConversationID: c.ConversationID, ThreadID: c.ThreadID, IdempotencyKey: c.IdempotencyKey,
 		RequestSHA256: c.hash, Text: c.Text, EditOf: c.EditOf, Traceparent: c.Traceparent}
+	if c.Stream {
+		// A stream names itself (db.OutboxNew; docs/architecture.md,
+		// "Streamed replies").
+		row.EditOf = &row.ID
+	}
 	if c.rich != nil {
 		row.RichContent, _ = json.Marshal(c.rich)
 	}

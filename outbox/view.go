@@ -36,7 +36,16 @@ type View struct {
 	HandedOffAt       *time.Time                `json:"handed_off_at,omitempty"`
 	DeadAt            *time.Time                `json:"dead_at,omitempty"`
 	DiscardedAt       *time.Time                `json:"discarded_at,omitempty"`
-	Events            []EventView               `json:"events,omitempty"`
+	// Stream is set for a streamed reply.
+	Stream *StreamView `json:"stream,omitempty"`
+	Events []EventView `json:"events,omitempty"`
+}
+
+// StreamView is a streamed reply's state: the seq of its last append
+// taken (0: none yet) and whether it was finished (no more appends).
+type StreamView struct {
+	Seq      int  `json:"seq"`
+	Finished bool `json:"finished"`
 }
 
 // EventView is one entry of an outbound message's timeline.
@@ -58,6 +67,11 @@ func ViewOf(o *db.Outbound, events []db.OutboxEvent) *View {
 		Attempts: o.Attempts, Series: o.Series, LastError: o.LastError, ProviderMessageID: o.ProviderMessageID,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, HandedOffAt: o.HandedOffAt, DeadAt: o.DeadAt,
 		DiscardedAt: o.DiscardedAt}
+	if o.StreamSeq != nil {
+		// A stream names itself in edit_of (db.OutboxNew): not an edit.
+		v.EditOf = nil
+		v.Stream = &StreamView{Seq: *o.StreamSeq, Finished: o.StreamFinishedAt != nil}
+	}
 	if len(o.Attachments) > 0 {
 		_ = json.Unmarshal(o.Attachments, &v.Attachments)
 	}

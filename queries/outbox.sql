@@ -2,7 +2,8 @@
 -- Inserts queued outbox rows of one tenant with their first event; a row
 -- whose idempotency key already exists is skipped, and only the rows
 -- actually inserted are returned. Empty strings and uuid.Nil stand for
--- NULL in the optional columns.
+-- NULL in the optional columns. A row that names itself in edit_of is a
+-- stream, opened (stream_seq 0).
 WITH input AS (
     SELECT unnest(@ids::uuid[]) AS id,
            unnest(@account_ids::uuid[]) AS account_id,
@@ -21,13 +22,13 @@ WITH input AS (
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent, stream_seq
     )
     SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
            nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
-           input.traceparent
+           input.traceparent, CASE WHEN input.edit_of = input.id THEN 0 END
     FROM input
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
@@ -64,13 +65,13 @@ WITH input AS (
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent, stream_seq
     )
     SELECT @tenant_id::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
            nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
-           input.traceparent
+           input.traceparent, CASE WHEN input.edit_of = input.id THEN 0 END
     FROM input
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
 ),

@@ -93,6 +93,14 @@ type DispatchConfig struct {
 	ReceiptTimeout time.Duration
 	// SendTimeout bounds one provider call. Default 30s.
 	SendTimeout time.Duration
+	// StreamEditIntervals replace the channels' edit intervals of
+	// streamed replies (channels.Info.StreamEditInterval), by channel
+	// type; tests shorten them.
+	StreamEditIntervals map[string]time.Duration
+	// StreamTimeout is how long a streamed reply may stay open, from its
+	// send: then it is finished with its text so far (a stream_timed_out
+	// event). Default StreamTimeoutDefault.
+	StreamTimeout time.Duration
 }
 
 func (c *DispatchConfig) setDefaults() {
@@ -147,6 +155,9 @@ func (c *DispatchConfig) setDefaults() {
 	if c.Lease <= 0 {
 		c.Lease = c.SendTimeout + 15*time.Second
 	}
+	if c.StreamTimeout <= 0 {
+		c.StreamTimeout = StreamTimeoutDefault
+	}
 }
 
 // lease is how long a claimed attempt belongs to its worker.
@@ -176,6 +187,8 @@ type Dispatcher struct {
 	limits map[string][]bucketSpec
 	// unlimited lists the channels without default rate limits.
 	unlimited []string
+	// streamEvery is each channel's edit interval for streamed replies.
+	streamEvery map[string]time.Duration
 	// sends bounds the provider calls in flight.
 	sends chan struct{}
 	// extrasQuiet: per tenant, until when claims ask for no extras — set
@@ -204,6 +217,10 @@ func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 		reg = cfg.Accounts.Registry()
 	}
 	d.limits = defaultBuckets(reg)
+	d.streamEvery = streamEvery(reg)
+	for ct, every := range cfg.StreamEditIntervals {
+		d.streamEvery[ct] = every
+	}
 	for _, ct := range reg.Types() {
 		if len(d.limits[ct]) == 0 {
 			d.unlimited = append(d.unlimited, ct)
@@ -319,6 +336,9 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, ac
 		if len(own)+len(op.extras) > 0 {
 			run := laneRun{jobID: jobID, start: start, chain: fast && jobID != 0, client: client}
 			fins, err := d.sendAll(ctx, tenantID, run, own, op.extras)
+			if errors.Is(err, errStreamHandover) {
+				return nil // the stream goes on under the job it was given
+			}
 			if err != nil {
 				return fmt.Errorf("dispatch %s: %w", id, err)
 			}

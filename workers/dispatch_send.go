@@ -46,7 +46,17 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 
 	op, call := "send", acct.Outbound.Send
 	editAsNew := ""
-	if c.EditOf != nil {
+	var streamed *channels.SendResult // a stream whose message shows its final text
+	streamTimedOut := false
+	if isStream(c) {
+		streamed, streamTimedOut, err = d.stream(ctx, tenantID, c, acct, msg)
+		if err != nil {
+			return fin, err
+		}
+		if msg.EditProviderMessageID != "" {
+			op, call = "edit", acct.Outbound.(channels.Editor).Edit
+		}
+	} else if c.EditOf != nil {
 		ed, canEdit := acct.Outbound.(channels.Editor)
 		switch {
 		case c.EditProviderMessageID == "":
@@ -59,12 +69,11 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		}
 	}
 
-	select {
-	case d.sends <- struct{}{}:
-	default:
-		if err := d.waitSendSlot(ctx); err != nil {
-			return fin, err
-		}
+	if streamed != nil {
+		// The message shows the final text already: nothing to call.
+		call = func(context.Context, *channels.OutboundMessage) (*channels.SendResult, error) { return streamed, nil }
+	} else if err := d.takeSendSlot(ctx); err != nil {
+		return fin, err
 	}
 	sctx, cancel := context.WithTimeout(ctx, d.cfg.SendTimeout)
 	sctx, span := d.attemptSpan(sctx, tenantID, c, op)
@@ -72,7 +81,9 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 	sent, err := call(sctx, msg)
 	elapsed := time.Since(t0)
 	cancel()
-	<-d.sends
+	if streamed == nil {
+		<-d.sends
+	}
 	if ctx.Err() != nil {
 		endAttempt(span, "shutdown", ctx.Err())
 		return fin, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
@@ -81,6 +92,12 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 	detail := map[string]any{"operation": op}
 	if editAsNew != "" {
 		detail["edit_sent_as_new_message"] = editAsNew
+	}
+	if isStream(c) {
+		detail["stream"] = true
+		if streamTimedOut {
+			detail["stream_timed_out"] = true
+		}
 	}
 	outcome := metrics.OutcomeSuccess
 	var rl *channels.RateLimitedError

@@ -130,6 +130,8 @@ func (c *Channel) Info() channels.Info {
 			{Scope: channels.ScopeConversation, PerSec: 1, Burst: 1},
 			{Scope: channels.ScopeAccount, PerSec: 50, Burst: 50},
 		},
+		// One write a second per space.
+		StreamEditInterval: time.Second,
 		Settings: []channels.Field{
 			{Name: "project_number", Type: channels.TypeString, Description: "The Cloud project number: the audience of Chat's tokens when the app's Authentication Audience is Project Number. Default the account's external id."},
 			{Name: "endpoint_url", Type: channels.TypeString, Description: "The app's HTTP endpoint URL exactly as configured in Chat: the audience of Chat's ID tokens when the app's Authentication Audience is HTTP endpoint URL."},

@@ -108,7 +108,9 @@ func (c *Channel) Info() channels.Info {
 		Outbound:    (*outbound)(nil),
 		Threads:     true, RichContent: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
-		Settings:   []channels.Field{channels.APIBaseURLField(DefaultAPIBaseURL)},
+		// chat.update is Tier 3 (50+ calls a minute).
+		StreamEditInterval: 1200 * time.Millisecond,
+		Settings:           []channels.Field{channels.APIBaseURLField(DefaultAPIBaseURL)},
 		Credentials: []channels.Field{
 			{Name: "bot_token", Type: channels.TypeString, Required: true, Secret: true,
 				Description: "The bot user OAuth token (xoxb-): sends and edits (chat:write), sender names (users:read), history (*:history). With token rotation, give the refresh-token grant below instead."},

@@ -108,11 +108,12 @@ func (c *Channel) Type() string { return envelope.ChannelTeams }
 // one, 2 messages/s, with a burst of 6 so that 2 seconds never exceed 8.
 func (c *Channel) Info() channels.Info {
 	return channels.Info{
-		DisplayName: "Microsoft Teams",
-		Outbound:    (*outbound)(nil),
-		Threads:     true,
-		RichContent: true,
-		RateLimits:  []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 2, Burst: 6}},
+		DisplayName:        "Microsoft Teams",
+		Outbound:           (*outbound)(nil),
+		Threads:            true,
+		RichContent:        true,
+		RateLimits:         []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 2, Burst: 6}},
+		StreamEditInterval: time.Second,
 		Settings: []channels.Field{
 			channels.APIBaseURLField(DefaultAPIBaseURL),
 			{Name: "token_url", Type: channels.TypeString, Description: "The OAuth token endpoint of the client-credentials grant. Default " + DefaultTokenURL + " (with tenant_id: that tenant's endpoint)."},

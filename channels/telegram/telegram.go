@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/envelope"
@@ -72,6 +73,8 @@ func (c *Channel) Info() channels.Info {
 		Outbound:    (*outbound)(nil),
 		Threads:     true, RichContent: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 30, Burst: 30}, {Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
+		// About one call a second per chat; 20 a minute in groups.
+		StreamEditInterval: 3 * time.Second,
 		Settings: []channels.Field{
 			{Name: "mode", Type: channels.TypeString, Description: "webhook (default: Telegram posts updates to MIO) or polling (MIO calls getUpdates; no public URL needed)."},
 			{Name: "delete_webhook", Type: channels.TypeBoolean, Description: "In polling mode, call deleteWebhook when polling starts."},

@@ -72,6 +72,8 @@ func (c *Channel) Info() channels.Info {
 		DisplayName: "Standard Webhooks",
 		Outbound:    (*outbound)(nil),
 		Threads:     true, RichContent: true,
+		// The receiver is the caller's own service: no platform limit.
+		StreamEditInterval: 250 * time.Millisecond,
 		Settings: []channels.Field{
 			{Name: "endpoint_url", Type: channels.TypeString, Required: true, Description: "Where outbound messages are POSTed (an absolute http(s) URL)."},
 		},

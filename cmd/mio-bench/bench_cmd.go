@@ -47,11 +47,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		requests int
 		sends    int
 		sampler  string
+		streams  int
+		sRate    int
+		sFor     time.Duration
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
 		fs.IntVar(&clients, "clients", 32, "concurrent clients (mcp: default 8; dispatch-webhook: clients posting webhooks during the dispatch, default none)")
 		fs.IntVar(&sends, "sends", 20_000, "dispatch-webhook: sends queued")
+		fs.IntVar(&streams, "streams", 200, "stream: streamed replies open at once")
+		fs.IntVar(&sRate, "stream-rate", 10, "stream: appends per second of each stream")
+		fs.DurationVar(&sFor, "stream-for", 30*time.Second, "stream: how long each stream appends")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
@@ -89,6 +95,8 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		return &usageError{fmt.Sprintf("--loader %q: want raw or go", loader)}
 	}
 	switch {
+	case which == "stream" && (streams < 1 || sRate < 1 || sFor <= 0):
+		return &usageError{fmt.Sprintf("--streams %d --stream-rate %d --stream-for %s: want each above 0", streams, sRate, sFor)}
 	case which == "consume" && (pullers < 1 || pullers > 256):
 		return &usageError{fmt.Sprintf("--pullers %d: want 1 to 256", pullers)}
 	case which == "dispatch-webhook" && sends < 1:
@@ -224,6 +232,17 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		defer env.Close()
 		res, err := bench.DispatchWebhook(ctx, env, dispatchWebhookOptions(args[1:], clients, sends, lanes, loader, noRef, warmup, cpuProf, memProf))
+		if res != nil {
+			res.Print(stdout)
+		}
+		return err
+	case "stream":
+		env, err := start("MIO_ARCHIVE_INTERVAL=1h")
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		res, err := bench.Stream(ctx, env, bench.StreamOptions{Streams: streams, Rate: sRate, Duration: sFor})
 		if res != nil {
 			res.Print(stdout)
 		}

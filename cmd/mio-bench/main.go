@@ -26,12 +26,12 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 // benchmarks are the names mio-bench runs.
-var benchmarks = []string{"ingest", "produce", "consume", "dispatch", "dispatch-webhook", "horizon", "bridge", "sdk", "mcp", "admin", "scale"}
+var benchmarks = []string{"ingest", "produce", "consume", "dispatch", "dispatch-webhook", "horizon", "bridge", "sdk", "mcp", "admin", "scale", "stream"}
 
 const usage = `mio-bench — MIO's benchmarks, each with its reference measured in the same run
 
 Usage:
-  mio-bench ingest|produce|consume|dispatch|dispatch-webhook|horizon|bridge|sdk|mcp|admin|scale [flags]
+  mio-bench ingest|produce|consume|dispatch|dispatch-webhook|horizon|bridge|sdk|mcp|admin|scale|stream [flags]
 
 Each starts a private PostgreSQL unless MIO_DATABASE_URL is set, and runs
 'mio serve' (the mio binary beside mio-bench, on PATH, or --mio) as the

@@ -28,6 +28,7 @@ func TestBenchBadFlags(t *testing.T) {
 		{[]string{"dispatch-webhook", "--clients", "-1"}, "--clients -1: want 0 or more"},
 		{[]string{"dispatch-webhook", "--lanes", "-1"}, "--lanes -1: want 0 (one conversation a send) or more"},
 		{[]string{"dispatch-webhook", "--loader", "curl"}, `--loader "curl": want raw or go`},
+		{[]string{"stream", "--streams", "0"}, "--streams 0 --stream-rate 10 --stream-for 30s: want each above 0"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), c.args, func(string) string { return "" }, &stdout, &stderr)

@@ -342,7 +342,7 @@ func (q *Queries) BridgeOutboxEvents(ctx context.Context, db DBTX, arg *BridgeOu
 }
 
 const BridgeOutboxGetMany = `-- name: BridgeOutboxGetMany :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
 `
 
 type BridgeOutboxGetManyParams struct {
@@ -395,6 +395,8 @@ func (q *Queries) BridgeOutboxGetMany(ctx context.Context, db DBTX, arg *BridgeO
 			&i.DeadAt,
 			&i.DiscardedAt,
 			&i.Traceparent,
+			&i.StreamSeq,
+			&i.StreamFinishedAt,
 		); err != nil {
 			return nil, err
 		}

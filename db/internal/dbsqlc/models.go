@@ -483,6 +483,8 @@ type MioOutbox struct {
 	DeadAt             *time.Time
 	DiscardedAt        *time.Time
 	Traceparent        string
+	StreamSeq          *int32
+	StreamFinishedAt   *time.Time
 }
 
 type MioOutboxEvent struct {

@@ -138,7 +138,7 @@ func (q *Queries) DeadLetterRequeue(ctx context.Context, db DBTX, arg *DeadLette
 }
 
 const OutboxConversationPage = `-- name: OutboxConversationPage :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox
 WHERE tenant_id = $1 AND account_id = $2 AND conversation_id = $3
   AND (created_at, id) < ($4::timestamptz, $5::uuid)
 ORDER BY created_at DESC, id DESC
@@ -206,6 +206,8 @@ func (q *Queries) OutboxConversationPage(ctx context.Context, db DBTX, arg *Outb
 			&i.DeadAt,
 			&i.DiscardedAt,
 			&i.Traceparent,
+			&i.StreamSeq,
+			&i.StreamFinishedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -260,7 +262,7 @@ func (q *Queries) OutboxEventList(ctx context.Context, db DBTX, arg *OutboxEvent
 }
 
 const OutboxGet = `-- name: OutboxGet :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox WHERE tenant_id = $1 AND id = $2
 `
 
 type OutboxGetParams struct {
@@ -305,12 +307,14 @@ func (q *Queries) OutboxGet(ctx context.Context, db DBTX, arg *OutboxGetParams) 
 		&i.DeadAt,
 		&i.DiscardedAt,
 		&i.Traceparent,
+		&i.StreamSeq,
+		&i.StreamFinishedAt,
 	)
 	return i, err
 }
 
 const OutboxGetByKey = `-- name: OutboxGetByKey :one
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type OutboxGetByKeyParams struct {
@@ -355,14 +359,16 @@ func (q *Queries) OutboxGetByKey(ctx context.Context, db DBTX, arg *OutboxGetByK
 		&i.DeadAt,
 		&i.DiscardedAt,
 		&i.Traceparent,
+		&i.StreamSeq,
+		&i.StreamFinishedAt,
 	)
 	return i, err
 }
 
 const OutboxGetByKeys = `-- name: OutboxGetByKeys :many
-SELECT o.tenant_id, o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.idempotency_key, o.request_sha256, o.text, o.rich_content, o.attachments, o.edit_of, o.handoff_state, o.active, o.provider_state, o.attempt_no, o.series, o.series_first_attempt, o.attempts, o.next_attempt_at, o.lease_until, o.job_id, o.provider_message_id, o.receipts, o.last_error, o.receipt_due_at, o.created_at, o.updated_at, o.handed_off_at, o.dead_at, o.discarded_at, o.traceparent FROM (SELECT DISTINCT unnest($1::text[]) AS key) AS k
+SELECT o.tenant_id, o.id, o.seq, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.idempotency_key, o.request_sha256, o.text, o.rich_content, o.attachments, o.edit_of, o.handoff_state, o.active, o.provider_state, o.attempt_no, o.series, o.series_first_attempt, o.attempts, o.next_attempt_at, o.lease_until, o.job_id, o.provider_message_id, o.receipts, o.last_error, o.receipt_due_at, o.created_at, o.updated_at, o.handed_off_at, o.dead_at, o.discarded_at, o.traceparent, o.stream_seq, o.stream_finished_at FROM (SELECT DISTINCT unnest($1::text[]) AS key) AS k
 CROSS JOIN LATERAL (
-    SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox AS x WHERE x.tenant_id = $2 AND x.idempotency_key = k.key
+    SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox AS x WHERE x.tenant_id = $2 AND x.idempotency_key = k.key
     LIMIT 1
 ) AS o
 `
@@ -427,6 +433,8 @@ func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetBy
 			&i.DeadAt,
 			&i.DiscardedAt,
 			&i.Traceparent,
+			&i.StreamSeq,
+			&i.StreamFinishedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -439,7 +447,7 @@ func (q *Queries) OutboxGetByKeys(ctx context.Context, db DBTX, arg *OutboxGetBy
 }
 
 const OutboxGetMany = `-- name: OutboxGetMany :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox WHERE tenant_id = $1 AND id = ANY($2::uuid[])
 `
 
 type OutboxGetManyParams struct {
@@ -490,6 +498,8 @@ func (q *Queries) OutboxGetMany(ctx context.Context, db DBTX, arg *OutboxGetMany
 			&i.DeadAt,
 			&i.DiscardedAt,
 			&i.Traceparent,
+			&i.StreamSeq,
+			&i.StreamFinishedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -543,13 +553,13 @@ WITH input AS (
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent, stream_seq
     )
     SELECT $14::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
            nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
-           input.traceparent
+           input.traceparent, CASE WHEN input.edit_of = input.id THEN 0 END
     FROM input
     ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
@@ -586,7 +596,8 @@ type OutboxInsertBatchRow struct {
 // Inserts queued outbox rows of one tenant with their first event; a row
 // whose idempotency key already exists is skipped, and only the rows
 // actually inserted are returned. Empty strings and uuid.Nil stand for
-// NULL in the optional columns.
+// NULL in the optional columns. A row that names itself in edit_of is a
+// stream, opened (stream_seq 0).
 func (q *Queries) OutboxInsertBatch(ctx context.Context, db DBTX, arg *OutboxInsertBatchParams) ([]OutboxInsertBatchRow, error) {
 	rows, err := db.Query(ctx, OutboxInsertBatch,
 		arg.Ids,
@@ -641,13 +652,13 @@ WITH input AS (
 ins AS (
     INSERT INTO mio.outbox (
         tenant_id, id, account_id, channel_type, conversation_id, thread_id, idempotency_key,
-        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent
+        request_sha256, text, rich_content, attachments, edit_of, job_id, traceparent, stream_seq
     )
     SELECT $14::uuid, input.id, input.account_id, input.channel_type, input.conversation_id,
            input.thread_id, input.idempotency_key, input.request_sha256, input.text,
            nullif(input.rich_content, '')::jsonb, nullif(input.attachments, '')::jsonb,
            nullif(input.edit_of, '00000000-0000-0000-0000-000000000000'::uuid), nullif(input.job_id, 0),
-           input.traceparent
+           input.traceparent, CASE WHEN input.edit_of = input.id THEN 0 END
     FROM input
     RETURNING mio.outbox.id, mio.outbox.attempt_no, mio.outbox.created_at
 ),
@@ -734,7 +745,7 @@ func (q *Queries) OutboxKeepStats(ctx context.Context, db DBTX) (bool, error) {
 }
 
 const OutboxList = `-- name: OutboxList :many
-SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent FROM mio.outbox AS o
+SELECT tenant_id, id, seq, account_id, channel_type, conversation_id, thread_id, idempotency_key, request_sha256, text, rich_content, attachments, edit_of, handoff_state, active, provider_state, attempt_no, series, series_first_attempt, attempts, next_attempt_at, lease_until, job_id, provider_message_id, receipts, last_error, receipt_due_at, created_at, updated_at, handed_off_at, dead_at, discarded_at, traceparent, stream_seq, stream_finished_at FROM mio.outbox AS o
 WHERE o.tenant_id = $1
   AND ($2::uuid = '00000000-0000-0000-0000-000000000000'::uuid OR o.id < $2::uuid)
   AND ($3::text IS NULL OR o.handoff_state = $3::text)
@@ -808,6 +819,8 @@ func (q *Queries) OutboxList(ctx context.Context, db DBTX, arg *OutboxListParams
 			&i.DeadAt,
 			&i.DiscardedAt,
 			&i.Traceparent,
+			&i.StreamSeq,
+			&i.StreamFinishedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -1,4 +1,6 @@
+import asyncio
 import http.server
+import json
 import threading
 import unittest
 
@@ -72,3 +74,67 @@ class OfflineTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class _Stream(http.server.BaseHTTPRequestHandler):
+    """The stream routes as the server answers them; the second append's first try answers 503."""
+    calls = []
+    tries = {}
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+        _Stream.calls.append((self.path, body))
+        status, out = 200, {}
+        if self.path == "/v1/outbound":
+            status, out = 202, {"id": "s1", "handoff_state": "queued"}
+        elif self.path.endswith("/append"):
+            _Stream.tries[body["seq"]] = _Stream.tries.get(body["seq"], 0) + 1
+            if body["seq"] == 2 and _Stream.tries[2] == 1:
+                status, out = 503, {"error": {"code": "unavailable", "message": "x"}}
+            else:
+                out = {"id": "s1", "seq": body["seq"], "finished": False}
+        else:
+            out = {"id": "s1", "seq": body.get("seq", 0), "finished": True}
+        raw = json.dumps(out).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def log_message(self, *args):
+        pass
+
+
+class StreamTest(unittest.TestCase):
+    """send_stream and asend_stream against a fake of the stream routes."""
+
+    def client(self):
+        _Stream.calls, _Stream.tries = [], {}
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Stream)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(srv.shutdown)
+        return mio.Client(f"http://127.0.0.1:{srv.server_port}", "t", backoff=0.001)
+
+    def test_send_stream(self):
+        c = self.client()
+        sent = c.send_stream(iter(["Hello", "", ", ", "world"]), idempotency_key="k", account_id="a",
+                             conversation_id="c")
+        self.assertEqual("s1", sent.id)
+        paths = [(p, b.get("seq"), b.get("text_delta")) for p, b in _Stream.calls]
+        self.assertEqual([("/v1/outbound", None, None), ("/v1/outbound/s1/append", 1, "Hello"),
+                          ("/v1/outbound/s1/append", 2, ", "), ("/v1/outbound/s1/append", 2, ", "),
+                          ("/v1/outbound/s1/append", 3, "world"), ("/v1/outbound/s1/finish", 3, None)], paths)
+        self.assertTrue(_Stream.calls[0][1]["stream"])
+
+    def test_asend_stream_finishes_when_the_source_fails(self):
+        c = self.client()
+
+        async def chunks():
+            yield "partial"
+            raise RuntimeError("model failed")
+
+        with self.assertRaises(RuntimeError):
+            asyncio.run(c.asend_stream(chunks(), idempotency_key="k", account_id="a", conversation_id="c"))
+        self.assertEqual(("/v1/outbound/s1/finish", {"seq": 1}), _Stream.calls[-1])

@@ -10,6 +10,7 @@ import type {
   SendCommand,
   Sent,
   SettleResult,
+  StreamFinish,
   TypingResult,
 } from "./types.js";
 
@@ -139,6 +140,43 @@ export class Client {
     const tp = traceparent || activeTraceparent() || ack?.traceparent;
     const a = await this.call<{ id: string; handoff_state: string }>("POST", "/v1/outbound", body, undefined, tp);
     return { ...a.body, replayed: a.status === 200 };
+  }
+
+  /**
+   * Adds text to an open streamed reply as the client's append seq (1, 2, 3…). A seq already taken is
+   * answered as before, so a retry is safe; a gap or an append after the finish rejects with a 409 APIError.
+   */
+  async streamAppend(outboundId: string, seq: number, textDelta: string): Promise<void> {
+    await this.call("POST", `/v1/outbound/${encodeURIComponent(outboundId)}/append`, { seq, text_delta: textDelta });
+  }
+
+  /** Finishes a streamed reply; finishing it again is answered as before. */
+  async streamFinish(outboundId: string, finish: StreamFinish = {}): Promise<void> {
+    await this.call("POST", `/v1/outbound/${encodeURIComponent(outboundId)}/finish`, finish);
+  }
+
+  /**
+   * Sends a reply whose text grows while it is written: opens a stream with cmd (its text, which may be
+   * empty, is the start), appends each chunk of an (async) iterable in order (seq 1, 2, 3…, each retried
+   * with its own seq), then finishes it — also when the iterable throws, with what was appended, before
+   * rethrowing. Each chunk is one request: pass a few words at a time rather than single tokens.
+   */
+  async sendStream(
+    cmd: SendCommand & { ack?: Delivery },
+    chunks: AsyncIterable<string> | Iterable<string>,
+  ): Promise<Sent> {
+    const sent = await this.send({ ...cmd, stream: true });
+    let seq = 0;
+    try {
+      for await (const chunk of chunks) {
+        if (!chunk) continue;
+        seq++;
+        await this.streamAppend(sent.id, seq, chunk);
+      }
+    } finally {
+      await this.streamFinish(sent.id, { seq });
+    }
+    return sent;
   }
 
   /** Edits an earlier outbound message (a send with edit_of). */

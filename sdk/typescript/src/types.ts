@@ -136,6 +136,17 @@ export interface SendCommand {
   rich_content?: Record<string, unknown>;
   attachments?: SendAttachment[];
   edit_of?: string;
+  /** Opens a streamed reply (text may be empty): see Client.sendStream. */
+  stream?: boolean;
+}
+
+/** The end of a streamed reply (POST /v1/outbound/{id}/finish). */
+export interface StreamFinish {
+  /** The seq of the last append, checked by the server; 0 or absent skips the check. */
+  seq?: number;
+  /** The complete final text; absent keeps what was appended. */
+  text?: string;
+  rich_content?: Record<string, unknown>;
 }
 
 /** An outbound message and its state machines (GET /v1/outbound/{id}). */
@@ -164,6 +175,8 @@ export interface OutboundStatus {
   handed_off_at?: string;
   dead_at?: string;
   discarded_at?: string;
+  /** Set for a streamed reply: the seq of its last append taken and whether it was finished. */
+  stream?: { seq: number; finished: boolean };
 }
 
 /** One message of a conversation's history: inbound (message, without raw) or outbound (without events). */

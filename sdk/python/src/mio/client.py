@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import shutil
@@ -11,7 +12,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, AsyncIterable, BinaryIO, Callable, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _trace
 from .errors import APIError, LeaseLost, MioError, Term, api_error
@@ -132,11 +133,14 @@ class Client:
     def send(self, *, idempotency_key: str, account_id: str, conversation_id: str, text: str = "",
              thread_id: Optional[str] = None, rich: Optional[Dict[str, Any]] = None,
              attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None,
-             ack: Optional[Delivery] = None, traceparent: str = "") -> Sent:
+             ack: Optional[Delivery] = None, traceparent: str = "", stream: bool = False) -> Sent:
         """Queue a SendCommand (POST /v1/outbound). With ack=delivery, the delivery is acknowledged
         in the same transaction (see Consumer.reply). The send carries traceparent, else the
-        current OpenTelemetry span's, else ack's: its dispatch joins that trace."""
+        current OpenTelemetry span's, else ack's: its dispatch joins that trace. stream=True opens
+        a streamed reply (text may be empty): see send_stream."""
         cmd = _command(idempotency_key, text, account_id, conversation_id, thread_id, rich, attachments, edit_of)
+        if stream:
+            cmd["stream"] = True
         if ack is not None:
             cmd["ack"] = {"consumer": ack.consumer, "delivery_id": ack.delivery_id}
             traceparent = traceparent or _trace.current_traceparent() or ack.traceparent
@@ -148,6 +152,62 @@ class Client:
         """Edit an earlier outbound message (a send with edit_of)."""
         return self.send(idempotency_key=idempotency_key, account_id=account_id, conversation_id=conversation_id,
                          text=text, thread_id=thread_id, rich=rich, edit_of=outbound_id)
+
+    def stream_append(self, outbound_id: str, seq: int, text_delta: str) -> None:
+        """Add text to an open streamed reply as the client's append seq (1, 2, 3…). A seq already
+        taken is answered as before, so a retry is safe; a gap or an append after the finish raises
+        Conflict (409)."""
+        self._call("POST", "/v1/outbound/" + urllib.parse.quote(outbound_id) + "/append",
+                   {"seq": seq, "text_delta": text_delta})
+
+    def stream_finish(self, outbound_id: str, *, seq: int = 0, text: Optional[str] = None,
+                      rich: Optional[Dict[str, Any]] = None) -> None:
+        """Finish a streamed reply: text, when given, is the complete final text (it replaces what was
+        appended); seq, when not 0, is the last append's, checked by the server."""
+        body: Dict[str, Any] = {}
+        if seq:
+            body["seq"] = seq
+        if text is not None:
+            body["text"] = text
+        if rich:
+            body["rich_content"] = rich
+        self._call("POST", "/v1/outbound/" + urllib.parse.quote(outbound_id) + "/finish", body)
+
+    def send_stream(self, chunks: Iterable[str], *, idempotency_key: str, account_id: str, conversation_id: str,
+                    text: str = "", thread_id: Optional[str] = None, ack: Optional[Delivery] = None) -> Sent:
+        """Send a reply whose text grows while it is written: open a stream, append each chunk in order
+        (seq 1, 2, 3…; each retried with its own seq), then finish it. If chunks raises, the stream is
+        finished with what was appended and the exception re-raised. Each chunk is one request: pass a
+        few words at a time rather than single tokens."""
+        sent = self.send(idempotency_key=idempotency_key, account_id=account_id, conversation_id=conversation_id,
+                         text=text, thread_id=thread_id, ack=ack, stream=True)
+        seq = 0
+        try:
+            for chunk in chunks:
+                if chunk:
+                    seq += 1
+                    self.stream_append(sent.id, seq, chunk)
+        finally:
+            self.stream_finish(sent.id, seq=seq)
+        return sent
+
+    async def asend_stream(self, chunks: AsyncIterable[str], *, idempotency_key: str, account_id: str,
+                           conversation_id: str, text: str = "", thread_id: Optional[str] = None,
+                           ack: Optional[Delivery] = None) -> Sent:
+        """send_stream for an async iterator of chunks (an LLM's streamed answer); the requests run in a
+        worker thread."""
+        sent = await asyncio.to_thread(self.send, idempotency_key=idempotency_key, account_id=account_id,
+                                       conversation_id=conversation_id, text=text, thread_id=thread_id, ack=ack,
+                                       stream=True)
+        seq = 0
+        try:
+            async for chunk in chunks:
+                if chunk:
+                    seq += 1
+                    await asyncio.to_thread(self.stream_append, sent.id, seq, chunk)
+        finally:
+            await asyncio.to_thread(self.stream_finish, sent.id, seq=seq)
+        return sent
 
     def outbound(self, outbound_id: str) -> OutboundStatus:
         return OutboundStatus.from_json(self._call("GET", "/v1/outbound/" + urllib.parse.quote(outbound_id))[1])

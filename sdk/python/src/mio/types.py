@@ -208,6 +208,8 @@ class OutboundStatus:
     handed_off_at: Optional[str] = None
     dead_at: Optional[str] = None
     discarded_at: Optional[str] = None
+    #: Set for a streamed reply: {"seq": the last append taken, "finished": bool}.
+    stream: Optional[Dict[str, Any]] = None
     json: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -222,7 +224,7 @@ class OutboundStatus:
                    series=int(d.get("series", 0)), next_attempt_at=d.get("next_attempt_at"),
                    created_at=d.get("created_at"), updated_at=d.get("updated_at"),
                    handed_off_at=d.get("handed_off_at"), dead_at=d.get("dead_at"), discarded_at=d.get("discarded_at"),
-                   json=d)
+                   stream=d.get("stream"), json=d)
 
 
 @dataclass

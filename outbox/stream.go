@@ -1,0 +1,139 @@
+package outbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/miohq/mio/db"
+)
+
+var (
+	// ErrNotStream: the message was not sent with "stream": true.
+	ErrNotStream = errors.New("the outbound message is not a stream")
+	// ErrStreamFinished: the stream was finished (by its agent, or by the
+	// dispatcher when it timed out) and takes no more appends.
+	ErrStreamFinished = errors.New("the stream is finished")
+)
+
+// StreamSeqError is an append or finish whose seq is not the one the
+// stream expects next; nothing was written.
+type StreamSeqError struct {
+	// Expected is the seq the stream takes next (for a finish: the seq of
+	// its last append).
+	Expected int
+	Got      int
+}
+
+func (e *StreamSeqError) Error() string {
+	return fmt.Sprintf("seq %d is out of order: the stream expects %d", e.Got, e.Expected)
+}
+
+// Finish is the end of a stream: Text, when not nil, is the complete
+// final text (it replaces what was appended); RichContent, when given, is
+// sent with it; Seq, when not 0, is the client's last append, checked.
+type Finish struct {
+	Seq         int
+	Text        *string
+	RichContent json.RawMessage
+}
+
+// Append adds delta to the open stream id as the client's append seq
+// (1, 2, 3…) in one short tenant transaction. An append whose seq the
+// stream already took is a no-op answered as before; a gap is a
+// *StreamSeqError naming the seq expected; an append to a finished stream
+// is ErrStreamFinished; text beyond the message limit is a
+// *ValidationError.
+func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, delta string) error {
+	switch {
+	case seq < 1:
+		return invalid("seq", "seq is required and counts from 1")
+	case !utf8.ValidString(delta):
+		return invalid("text_delta", "text_delta is not valid UTF-8")
+	case len(delta) > maxTextBytes:
+		return invalid("text_delta", "text_delta is longer than %d bytes", maxTextBytes)
+	}
+	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		ok, err := db.OutboxStreamAppend(ctx, tx, tenantID, id, seq, delta, maxTextBytes)
+		if err != nil || ok {
+			return err
+		}
+		st, err := s.streamState(ctx, tx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case seq <= *st.Seq:
+			return nil // taken before: a retry
+		case st.Finished:
+			return ErrStreamFinished
+		case seq != *st.Seq+1:
+			return &StreamSeqError{Expected: *st.Seq + 1, Got: seq}
+		default:
+			return invalid("text_delta", "the stream's text would be longer than %d bytes", maxTextBytes)
+		}
+	})
+}
+
+// FinishStream ends the open stream id: the dispatcher sends its final
+// text (f.Text when given, else what was appended) and hands the message
+// off. Finishing a finished stream again is a no-op (a retry), unless
+// f.Seq names appends it never took (*StreamSeqError).
+func (s *Service) FinishStream(ctx context.Context, tenantID, id uuid.UUID, f Finish) error {
+	if f.Seq < 0 {
+		return invalid("seq", "seq counts from 1")
+	}
+	if f.Text != nil {
+		switch {
+		case len(*f.Text) > maxTextBytes:
+			return invalid("text", "text is longer than %d bytes", maxTextBytes)
+		case !utf8.ValidString(*f.Text):
+			return invalid("text", "text is not valid UTF-8")
+		}
+	}
+	rich, err := decodeRich(f.RichContent)
+	if err != nil {
+		return err
+	}
+	var richJSON json.RawMessage
+	if rich != nil {
+		richJSON, _ = json.Marshal(rich)
+	}
+	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+		ok, err := db.OutboxStreamFinish(ctx, tx, tenantID, id, f.Seq, f.Text, richJSON)
+		if err != nil || ok {
+			return err
+		}
+		st, err := s.streamState(ctx, tx, tenantID, id)
+		if err != nil {
+			return err
+		}
+		if !st.Finished || f.Seq > *st.Seq {
+			// Open: its last append was another. Finished: it never
+			// took the appends f.Seq counts.
+			return &StreamSeqError{Expected: *st.Seq, Got: f.Seq}
+		}
+		return nil
+	})
+}
+
+// streamState reads id as a stream: ErrNotFound, ErrNotStream, or its
+// state with Seq set.
+func (s *Service) streamState(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUID) (*db.StreamState, error) {
+	st, err := db.OutboxStreamGet(ctx, tx, tenantID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Seq == nil {
+		return nil, ErrNotStream
+	}
+	return st, nil
+}

@@ -1,0 +1,274 @@
+package workers_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/outbox"
+	"github.com/miohq/mio/workers"
+)
+
+// editRate is a fake platform script that answers 429 to a call of a
+// conversation that comes sooner than every after its previous call, as
+// a platform enforcing its edit rate does; limited counts them.
+type editRate struct {
+	every   time.Duration
+	mu      sync.Mutex
+	last    map[string]time.Time
+	limited int
+}
+
+func newEditRate(every time.Duration) *editRate {
+	return &editRate{every: every, last: map[string]time.Time{}}
+}
+
+func (r *editRate) script(channel, conversation string, _ int) action {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := channel + "/" + conversation
+	now := time.Now()
+	// 10 ms of slack for the scheduling of the two ends.
+	if last, ok := r.last[k]; ok && now.Sub(last) < r.every-10*time.Millisecond {
+		r.limited++
+		return actRateLimit
+	}
+	r.last[k] = now
+	return actOK
+}
+
+func (r *editRate) Limited() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.limited
+}
+
+// streamEvery is the edit interval the stream tests give every channel.
+const streamEvery = 100 * time.Millisecond
+
+func streamDispatch(cfg workers.DispatchConfig) workers.DispatchConfig {
+	cfg.StreamEditIntervals = map[string]time.Duration{}
+	for _, ct := range outChannels {
+		cfg.StreamEditIntervals[ct] = streamEvery
+	}
+	return cfg
+}
+
+// openStream opens a stream in conversation as POST /v1/outbound with
+// "stream": true does.
+func (b *outBundle) openStream(t testing.TB, channel, conversation, start string) uuid.UUID {
+	t.Helper()
+	sent, err := outbox.New(b.env.Pool, b.clients[0]).Send(context.Background(), b.tenant, &envelope.SendCommand{
+		IdempotencyKey: uuid.NewString(), AccountID: b.accounts[channel], ConversationID: conversation,
+		Text: start, Stream: true})
+	require.NoError(t, err)
+	return sent.ID
+}
+
+// callsOf returns the fake's calls of one conversation.
+func (b *outBundle) callsOf(channel, conversation string) []call {
+	var out []call
+	for _, c := range b.fake.Calls() {
+		if c.Channel == channel && c.Conversation == conversation {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// appendAll appends deltas one every gap, then finishes the stream.
+func appendAll(t testing.TB, svc *outbox.Service, tenant, id uuid.UUID, deltas []string, gap time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	for i, d := range deltas {
+		require.NoError(t, svc.Append(ctx, tenant, id, i+1, d))
+		time.Sleep(gap)
+	}
+	require.NoError(t, svc.FinishStream(ctx, tenant, id, outbox.Finish{Seq: len(deltas)}))
+}
+
+func deltas(n int) ([]string, string) {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("w%d ", i)
+	}
+	return out, strings.Join(out, "")
+}
+
+// TestStreamEditsAtTheChannelRate: on every channel a stream of 40 deltas
+// (one every 10 ms, ten per edit interval) reaches the platform as one
+// message sent and then edited, never sooner than the edit interval after
+// the previous call (the fake answers 429 to a call that comes sooner:
+// none does), the newest text each time, ending with exactly the
+// concatenation. A channel that cannot edit (WhatsApp, Zoho Cliq) gets one
+// message with the final text.
+func TestStreamEditsAtTheChannelRate(t *testing.T) {
+	t.Parallel()
+	rate := newEditRate(streamEvery)
+	b := newOutBundle(t, outOpts{script: rate.script, dispatch: streamDispatch(workers.DispatchConfig{})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	parts, full := deltas(40)
+	var wg sync.WaitGroup
+	ids := map[string]uuid.UUID{}
+	for i, ct := range outChannels {
+		conv := fmt.Sprint(4200 + i) // a chat id and a snowflake
+		id := b.openStream(t, ct, conv, "")
+		ids[ct] = id
+		wg.Go(func() { appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond) })
+	}
+	wg.Wait()
+	all := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		all = append(all, id)
+	}
+	b.waitTerminal(t, all, 20*time.Second)
+	require.Zero(t, rate.Limited(), "no call came sooner than the edit interval")
+
+	for _, ct := range outChannels {
+		o, events := b.get(t, ids[ct])
+		require.Equal(t, db.HandoffHandedOff, o.HandoffState, "%s: %s %v", ct, o.LastError, timeline(events))
+		conv := o.ConversationID
+		calls := b.callsOf(ct, conv)
+		require.NotEmpty(t, calls, ct)
+		last := calls[len(calls)-1]
+		require.Equal(t, full, last.Text, "%s: the last call shows the concatenation", ct)
+		if ct == "whatsapp" || ct == "zoho_cliq" {
+			require.Len(t, calls, 1, "%s cannot edit: one message with the final text", ct)
+			continue
+		}
+		require.Equal(t, "send", calls[0].Op, ct)
+		require.GreaterOrEqual(t, len(calls), 3, "%s: the text grew in several edits", ct)
+		require.Less(t, len(calls), 20, "%s: deltas were coalesced", ct)
+		for i, c := range calls[1:] {
+			require.Equal(t, "edit", c.Op, ct)
+			require.GreaterOrEqual(t, c.At.Sub(calls[i].At), streamEvery-10*time.Millisecond, "%s: call %d", ct, i+1)
+			require.True(t, strings.HasPrefix(full, c.Text), "%s: each edit shows a prefix of the text", ct)
+		}
+		tl := timeline(events)
+		require.Contains(t, tl, "stream_opened:sending@1", ct)
+		require.Contains(t, tl, "stream_finished:sending@1", ct)
+		require.Contains(t, tl, "handed_off:handed_off@1", ct)
+	}
+}
+
+// TestStreamResumedAfterItsWorkerStops: the process sending a stream
+// stops mid-stream without recording anything (its River client cancels
+// the job, as a killed worker leaves it); appends and the finish go on
+// meanwhile. Once the attempt's lease ends another process resumes the
+// attempt and edits the same message to the complete final text: one
+// message sent in all.
+func TestStreamResumedAfterItsWorkerStops(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{dispatch: streamDispatch(workers.DispatchConfig{Lease: time.Second})}
+	b := newOutBundle(t, o)
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "crash", "")
+	parts, full := deltas(20)
+	for i, p := range parts[:10] {
+		require.NoError(t, svc.Append(ctx, b.tenant, id, i+1, p))
+	}
+	half := strings.Join(parts[:10], "")
+	require.Eventually(t, func() bool {
+		calls := b.callsOf("webhook", "crash")
+		row, _ := b.get(t, id)
+		return len(calls) > 0 && calls[len(calls)-1].Text == half && row.ProviderMessageID != ""
+	}, 10*time.Second, 10*time.Millisecond, "the first process shows the first half and recorded its message")
+	require.NoError(t, b.clients[0].StopAndCancel(ctx))
+	for i, p := range parts[10:] {
+		require.NoError(t, svc.Append(ctx, b.tenant, id, i+11, p))
+	}
+	require.NoError(t, svc.FinishStream(ctx, b.tenant, id, outbox.Finish{Seq: len(parts)}))
+
+	o.sweep = true
+	b.newClient(t, o, true)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState, row.LastError)
+	calls := b.callsOf("webhook", "crash")
+	require.Equal(t, "send", calls[0].Op)
+	for _, c := range calls[1:] {
+		require.Equal(t, "edit", c.Op, "one message sent in all")
+	}
+	require.Equal(t, full, calls[len(calls)-1].Text)
+	require.Contains(t, timeline(events), "resumed:sending@1", "the same attempt, resumed")
+}
+
+// TestStreamHoldsItsConversation: a message sent in a stream's
+// conversation after the stream opened waits for the stream's finish
+// (per-conversation order), while another conversation's does not.
+func TestStreamHoldsItsConversation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "held", "Working on it")
+	later := b.send(t, "webhook", "held", "after the stream", nil)
+	other := b.send(t, "webhook", "elsewhere", "not held", nil)
+	b.waitTerminal(t, []uuid.UUID{other}, 10*time.Second)
+	require.Eventually(t, func() bool { return len(b.callsOf("webhook", "held")) > 0 }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, svc.Append(ctx, b.tenant, id, 1, "…"))
+	require.Never(t, func() bool {
+		row, _ := b.get(t, later)
+		return row.HandoffState != db.HandoffQueued
+	}, 5*streamEvery, 20*time.Millisecond, "the later message waits while the stream is open")
+
+	final := "Done: 42"
+	require.NoError(t, svc.FinishStream(ctx, b.tenant, id, outbox.Finish{Text: &final}))
+	b.waitTerminal(t, []uuid.UUID{id, later}, 10*time.Second)
+	calls := b.callsOf("webhook", "held")
+	require.Equal(t, "after the stream", calls[len(calls)-1].Text, "sent last")
+	require.Equal(t, final, calls[len(calls)-2].Text, "after the stream's final text")
+}
+
+// TestStreamTimesOut: a stream its agent never finishes is finished after
+// StreamTimeout with the text so far, recorded as stream_timed_out; later
+// appends are refused.
+func TestStreamTimesOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{StreamTimeout: 500 * time.Millisecond})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "abandoned", "partial")
+	require.NoError(t, svc.Append(ctx, b.tenant, id, 1, " answer"))
+	b.waitTerminal(t, []uuid.UUID{id}, 10*time.Second)
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState)
+	require.Contains(t, timeline(events), "stream_timed_out:sending@1")
+	calls := b.callsOf("webhook", "abandoned")
+	require.Equal(t, "partial answer", calls[len(calls)-1].Text)
+	require.ErrorIs(t, svc.Append(ctx, b.tenant, id, 2, " more"), outbox.ErrStreamFinished)
+	v := outbox.ViewOf(row, events)
+	require.Equal(t, &outbox.StreamView{Seq: 1, Finished: true}, v.Stream)
+}
+
+// TestStreamEditsShareTheAccountRate: a stream's edits take tokens from
+// the account's rate-limit bucket as its sends do: at 2 a second (burst
+// 1) the edits come about half a second apart, though the edit interval
+// would allow ten a second.
+func TestStreamEditsShareTheAccountRate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{})})
+	_, err := b.owner.Exec(ctx, `UPDATE mio.accounts SET rate_limit_per_sec = 2, rate_limit_burst = 1 WHERE id = $1`, b.accounts["webhook"])
+	require.NoError(t, err)
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "limited", "")
+	parts, full := deltas(150)
+	appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	calls := b.callsOf("webhook", "limited")
+	require.Equal(t, full, calls[len(calls)-1].Text)
+	require.GreaterOrEqual(t, len(calls), 3)
+	for i := 2; i < len(calls)-1; i++ {
+		require.GreaterOrEqual(t, calls[i].At.Sub(calls[i-1].At), 400*time.Millisecond, "edit %d waited for its token", i)
+	}
+}
