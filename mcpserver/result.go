@@ -15,9 +15,10 @@ import (
 // encoding/json three times before its JSON-RPC envelope does: the text
 // block is quoted into JSON, then that block and the structured content
 // are each validated and compacted as a Marshaler's output, then the
-// whole result is; for a pull of 100 messages this was about a third of
-// the server's CPU (`mio-bench mcp`, pprof). The envelope's own passes
-// (the result as a Marshaler, then as the response's raw result) remain.
+// whole result is; for a pull of 100 messages that was a fifth of the
+// server's CPU (`mio-bench mcp`, pprof). The JSON-RPC layer's own two
+// passes (the result as a Marshaler, then as the response's raw result)
+// remain: half of the server's CPU of a pull, out of this package's reach.
 func encodeResults(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
