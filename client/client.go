@@ -124,6 +124,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // doDecode is do with the answer's decoder: decode, when set, reads a
 // successful answer's body.
 func (c *Client) doDecode(ctx context.Context, method, path string, in any, decode func([]byte) error) error {
+	return c.doHeader(ctx, method, path, nil, in, decode)
+}
+
+// doHeader is doDecode sending header too.
+func (c *Client) doHeader(ctx context.Context, method, path string, header http.Header, in any, decode func([]byte) error) error {
 	var body []byte
 	if in != nil {
 		var err error
@@ -131,7 +136,7 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 			return fmt.Errorf("mio: encode request: %w", err)
 		}
 	}
-	return c.send(ctx, method, path, body, in != nil, func(resp *http.Response) error {
+	return c.send(ctx, method, path, header, body, in != nil, func(resp *http.Response) error {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 		if err != nil {
 			return &readError{fmt.Errorf("mio: read answer: %w", err)}
@@ -148,7 +153,7 @@ func (c *Client) doDecode(ctx context.Context, method, path string, in any, deco
 // doRaw sends a request without a body and hands a successful answer to
 // read, retrying per the policy.
 func (c *Client) doRaw(ctx context.Context, method, path string, read func(*http.Response) error) error {
-	return c.send(ctx, method, path, nil, false, read)
+	return c.send(ctx, method, path, nil, nil, false, read)
 }
 
 // readError is a failure to read a successful answer: retried like a
@@ -158,8 +163,9 @@ type readError struct{ err error }
 func (e *readError) Error() string { return e.err.Error() }
 func (e *readError) Unwrap() error { return e.err }
 
-// send runs the request with retries; ok reads a successful answer.
-func (c *Client) send(ctx context.Context, method, path string, body []byte, hasBody bool, ok func(*http.Response) error) error {
+// send runs the request (with header's fields added) with retries; ok
+// reads a successful answer.
+func (c *Client) send(ctx context.Context, method, path string, header http.Header, body []byte, hasBody bool, ok func(*http.Response) error) error {
 	var lastErr error
 	for attempt := 0; attempt < c.retry.Attempts; attempt++ {
 		if attempt > 0 {
@@ -173,6 +179,9 @@ func (c *Client) send(ctx context.Context, method, path string, body []byte, has
 		req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
 		if err != nil {
 			return fmt.Errorf("mio: %w", err)
+		}
+		for k, v := range header {
+			req.Header[k] = v
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
 		req.Header.Set("User-Agent", c.userAg)

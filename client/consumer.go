@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -59,6 +61,28 @@ type ConsumerInfo struct {
 func (c *Client) PutConsumer(ctx context.Context, name string, cfg ConsumerConfig) (*ConsumerInfo, error) {
 	var out ConsumerInfo
 	if err := c.do(ctx, http.MethodPut, consumerPath(name), cfg, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ErrConsumerExists is CreateConsumer's error for a consumer that exists:
+// the server answered 412 and left it as it is.
+var ErrConsumerExists = errors.New("mio: consumer exists")
+
+// CreateConsumer creates a consumer and never changes one that exists
+// (PUT with If-None-Match: *): a consumer by that name, created before or
+// concurrently, is ErrConsumerExists. A retried request (a 503 or a lost
+// connection) may find the consumer its first attempt created.
+func (c *Client) CreateConsumer(ctx context.Context, name string, cfg ConsumerConfig) (*ConsumerInfo, error) {
+	var out ConsumerInfo
+	err := c.doHeader(ctx, http.MethodPut, consumerPath(name), http.Header{"If-None-Match": {"*"}}, cfg,
+		func(data []byte) error { return json.Unmarshal(data, &out) })
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusPreconditionFailed {
+		return nil, ErrConsumerExists
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &out, nil

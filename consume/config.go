@@ -135,24 +135,45 @@ func (s *Service) Put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 	return s.put(ctx, tenantID, name, cfg, false)
 }
 
-// errExists: Ensure's consumer was created by someone else first.
-var errExists = errors.New("consumer exists")
+// Create creates a consumer with cfg, and never changes one that exists:
+// a consumer by that name — created before, or concurrently (a Put racing
+// an agent's first pull) — is ErrExists, and the create rolls back.
+func (s *Service) Create(ctx context.Context, tenantID uuid.UUID, name string, cfg Config) (*Info, error) {
+	info, _, err := s.put(ctx, tenantID, name, cfg, true)
+	return info, err
+}
 
 // Ensure creates a consumer with cfg unless it exists, and returns it
-// either way (created reports which). A consumer created or configured
-// concurrently — a PUT racing an agent's first pull — is never
-// overwritten with cfg: the create that finds it committed in the
-// meantime rolls back.
+// either way (created reports which), as Create does: one that exists is
+// returned as it is.
 func (s *Service) Ensure(ctx context.Context, tenantID uuid.UUID, name string, cfg Config) (info *Info, created bool, err error) {
-	info, created, err = s.put(ctx, tenantID, name, cfg, true)
-	if errors.Is(err, errExists) {
+	info, err = s.Create(ctx, tenantID, name, cfg)
+	if errors.Is(err, ErrExists) {
 		info, err = s.Get(ctx, tenantID, name)
 		return info, false, err
 	}
-	return info, created, err
+	return info, err == nil, err
 }
 
+// errCreatedMeanwhile: put's upsert updated a consumer its read did not
+// find — another transaction created it in between.
+var errCreatedMeanwhile = errors.New("consumer created concurrently")
+
+// put creates or updates (onlyNew: only creates) a consumer. An update of
+// a consumer created after put's read runs again: settings fixed at
+// creation are checked against the consumer that is there, and a changed
+// filter rebases its backlog, as for any update.
 func (s *Service) put(ctx context.Context, tenantID uuid.UUID, name string, cfg Config, onlyNew bool) (*Info, bool, error) {
+	for range 3 {
+		info, created, err := s.putOnce(ctx, tenantID, name, cfg, onlyNew)
+		if !errors.Is(err, errCreatedMeanwhile) {
+			return info, created, err
+		}
+	}
+	return nil, false, fmt.Errorf("put consumer %q: %w", name, errCreatedMeanwhile)
+}
+
+func (s *Service) putOnce(ctx context.Context, tenantID uuid.UUID, name string, cfg Config, onlyNew bool) (*Info, bool, error) {
 	if !ValidName(name) {
 		return nil, false, invalid("consumer name must be 1 to 64 characters of A-Z a-z 0-9 _ . - and start with a letter or digit")
 	}
@@ -164,7 +185,7 @@ func (s *Service) put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 		prev, err := db.ConsumerGet(ctx, tx, tenantID, name)
 		switch {
 		case err == nil && onlyNew:
-			return errExists
+			return ErrExists
 		case errors.Is(err, db.ErrNotFound):
 			if err := cfg.normalize(); err != nil {
 				return err
@@ -194,8 +215,11 @@ func (s *Service) put(ctx context.Context, tenantID uuid.UUID, name string, cfg 
 		if err != nil {
 			return err
 		}
-		if !isNew && onlyNew {
-			return errExists // created since the read above: roll back
+		switch {
+		case !isNew && onlyNew:
+			return ErrExists // created since the read above: roll back
+		case !isNew && prev == nil:
+			return errCreatedMeanwhile // roll back and run again
 		}
 		if !isNew && prev != nil && !sameFilter(prev, c) {
 			// The backlog counters count what the filter matches: under

@@ -29,6 +29,9 @@ import (
 // ErrNotFound: no such consumer in the caller's tenant.
 var ErrNotFound = errors.New("consumer not found")
 
+// ErrExists: Create found a consumer by that name; it is left as it is.
+var ErrExists = errors.New("consumer exists")
+
 // Service runs pulls and settlements.
 type Service struct {
 	pool    *pgxpool.Pool

@@ -93,11 +93,32 @@ func (s *Server) putConsumer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "max_ack_pending must be from 1 to 100000 (omit it for the default, 1000)")
 		return
 	}
-	info, created, err := s.consumers.Put(r.Context(), p.TenantID, chi.URLParam(r, "name"), consume.Config{
+	cfg := consume.Config{
 		ChannelTypes: req.Filter.ChannelTypes, AccountIDs: req.Filter.AccountIDs, ConversationIDs: req.Filter.ConversationIDs,
 		DeliverPolicy: req.DeliverPolicy, StartTime: req.StartTime, AckWait: time.Duration(req.AckWait),
 		MaxDeliver: deref(req.MaxDeliver), MaxAckPending: deref(req.MaxAckPending), Ordering: req.Ordering, Stage: req.Stage,
-	})
+	}
+	var (
+		info    *consume.Info
+		created bool
+		err     error
+	)
+	// If-None-Match: * creates only (RFC 9110 §13.1.2): an existing
+	// consumer is 412 and stays as it is. No other entity tag is served.
+	switch inm := r.Header.Get("If-None-Match"); inm {
+	case "":
+		info, created, err = s.consumers.Put(r.Context(), p.TenantID, chi.URLParam(r, "name"), cfg)
+	case "*":
+		info, err = s.consumers.Create(r.Context(), p.TenantID, chi.URLParam(r, "name"), cfg)
+		created = err == nil
+	default:
+		writeError(w, http.StatusBadRequest, "bad_request", "If-None-Match: only * (create, never update) is supported")
+		return
+	}
+	if errors.Is(err, consume.ErrExists) {
+		writeError(w, http.StatusPreconditionFailed, "precondition_failed", "a consumer by this name exists (If-None-Match: *); it was left unchanged")
+		return
+	}
 	if err != nil {
 		s.consumerError(w, r, "put consumer", err)
 		return

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -149,13 +151,18 @@ func (b *mcpServices) Pull(ctx context.Context, consumer string, max int, wait t
 	if err != nil {
 		return nil, b.consumerError(err)
 	}
+	// The stored envelopes are decoded with encoding/json/v2's engine set
+	// to encoding/json's behaviour, as the archive's lines are
+	// (workers.archiveLine): the same values, in one pass where
+	// encoding/json validates the input first and then decodes it.
+	v1 := jsonv1.DefaultOptionsV1()
 	out := make([]mcpserver.Leased, len(ds))
+	msgs := make([]envelope.Message, len(ds))
 	for i, d := range ds {
-		var m envelope.Message
-		if err := json.Unmarshal(d.Message, &m); err != nil {
+		if err := jsonv2.Unmarshal(d.Message, &msgs[i], v1); err != nil {
 			return nil, fmt.Errorf("decode delivered message: %w", err)
 		}
-		out[i] = mcpserver.Leased{DeliveryID: d.DeliveryID, DeliveryCount: d.DeliveryCount, Message: &m,
+		out[i] = mcpserver.Leased{DeliveryID: d.DeliveryID, DeliveryCount: d.DeliveryCount, Message: &msgs[i],
 			Traceparent: string(d.Traceparent)}
 	}
 	return out, nil

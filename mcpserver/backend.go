@@ -24,7 +24,9 @@ type Backend interface {
 	// CodeNotFound when there is no such consumer.
 	ConsumerAckWait(ctx context.Context, consumer string) (time.Duration, error)
 	// CreateConsumer creates a consumer with the defaults of DefaultConsumer
-	// and returns its ack_wait.
+	// and returns its ack_wait; a consumer by that name that exists — also
+	// one created since ConsumerAckWait found none — is left as it is, and
+	// its ack_wait returned.
 	CreateConsumer(ctx context.Context, consumer string) (time.Duration, error)
 	// Pull leases up to max messages, waiting up to wait for one.
 	Pull(ctx context.Context, consumer string, max int, wait time.Duration) ([]Leased, error)

@@ -65,9 +65,14 @@ func (b *ClientBackend) ConsumerAckWait(ctx context.Context, consumer string) (t
 	return time.Duration(info.AckWait), nil
 }
 
-// CreateConsumer implements Backend.
+// CreateConsumer implements Backend: create-only, so a consumer
+// configured between the pull that found none and this call — a PUT
+// racing the agent's first pull — is used as it is, never overwritten.
 func (b *ClientBackend) CreateConsumer(ctx context.Context, consumer string) (time.Duration, error) {
-	info, err := b.c.PutConsumer(ctx, consumer, client.ConsumerConfig{DeliverPolicy: CreatedDeliverPolicy, Ordering: CreatedOrdering})
+	info, err := b.c.CreateConsumer(ctx, consumer, client.ConsumerConfig{DeliverPolicy: CreatedDeliverPolicy, Ordering: CreatedOrdering})
+	if errors.Is(err, client.ErrConsumerExists) {
+		return b.ConsumerAckWait(ctx, consumer)
+	}
 	if err != nil {
 		return 0, apiError(err)
 	}

@@ -51,6 +51,7 @@ func New(opts Options) *mcp.Server {
 	})
 	s.addTools(srv)
 	s.addResources(srv)
+	srv.AddReceivingMiddleware(encodeResults)
 	return srv
 }
 

@@ -440,3 +440,26 @@ func TestMCPServerUnreachable(t *testing.T) {
 	require.Contains(t, msg, "could not be reached")
 	require.NotContains(t, msg, "mio_x")
 }
+
+// TestMCPCreateKeepsConfigured: `mio mcp`'s backend creates the consumer
+// a pull names only when there is none: a consumer configured in the
+// meantime (a PUT between the pull that found none and the create) keeps
+// its settings. (The in-process backend creates through
+// consume.Service.Ensure: TestEnsureNeverOverwrites.)
+func TestMCPCreateKeepsConfigured(t *testing.T) {
+	t.Parallel()
+	st := newStack(t)
+	ctx := context.Background()
+	c := client.New(st.srv.URL, st.a.agent)
+	_, err := c.PutConsumer(ctx, "configured", client.ConsumerConfig{DeliverPolicy: mcpserver.CreatedDeliverPolicy,
+		Ordering: "none", AckWait: client.Duration(2 * time.Minute), MaxDeliver: 7})
+	require.NoError(t, err)
+	ackWait, err := mcpserver.NewClientBackend(c).CreateConsumer(ctx, "configured")
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, ackWait, "the configured consumer's ack_wait")
+	info, err := c.GetConsumer(ctx, "configured")
+	require.NoError(t, err)
+	require.Equal(t, "none", info.Ordering)
+	require.Equal(t, 7, info.MaxDeliver)
+	require.Equal(t, client.Duration(2*time.Minute), info.AckWait)
+}

@@ -227,6 +227,12 @@ func call(t *testing.T, cs *mcp.ClientSession, name string, args map[string]any)
 	require.NoError(t, err)
 	var out map[string]any
 	require.NoError(t, json.Unmarshal(b, &out))
+	// The text block, for clients that do not read structured content,
+	// is the same JSON.
+	require.Len(t, res.Content, 1, "%s: one text block", name)
+	var fromText map[string]any
+	require.NoError(t, json.Unmarshal([]byte(text.String()), &fromText), "%s: the text block is JSON", name)
+	require.Equal(t, out, fromText, "%s: the text block holds the structured content", name)
 	// The server does not validate its outputs (addTool): every output
 	// of these tests is held to the schema tools/list advertises.
 	require.NoError(t, outputSchema(t, cs, name).Validate(out), "%s: the output does not match its schema: %s", name, b)

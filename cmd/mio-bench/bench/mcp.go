@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,7 +30,10 @@ type MCPOptions struct {
 	// Replies: pull → reply round trips timed one at a time. Default 200.
 	Replies int
 	// CPUProfile, when set, is where the server's CPU profile of the MCP
-	// drain's first 3 s is written.
+	// drain's first 3 s is written; the server's profile of the HTTP
+	// drain's first 3 s goes to CPUProfile+".http", and this process's
+	// (the clients') profiles of the drains to CPUProfile+".client" and
+	// CPUProfile+".http.client".
 	CPUProfile string
 }
 
@@ -43,6 +45,8 @@ type MCPResult struct {
 	Replies                  int
 	RoundTripP50             time.Duration
 	RoundTripP99             time.Duration
+	httpCPU, mcpCPU          cpuUse // over the drains
+	httpRead, mcpRead        int    // messages the drains read
 }
 
 // MCP drains the same preloaded messages with pull + ack over the HTTP
@@ -84,9 +88,21 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 	}
 	res := &MCPResult{Clients: opts.Clients, Batch: opts.Batch, Messages: opts.Messages, Replies: opts.Replies}
 	sdk := SDKOptions{Messages: opts.Messages, Batch: opts.Batch, Threads: opts.Clients}
+	profiled, stopClient, err := opts.profile(ctx, env, ".http")
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := env.cpuNow()
 	n, elapsed, err := goLoop(ctx, c, "mcp-http", sdk)
 	if err != nil {
 		return nil, fmt.Errorf("http drain: %w", err)
+	}
+	res.httpCPU, res.httpRead = cpu0.to(env.cpuNow()), n
+	if err := stopClient(); err != nil {
+		return nil, err
+	}
+	if err := profiled(); err != nil {
+		return nil, err
 	}
 	res.HTTPElapsed, res.HTTPPerSec = elapsed, float64(n)/elapsed.Seconds()
 
@@ -97,10 +113,17 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 		}
 		defer sessions[i].Close()
 	}
-	profiled := env.profileAfter(ctx, 0, 3*time.Second, opts.CPUProfile)
+	if profiled, stopClient, err = opts.profile(ctx, env, ""); err != nil {
+		return nil, err
+	}
+	cpu0 = env.cpuNow()
 	n, elapsed, err = mcpDrain(ctx, sessions, opts)
 	if err != nil {
 		return nil, fmt.Errorf("mcp drain: %w", err)
+	}
+	res.mcpCPU, res.mcpRead = cpu0.to(env.cpuNow()), n
+	if err := stopClient(); err != nil {
+		return nil, err
 	}
 	if err := profiled(); err != nil {
 		return nil, err
@@ -110,15 +133,15 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 	var rtts []time.Duration
 	for len(rtts) < opts.Replies && ctx.Err() == nil {
 		start := time.Now()
-		var pulled mcpPull
-		if err := mcpCall(ctx, sessions[0], "pull_messages", map[string]any{"consumer": "mcp-reply", "max_messages": 1, "wait": "5s"}, &pulled); err != nil {
+		ids, err := mcpPull(ctx, sessions[0], map[string]any{"consumer": "mcp-reply", "max_messages": 1, "wait": "5s"})
+		if err != nil {
 			return nil, err
 		}
-		if len(pulled.Deliveries) == 0 {
+		if len(ids) == 0 {
 			return nil, fmt.Errorf("mcp-reply: no message to answer after %d", len(rtts))
 		}
-		if err := mcpCall(ctx, sessions[0], "reply", map[string]any{"consumer": "mcp-reply",
-			"delivery_id": pulled.Deliveries[0].DeliveryID, "text": "answer"}, nil); err != nil {
+		if _, err := mcpCall(ctx, sessions[0], "reply", map[string]any{"consumer": "mcp-reply",
+			"delivery_id": ids[0], "text": "answer"}); err != nil {
 			return nil, err
 		}
 		rtts = append(rtts, time.Since(start))
@@ -128,10 +151,17 @@ func MCP(ctx context.Context, env *Env, opts MCPOptions) (*MCPResult, error) {
 	return res, nil
 }
 
-type mcpPull struct {
-	Deliveries []struct {
-		DeliveryID string `json:"delivery_id"`
-	} `json:"deliveries"`
+// profile starts the profiles of one drain (suffix names its files): the
+// server's first 3 s and this process's until stopClient.
+func (o MCPOptions) profile(ctx context.Context, env *Env, suffix string) (server, stopClient func() error, err error) {
+	if o.CPUProfile == "" {
+		none := func() error { return nil }
+		return none, none, nil
+	}
+	if stopClient, err = startCPUProfile(o.CPUProfile + suffix + ".client"); err != nil {
+		return nil, nil, err
+	}
+	return env.profileAfter(ctx, 0, 3*time.Second, o.CPUProfile+suffix), stopClient, nil
 }
 
 // mcpDrain reads opts.Messages with one goroutine per session:
@@ -148,19 +178,15 @@ func mcpDrain(ctx context.Context, sessions []*mcp.ClientSession, opts MCPOption
 		go func() {
 			defer wg.Done()
 			for total.Load() < int64(opts.Messages) && ctx.Err() == nil {
-				var pulled mcpPull
-				if err := mcpCall(ctx, s, "pull_messages", map[string]any{"consumer": "mcp-tools", "max_messages": opts.Batch, "wait": "0s"}, &pulled); err != nil {
+				ids, err := mcpPull(ctx, s, map[string]any{"consumer": "mcp-tools", "max_messages": opts.Batch, "wait": "0s"})
+				if err != nil {
 					errs.Store(err)
 					return
 				}
-				if len(pulled.Deliveries) == 0 {
+				if len(ids) == 0 {
 					continue // the others hold the rest
 				}
-				ids := make([]string, len(pulled.Deliveries))
-				for i, d := range pulled.Deliveries {
-					ids[i] = d.DeliveryID
-				}
-				if err := mcpCall(ctx, s, "ack_messages", map[string]any{"consumer": "mcp-tools", "delivery_ids": ids}, nil); err != nil {
+				if _, err := mcpCall(ctx, s, "ack_messages", map[string]any{"consumer": "mcp-tools", "delivery_ids": ids}); err != nil {
 					errs.Store(err)
 					return
 				}
@@ -192,12 +218,12 @@ func mcpConnect(ctx context.Context, baseURL, token string) (*mcp.ClientSession,
 	return c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: baseURL + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
 }
 
-// mcpCall calls a tool, decoding its structured output into out (when
-// set); a tool error is an error.
-func mcpCall(ctx context.Context, s *mcp.ClientSession, name string, args map[string]any, out any) error {
+// mcpCall calls a tool and returns its structured output as the SDK's
+// client decoded it (maps); a tool error is an error.
+func mcpCall(ctx context.Context, s *mcp.ClientSession, name string, args map[string]any) (any, error) {
 	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if res.IsError {
 		var b strings.Builder
@@ -206,27 +232,46 @@ func mcpCall(ctx context.Context, s *mcp.ClientSession, name string, args map[st
 				b.WriteString(t.Text)
 			}
 		}
-		return fmt.Errorf("%s: %s", name, b.String())
+		return nil, fmt.Errorf("%s: %s", name, b.String())
 	}
-	if out == nil {
-		return nil
-	}
-	data, err := json.Marshal(res.StructuredContent)
+	return res.StructuredContent, nil
+}
+
+// mcpPull calls pull_messages and returns the delivery ids. They are read
+// from the decoded structured output as it is: encoding it again to
+// decode it into a struct would be the benchmark's own cost (a fifth of
+// its CPU in the drain, pprof), which no agent has to pay.
+func mcpPull(ctx context.Context, s *mcp.ClientSession, args map[string]any) ([]string, error) {
+	out, err := mcpCall(ctx, s, "pull_messages", args)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return json.Unmarshal(data, out)
+	m, _ := out.(map[string]any)
+	ds, ok := m["deliveries"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("pull_messages: no deliveries in %v", out)
+	}
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		dm, _ := d.(map[string]any)
+		if ids[i], ok = dm["delivery_id"].(string); !ok {
+			return nil, fmt.Errorf("pull_messages: a delivery without delivery_id: %v", d)
+		}
+	}
+	return ids, nil
 }
 
 // Print writes the report.
 func (r *MCPResult) Print(w io.Writer) {
 	fmt.Fprintf(w, "mio-bench mcp — pull batch %d + ack, %d clients, %d messages per drain\n", r.Batch, r.Clients, r.Messages)
 	fmt.Fprintf(w, "  HTTP pull API (Go client, reference) %10.0f msg/s   (%s)\n", r.HTTPPerSec, r.HTTPElapsed.Round(time.Millisecond))
+	printCPU(w, "msg", r.httpCPU, int64(r.httpRead))
 	fmt.Fprintf(w, "  MCP tools over /mcp                  %10.0f msg/s   (%s)", r.MCPPerSec, r.MCPElapsed.Round(time.Millisecond))
 	if r.HTTPPerSec > 0 {
 		fmt.Fprintf(w, "; %.2f x HTTP", r.MCPPerSec/r.HTTPPerSec)
 	}
 	fmt.Fprintln(w)
+	printCPU(w, "msg", r.mcpCPU, int64(r.mcpRead))
 	fmt.Fprintf(w, "pull_messages → reply round trip, one at a time, %d answers: p50 %s, p99 %s\n", r.Replies,
 		r.RoundTripP50.Round(10*time.Microsecond), r.RoundTripP99.Round(10*time.Microsecond))
 }

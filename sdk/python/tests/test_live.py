@@ -138,6 +138,12 @@ class LiveTest(unittest.TestCase):
         self.assertEqual(400, e.exception.status)
         with self.assertRaises(mio.NotFound):
             self.client.attachment("00000000-0000-0000-0000-000000000001", "/dev/null")
+        created = self.client.consumer(live.unique("once"))
+        self.addCleanup(created.delete)
+        self.assertEqual("conversation", created.create(deliver_policy="new", ordering="conversation").ordering)
+        with self.assertRaises(mio.ConsumerExists):
+            created.create(ordering="none")
+        self.assertEqual("conversation", created.get().ordering, "create never changes a consumer")
 
 
 if __name__ == "__main__":

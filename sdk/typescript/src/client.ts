@@ -73,7 +73,7 @@ export class Client {
   }
 
   /** Sends a request, retrying per the policy; returns the raw Response of a 2xx. */
-  async request(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string): Promise<Response> {
+  async request(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string, extra?: Record<string, string>): Promise<Response> {
     const data = body === undefined ? undefined : JSON.stringify(body);
     traceparent ||= activeTraceparent();
     let last: Error = new Error("mio: no attempt");
@@ -83,6 +83,7 @@ export class Client {
         const headers: Record<string, string> = { Authorization: `Bearer ${this.token}`, "User-Agent": "mio-typescript/0.1" };
         if (data !== undefined) headers["Content-Type"] = "application/json";
         if (traceparent) headers.traceparent = traceparent;
+        Object.assign(headers, extra);
         const resp = await this.opts.fetch(this.baseUrl + path, {
           method,
           headers,
@@ -114,8 +115,8 @@ export class Client {
   }
 
   /** A JSON request; undefined body for empty answers. */
-  async call<T>(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string): Promise<Answer<T>> {
-    const resp = await this.request(method, path, body, timeoutMs, traceparent);
+  async call<T>(method: string, path: string, body?: unknown, timeoutMs?: number, traceparent?: string, headers?: Record<string, string>): Promise<Answer<T>> {
+    const resp = await this.request(method, path, body, timeoutMs, traceparent, headers);
     const text = await resp.text();
     return { status: resp.status, body: (text.trim() ? JSON.parse(text) : undefined) as T };
   }
@@ -255,6 +256,14 @@ export class Consumer {
 
   async put(cfg: ConsumerConfig = {}): Promise<ConsumerInfo> {
     return (await this.client.call<ConsumerInfo>("PUT", this.path, cfg)).body;
+  }
+
+  /**
+   * Creates the consumer, never changing one that exists (PUT with If-None-Match: *): a consumer by
+   * that name, created before or concurrently, throws ConsumerExists and is left as it is.
+   */
+  async create(cfg: ConsumerConfig = {}): Promise<ConsumerInfo> {
+    return (await this.client.call<ConsumerInfo>("PUT", this.path, cfg, undefined, undefined, { "If-None-Match": "*" })).body;
   }
 
   async get(): Promise<ConsumerInfo> {

@@ -25,6 +25,11 @@ export class Conflict extends APIError {
   override name = "Conflict";
 }
 
+/** 412: Consumer.create found a consumer by that name; it was left as it is. */
+export class ConsumerExists extends APIError {
+  override name = "ConsumerExists";
+}
+
 /** Throw from a consume handler to terminate the delivery (dead-letter it, never redelivered). */
 export class Term extends Error {
   constructor(readonly reason = "terminated by handler") {
@@ -37,5 +42,6 @@ export function apiError(status: number, code: string, message: string): APIErro
   if (status === 404) return new NotFound(status, code, message);
   if (status === 409 && code === "lease_lost") return new LeaseLost(status, code, message);
   if (status === 409) return new Conflict(status, code, message);
+  if (status === 412) return new ConsumerExists(status, code, message);
   return new APIError(status, code, message);
 }

@@ -11,5 +11,5 @@
  */
 export { Client, Consumer, durationMs } from "./client.js";
 export type { ClientOptions, ConsumeOptions } from "./client.js";
-export { APIError, Conflict, LeaseLost, NotFound, Term } from "./errors.js";
+export { APIError, Conflict, ConsumerExists, LeaseLost, NotFound, Term } from "./errors.js";
 export type * from "./types.js";

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { APIError, Client, LeaseLost, NotFound, Term } from "../dist/index.js";
+import { APIError, Client, ConsumerExists, LeaseLost, NotFound, Term } from "../dist/index.js";
 import { ACCOUNT_ID, TOKEN, URL, inbound, skip, unique } from "./live.mjs";
 
 const client = new Client(URL, TOKEN);
@@ -121,4 +121,9 @@ test("send, edit, typing and errors", { skip }, async () => {
   await assert.rejects(client.consumer("nobody-here").get(), NotFound);
   await assert.rejects(client.consumer(unique("bad")).put({ max_deliver: 0 }), (e) => e instanceof APIError && e.status === 400);
   await assert.rejects(client.attachment("00000000-0000-0000-0000-000000000001", "/dev/null"), NotFound);
+  const once = client.consumer(unique("once"));
+  assert.equal((await once.create({ deliver_policy: "new", ordering: "conversation" })).ordering, "conversation");
+  await assert.rejects(once.create({ ordering: "none" }), ConsumerExists);
+  assert.equal((await once.get()).ordering, "conversation", "create never changes a consumer");
+  await once.delete();
 });

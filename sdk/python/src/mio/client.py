@@ -73,7 +73,7 @@ class Client:
     # -- transport ---------------------------------------------------------
 
     def _open(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None,
-              traceparent: str = ""):
+              traceparent: str = "", headers: Optional[Dict[str, str]] = None):
         data = None if body is None else json.dumps(body).encode()
         traceparent = traceparent or _trace.current_traceparent()
         last: Optional[Exception] = None
@@ -85,6 +85,8 @@ class Client:
                 req.add_header("traceparent", traceparent)
             if data is not None:
                 req.add_header("Content-Type", "application/json")
+            for k, v in (headers or {}).items():
+                req.add_header(k, v)
             wait = min(self.backoff * (2 ** attempt), self.max_backoff) * random.random()
             try:
                 return urllib.request.urlopen(req, timeout=timeout or self.timeout)
@@ -114,10 +116,10 @@ class Client:
         raise last
 
     def _call(self, method: str, path: str, body: Any = None, *, timeout: Optional[float] = None,
-              traceparent: str = ""):
+              traceparent: str = "", headers: Optional[Dict[str, str]] = None):
         """Returns (status, decoded JSON or None). The request carries traceparent, else the current
         OpenTelemetry span's (when installed)."""
-        with self._open(method, path, body, timeout=timeout, traceparent=traceparent) as resp:
+        with self._open(method, path, body, timeout=timeout, traceparent=traceparent, headers=headers) as resp:
             raw = resp.read()
             return resp.status, (json.loads(raw) if raw.strip() else None)
 
@@ -268,6 +270,19 @@ def _command(key: str, text: str, account_id: Optional[str], conversation_id: Op
 Handler = Callable[[Delivery], None]
 
 
+def _consumer_config(filter: Optional[Dict[str, Any]], deliver_policy: Optional[str], start_time: Optional[str],
+                     ack_wait: Union[str, float, None], max_deliver: Optional[int], max_ack_pending: Optional[int],
+                     ordering: Optional[str], stage: Optional[str]) -> Dict[str, Any]:
+    """The PUT body of a consumer: the settings given."""
+    body: Dict[str, Any] = {}
+    for k, v in (("filter", filter), ("deliver_policy", deliver_policy), ("start_time", start_time),
+                 ("ack_wait", _duration(ack_wait)), ("max_deliver", max_deliver),
+                 ("max_ack_pending", max_ack_pending), ("ordering", ordering), ("stage", stage)):
+        if v is not None:
+            body[k] = v
+    return body
+
+
 class Consumer:
     """A durable consumer: pull, ack/nak/term/extend, reply with ack, and the consume loop."""
 
@@ -282,13 +297,17 @@ class Consumer:
             ordering: Optional[str] = None, stage: Optional[str] = None) -> ConsumerInfo:
         """Create or update the consumer. Omitted settings get the server's defaults
         (max_deliver 5, max_ack_pending 1000; an explicit 0 is refused by the server)."""
-        body: Dict[str, Any] = {}
-        for k, v in (("filter", filter), ("deliver_policy", deliver_policy), ("start_time", start_time),
-                     ("ack_wait", _duration(ack_wait)), ("max_deliver", max_deliver),
-                     ("max_ack_pending", max_ack_pending), ("ordering", ordering), ("stage", stage)):
-            if v is not None:
-                body[k] = v
+        body = _consumer_config(filter, deliver_policy, start_time, ack_wait, max_deliver, max_ack_pending, ordering, stage)
         return ConsumerInfo.from_json(self.client._call("PUT", self._path, body)[1])
+
+    def create(self, *, filter: Optional[Dict[str, Any]] = None, deliver_policy: Optional[str] = None,
+               start_time: Optional[str] = None, ack_wait: Union[str, float, None] = None,
+               max_deliver: Optional[int] = None, max_ack_pending: Optional[int] = None,
+               ordering: Optional[str] = None, stage: Optional[str] = None) -> ConsumerInfo:
+        """Create the consumer, never changing one that exists (PUT with If-None-Match: *): a consumer
+        by that name, created before or concurrently, raises ConsumerExists and is left as it is."""
+        body = _consumer_config(filter, deliver_policy, start_time, ack_wait, max_deliver, max_ack_pending, ordering, stage)
+        return ConsumerInfo.from_json(self.client._call("PUT", self._path, body, headers={"If-None-Match": "*"})[1])
 
     def get(self) -> ConsumerInfo:
         return ConsumerInfo.from_json(self.client._call("GET", self._path)[1])

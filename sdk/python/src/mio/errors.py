@@ -29,6 +29,10 @@ class Conflict(APIError):
     """409 conflict (an idempotency key used for a different command, ...)."""
 
 
+class ConsumerExists(APIError):
+    """412: Consumer.create found a consumer by that name; it was left as it is."""
+
+
 class Term(MioError):
     """Raise from a consume handler to terminate the delivery (dead-letter it, never redelivered)."""
 
@@ -44,4 +48,6 @@ def api_error(status: int, code: str, message: str) -> APIError:
         return LeaseLost(status, code, message)
     if status == 409:
         return Conflict(status, code, message)
+    if status == 412:
+        return ConsumerExists(status, code, message)
     return APIError(status, code, message)
