@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/miohq/mio/channels"
-	"github.com/miohq/mio/channels/acme"
 	"github.com/miohq/mio/channels/discord"
 	"github.com/miohq/mio/channels/googlechat"
 	"github.com/miohq/mio/channels/slack"
@@ -44,6 +43,5 @@ func Registry(opts Options) *channels.Registry {
 		webhook.New(webhook.Options{HTTPClient: opts.HTTPClient}),
 		teams.New(teams.Options{APIBaseURL: base("teams"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
 		googlechat.New(googlechat.Options{APIBaseURL: base("google_chat"), APIBasePolicy: pol, HTTPClient: opts.HTTPClient}),
-		acme.New(),
 	)
 }
