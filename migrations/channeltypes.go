@@ -30,15 +30,20 @@ func (m *Migrator) WithChannelTypes(types []ChannelType) *Migrator {
 // start, so a binary with a new channel accepts its accounts before
 // `mio migrate up` runs, and, during a rolling deploy, an older binary
 // unregisters nothing. It does nothing while the table does not exist
-// (Check then reports the pending migration).
+// (Check then reports the pending migration) or when the pool's role may
+// not write it (the runtime role, through a pooler: Check then reports
+// the channel missing until `mio migrate up`).
 func (m *Migrator) RegisterChannelTypes(ctx context.Context) ([]AppliedVersion, error) {
 	if m.channelTypes == nil {
 		return nil, nil
 	}
 	var out []AppliedVersion
 	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT to_regclass('mio.channel_types') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		var writable bool
+		err := tx.QueryRow(ctx, `
+SELECT to_regclass('mio.channel_types') IS NOT NULL
+   AND has_table_privilege('mio.channel_types', 'INSERT, UPDATE')`).Scan(&writable)
+		if err != nil || !writable {
 			return err
 		}
 		slugs, names := channelTypeColumns(m.channelTypes)

@@ -74,9 +74,17 @@ func TestChannelTypesFollowTheRegistry(t *testing.T) {
 	st, err := m.Status(ctx)
 	require.NoError(t, err)
 	require.Contains(t, st, migrations.AppliedVersion{Source: "channel_type", Name: "beta"})
+	// The runtime role (mio serve through a pooler) may not write the
+	// table: registering does nothing and Check still reports beta.
+	asRuntime := migrations.New(env.Pool).WithChannelTypes([]migrations.ChannelType{{Slug: "slack", DisplayName: "Slack"}, {Slug: "beta", DisplayName: "Beta"}})
+	applied, err = asRuntime.RegisterChannelTypes(ctx)
+	require.NoError(t, err)
+	require.Empty(t, applied)
+	require.ErrorIs(t, asRuntime.Check(ctx), migrations.ErrSchemaOutOfDate)
 	applied, err = m.RegisterChannelTypes(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []migrations.AppliedVersion{{Source: "channel_type", Name: "beta (registered)", Applied: true}}, applied)
+	require.NoError(t, asRuntime.Check(ctx))
 	require.NoError(t, m.Check(ctx))
 	require.False(t, registered()["acme"])
 	require.True(t, registered()["slack"])
