@@ -69,16 +69,16 @@ type listening func(publicAddr, adminAddr string)
 // (config.TuneRuntime): logged once the schema check has passed, so that a
 // refusal stays the one line it is.
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config.Runtime, onListen listening) error {
-	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
-	if err != nil {
-		return fmt.Errorf("database: %w", err)
-	}
-	defer owner.Close()
 	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
 		APIBasePolicy: apiBasePolicy(cfg)})
 	if err := checkChannelSettings(cfg, registry); err != nil {
 		return err
 	}
+	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer owner.Close()
 	migrator := migrations.New(owner).WithChannelTypes(channelTypes(registry))
 	registered, err := migrator.RegisterChannelTypes(ctx)
 	if err != nil {
