@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -45,13 +44,15 @@ type Spec struct {
 	WebhookSecret string
 }
 
-// Validate checks the spec before anything is written: a known channel
-// type, settings and credentials that are JSON objects and, when registry
-// is not nil, a configuration the channel's adapter accepts for webhooks.
-// Every failure is an *InvalidError.
+// Validate checks the spec before anything is written: a channel type of
+// the slug's form, settings and credentials that are JSON objects and,
+// when registry is not nil, a channel of the registry and a configuration
+// its adapter accepts for webhooks (without a registry the database's
+// mio.channel_types refuses an unknown slug). Every failure is an
+// *InvalidError.
 func (s *Spec) Validate(registry *channels.Registry) error {
-	if !slices.Contains(envelope.ChannelTypes(), s.ChannelType) {
-		return invalidf("channel type %q: want one of %s", s.ChannelType, strings.Join(envelope.ChannelTypes(), ", "))
+	if !envelope.ValidChannelType(s.ChannelType) {
+		return invalidf("channel type %q: want a slug of lower-case letters, digits and _", s.ChannelType)
 	}
 	for _, f := range []struct {
 		name string
@@ -70,7 +71,7 @@ func (s *Spec) Validate(registry *channels.Registry) error {
 	}
 	ch, ok := registry.Get(s.ChannelType)
 	if !ok {
-		return invalidf("unknown channel %q", s.ChannelType)
+		return invalidf("channel type %q: want one of %s", s.ChannelType, strings.Join(registry.Types(), ", "))
 	}
 	if _, err := ch.NewInbound(s.account()); err != nil {
 		return &InvalidError{Err: err}

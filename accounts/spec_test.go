@@ -34,7 +34,8 @@ func TestSpecValidate(t *testing.T) {
 			Credentials: json.RawMessage(`{"bot_token":"MTIz.abc.def"}`), Settings: json.RawMessage(`{"gateway":false}`)},
 			registry: registry, want: "application public key"},
 		{name: "WithoutRegistryShapeOnly", spec: accounts.Spec{ChannelType: "webhook"}},
-		{name: "NotInRegistry", spec: accounts.Spec{ChannelType: "webhook", WebhookSecret: whsec}, registry: channels.NewRegistry(), want: `unknown channel "webhook"`},
+		{name: "NotInRegistry", spec: accounts.Spec{ChannelType: "webhook", WebhookSecret: whsec}, registry: channels.NewRegistry(), want: `channel type "webhook": want one of`},
+		{name: "NotASlug", spec: accounts.Spec{ChannelType: "Slack"}, want: `channel type "Slack": want a slug`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -87,6 +87,9 @@ func (s *Service) AccountCreate(ctx context.Context, p AccountCreateParams) (*Ac
 		}
 		return s.audit(ctx, tx, "account.create", p.TenantID, acct.ID.String(), nil, s.info(acct))
 	})
+	if errors.Is(err, db.ErrUnknownChannelType) {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,15 @@ type ConfigDescriber interface {
 	DescribeConfig(settings json.RawMessage) (any, error)
 }
 
+// Exampler is implemented by every adapter: ExampleAccount returns an
+// account (no ids) that each of its configuration decoders accepts,
+// holding every key its Info schema names as required. The registry's
+// tests (channels/builtin TestSchemasMatchDecoders) take it from the
+// adapter, so a new channel brings its own.
+type Exampler interface {
+	ExampleAccount() Account
+}
+
 // Channel is one platform adapter.
 type Channel interface {
 	// Type is the channel slug (envelope.ChannelSlack, ...).

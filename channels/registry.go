@@ -3,6 +3,8 @@ package channels
 import (
 	"fmt"
 	"sort"
+
+	"github.com/miohq/mio/envelope"
 )
 
 // Registry maps channel slugs to adapters. It is built explicitly, once, by
@@ -12,10 +14,14 @@ type Registry struct {
 }
 
 // NewRegistry returns a registry of the given channels. Two channels with
-// the same slug is a programming error and panics.
+// the same slug, or a slug not of the form envelope.ValidChannelType
+// accepts, is a programming error and panics.
 func NewRegistry(chs ...Channel) *Registry {
 	r := &Registry{byType: make(map[string]Channel, len(chs))}
 	for _, ch := range chs {
+		if !envelope.ValidChannelType(ch.Type()) {
+			panic(fmt.Sprintf("channels: channel type %q is not a slug (lower-case letters, digits, _)", ch.Type()))
+		}
 		if _, dup := r.byType[ch.Type()]; dup {
 			panic(fmt.Sprintf("channels: duplicate channel type %q", ch.Type()))
 		}

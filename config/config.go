@@ -698,8 +698,8 @@ func attachmentMaxBytes(c *Config, v string) error {
 	c.AttachmentMaxBytesByChannel = nil
 	for _, p := range parts[1:] {
 		ch, size, ok := strings.Cut(strings.TrimSpace(p), "=")
-		if !ok || !knownChannel(ch) {
-			return fmt.Errorf("%s; %q is not channel=size with a known channel", want, p)
+		if !ok || !envelope.ValidChannelType(ch) {
+			return fmt.Errorf("%s; %q is not channel=size with a channel slug", want, p)
 		}
 		n, err := ParseBytes(size)
 		if err != nil || n < 1<<10 || n > 4<<30 {
@@ -721,8 +721,8 @@ func fetchAllowedHosts(c *Config, v string) error {
 	}
 	for _, entry := range strings.Split(v, ";") {
 		ch, list, ok := strings.Cut(strings.TrimSpace(entry), "=")
-		if !ok || !knownChannel(ch) {
-			return fmt.Errorf("want channel=host,host;channel=host with channels among %s; got %q", strings.Join(envelope.ChannelTypes(), ", "), entry)
+		if !ok || !envelope.ValidChannelType(ch) {
+			return fmt.Errorf("want channel=host,host;channel=host with channel slugs; got %q", entry)
 		}
 		hosts := []string{}
 		for _, h := range strings.Split(list, ",") {
@@ -759,13 +759,4 @@ func hostList(dst *[]string, v string) error {
 		*dst = append(*dst, h)
 	}
 	return nil
-}
-
-func knownChannel(ch string) bool {
-	for _, t := range envelope.ChannelTypes() {
-		if t == ch {
-			return true
-		}
-	}
-	return false
 }

@@ -100,13 +100,12 @@ func (c *Config) normalize() error {
 	if c.Stage != db.StageReady && c.Stage != db.StageReceived {
 		return invalid("stage must be ready or received")
 	}
-	known := map[string]bool{}
-	for _, t := range envelope.ChannelTypes() {
-		known[t] = true
-	}
+	// The slug's form here; the upsert refuses one mio.channel_types does
+	// not hold (a channel no longer registered is still held: the log may
+	// have its messages).
 	for _, t := range c.ChannelTypes {
-		if !known[t] {
-			return invalid("filter.channel_types: unknown channel type %q", t)
+		if !envelope.ValidChannelType(t) {
+			return invalid("filter.channel_types: %q is not a channel type", t)
 		}
 	}
 	if len(c.ChannelTypes) > 100 || len(c.AccountIDs) > 1000 || len(c.ConversationIDs) > 1000 {
@@ -206,6 +205,11 @@ func (s *Service) putOnce(ctx context.Context, tenantID uuid.UUID, name string, 
 			if prev.DeliverPolicy != cfg.DeliverPolicy || prev.Stage != cfg.Stage || !sameTime(prev.StartTime, cfg.StartTime) {
 				return invalid("deliver_policy, start_time and stage are fixed when a consumer is created: delete and re-create it to change them")
 			}
+		}
+		if unknown, err := db.ChannelTypesUnknown(ctx, tx, cfg.ChannelTypes); err != nil {
+			return err
+		} else if len(unknown) > 0 {
+			return invalid("filter.channel_types: unknown channel type %q", unknown[0])
 		}
 		c, isNew, err := db.ConsumerUpsert(ctx, tx, &db.Consumer{
 			TenantID: tenantID, Name: name, FilterChannelTypes: cfg.ChannelTypes, FilterAccountIDs: cfg.AccountIDs,

@@ -3,6 +3,8 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -84,8 +86,11 @@ func AccountInsert(ctx context.Context, tx DBTX, p *AccountInsertParams) (*Accou
 		WebhookSecretEnc: p.WebhookSecretEnc, RateLimitPerSec: p.RateLimitPerSec,
 		RateLimitBurst: p.RateLimitBurst, MaxAttempts: p.MaxAttempts,
 	})
+	if err = translate(err); errors.Is(err, ErrUnknownChannelType) {
+		return nil, fmt.Errorf("%w: %q", err, p.ChannelType)
+	}
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
 	}
 	return accountFrom(r), nil
 }
@@ -184,4 +189,14 @@ func AccountDisableRefused(ctx context.Context, tx DBTX, tenantID, id uuid.UUID,
 		return false, translate(err)
 	}
 	return n > 0, nil
+}
+
+// ChannelTypesUnknown returns the slugs of the list that mio.channel_types
+// does not hold (registered or not), sorted.
+func ChannelTypesUnknown(ctx context.Context, tx DBTX, slugs []string) ([]string, error) {
+	out, err := queries().ChannelTypesUnknown(ctx, tx, &dbsqlc.ChannelTypesUnknownParams{Slugs: slugs})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
 }

@@ -33,6 +33,9 @@ var (
 	ErrConflict = errors.New("already exists")
 	// ErrNoTenant: a tenant-scoped operation was attempted without a tenant.
 	ErrNoTenant = errors.New("no tenant set")
+	// ErrUnknownChannelType: an account names a channel type that
+	// mio.channel_types does not hold.
+	ErrUnknownChannelType = errors.New("unknown channel type (mio.channel_types)")
 )
 
 // PoolOptions configure Open.
@@ -160,6 +163,10 @@ func translate(err error) error {
 		switch pgErr.Code {
 		case "23505":
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "23503":
+			if pgErr.ConstraintName == "accounts_channel_type_fkey" {
+				return ErrUnknownChannelType
+			}
 		case "42501":
 			// insufficient_privilege, including a row-level security
 			// violation on insert/update.

@@ -143,6 +143,19 @@ func TestTenantIsolation(t *testing.T) {
 	})
 }
 
+// TestAccountUnknownChannelType: an account's channel_type references
+// mio.channel_types; a slug it does not hold is ErrUnknownChannelType.
+func TestAccountUnknownChannelType(t *testing.T) {
+	t.Parallel()
+	b := setupTenancy(t)
+	err := db.InTenantTx(context.Background(), b.env.Pool, b.tenantA, func(tx pgx.Tx) error {
+		_, err := db.AccountInsert(context.Background(), tx, &db.AccountInsertParams{TenantID: b.tenantA, ChannelType: "icq", DisplayName: "icq"})
+		return err
+	})
+	require.ErrorIs(t, err, db.ErrUnknownChannelType)
+	require.ErrorContains(t, err, "icq")
+}
+
 func TestAPITokenParse(t *testing.T) {
 	t.Parallel()
 	tenant := uuid.New()

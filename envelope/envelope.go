@@ -12,8 +12,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// Channel type slugs. They name adapters in the registry and appear in
-// webhook URLs, metrics labels and archive partitions.
+// Channel type slugs the adapters and tests name. Which channels exist is
+// the channel registry's (channels/builtin.Registry), not a list here: a
+// new channel may name its slug in its own folder.
 const (
 	ChannelSlack      = "slack"
 	ChannelTelegram   = "telegram"
@@ -25,9 +26,24 @@ const (
 	ChannelTeams      = "teams"
 )
 
-// ChannelTypes lists every channel slug MIO knows, in a stable order.
-func ChannelTypes() []string {
-	return []string{ChannelSlack, ChannelTelegram, ChannelDiscord, ChannelZohoCliq, ChannelWhatsApp, ChannelWebhook, ChannelTeams, ChannelGoogleChat}
+// MaxChannelTypeLen is the longest channel slug.
+const MaxChannelTypeLen = 32
+
+// ValidChannelType reports whether s has the form of a channel slug: a
+// lower-case ASCII letter, then lower-case letters, digits and
+// underscores, at most MaxChannelTypeLen bytes. It appears in webhook
+// URLs, metrics labels and archive partitions. Whether a channel of that
+// slug exists is the registry's answer.
+func ValidChannelType(s string) bool {
+	if s == "" || len(s) > MaxChannelTypeLen || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // Conversation types.

@@ -23,7 +23,6 @@ import (
 	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/consume"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/httpapi/openapi"
 	"github.com/miohq/mio/httpapi/openapi/openapitest"
@@ -593,7 +592,7 @@ func TestAdminChannelTypes(t *testing.T) {
 		it := it.(map[string]any)
 		bySlug[it["slug"].(string)] = it
 	}
-	require.Len(t, bySlug, len(envelope.ChannelTypes()))
+	require.Len(t, bySlug, len(builtin.Registry(builtin.Options{}).Types()))
 	require.Equal(t, "Discord", bySlug["discord"]["display_name"])
 	require.ElementsMatch(t, []any{"edit", "typing", "history", "rich_content", "attachments", "streaming", "source", "install"}, bySlug["discord"]["capabilities"])
 	require.ElementsMatch(t, []any{"receipts", "rich_content", "attachments"}, bySlug["whatsapp"]["capabilities"])

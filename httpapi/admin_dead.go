@@ -56,8 +56,7 @@ func (s *Server) adminDeadList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", "kind: want outbound, consumer or attachment")
 		return
 	}
-	if p.ChannelType != "" && !validChannelType(p.ChannelType) {
-		writeError(w, http.StatusBadRequest, "bad_request", "channel_type: unknown channel")
+	if !s.knownChannelType(w, r, p.ChannelType) {
 		return
 	}
 	if v := q.Get("limit"); v != "" {
@@ -142,8 +141,7 @@ func (s *Server) adminDeadBulk(action string) http.HandlerFunc {
 		if !decodeAdmin(w, r, &req) {
 			return
 		}
-		if req.ChannelType != "" && !validChannelType(req.ChannelType) {
-			writeError(w, http.StatusBadRequest, "bad_request", "channel_type: unknown channel")
+		if !s.knownChannelType(w, r, req.ChannelType) {
 			return
 		}
 		res, err := s.adminService(r).DeadApplyAll(r.Context(), action, admin.DeadFilter{TenantID: req.TenantID,
@@ -166,11 +164,25 @@ func (s *Server) deadLetterTarget(w http.ResponseWriter, r *http.Request) (uuid.
 	return id, tenantID, ok
 }
 
-func validChannelType(ct string) bool {
-	for _, c := range envelope.ChannelTypes() {
-		if c == ct {
-			return true
-		}
+// knownChannelType answers 400 and returns false unless ct is empty or
+// mio.channel_types holds it (registered or not: the dead letters of a
+// channel no longer registered stay reachable).
+func (s *Server) knownChannelType(w http.ResponseWriter, r *http.Request, ct string) bool {
+	if ct == "" {
+		return true
 	}
-	return false
+	if !envelope.ValidChannelType(ct) {
+		writeError(w, http.StatusBadRequest, "bad_request", "channel_type: not a channel type")
+		return false
+	}
+	unknown, err := db.ChannelTypesUnknown(r.Context(), s.pool, []string{ct})
+	if err != nil {
+		s.dbError(w, r, "channel types", err)
+		return false
+	}
+	if len(unknown) > 0 {
+		writeError(w, http.StatusBadRequest, "bad_request", "channel_type: unknown channel")
+		return false
+	}
+	return true
 }

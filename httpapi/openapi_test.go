@@ -12,6 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/httpapi/openapi"
@@ -86,10 +87,12 @@ func TestOpenAPIDocumentsMatchRoutes(t *testing.T) {
 }
 
 // TestOpenAPIServed: the documents are served as JSON without a token,
-// each equal to the embedded one and valid by its own schema.
+// each equal to the embedded one with the server's channels as the
+// ChannelType enum, and valid by its own schema.
 func TestOpenAPIServed(t *testing.T) {
 	env := dbtest.New(t)
-	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New()})
+	registry := builtin.Registry(builtin.Options{})
+	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Registry: registry})
 	for _, c := range []struct {
 		doc  openapi.Document
 		h    http.Handler
@@ -102,9 +105,20 @@ func TestOpenAPIServed(t *testing.T) {
 		body := readAll(t, resp)
 		require.Equal(t, http.StatusOK, resp.StatusCode, body)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		want, err := c.doc.JSON()
+		want, err := c.doc.JSON(registry.Types())
 		require.NoError(t, err)
 		require.JSONEq(t, string(want), body)
+		var served struct {
+			Components struct {
+				Schemas struct {
+					ChannelType struct {
+						Enum []string `json:"enum"`
+					} `json:"ChannelType"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &served))
+		require.Equal(t, registry.Types(), served.Components.Schemas.ChannelType.Enum)
 		var v struct {
 			OpenAPI string `json:"openapi"`
 		}

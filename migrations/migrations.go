@@ -64,6 +64,9 @@ var ErrSchemaOutOfDate = errors.New("database schema is out of date: run `mio mi
 type Migrator struct {
 	pool *pgxpool.Pool
 	defs fs.FS // the function and view files: files, or a test's
+	// channelTypes are the channel registry's channels (WithChannelTypes);
+	// nil leaves mio.channel_types as it is.
+	channelTypes []ChannelType
 
 	mu       sync.Mutex
 	verified string // fingerprint of schema mio's functions and views last found equal to the files
@@ -105,8 +108,9 @@ type AppliedVersion struct {
 // Up brings the database to the current schema, and is idempotent: the
 // baseline's tables (on a new database), the functions no migration has
 // created yet, every other pending MIO migration, River's pending
-// migrations, then the function and view files where the database differs
-// from them (applyDefinitions).
+// migrations, the function and view files where the database differs
+// from them (applyDefinitions), then, given WithChannelTypes, the
+// registry's channels in mio.channel_types.
 func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	p, db, err := m.provider()
 	if err != nil {
@@ -159,7 +163,18 @@ func (m *Migrator) Up(ctx context.Context) ([]AppliedVersion, error) {
 	for _, n := range diff.Extra {
 		out = append(out, AppliedVersion{Source: "definition", Name: n + " (dropped)", Applied: true})
 	}
-	return out, nil
+	if m.channelTypes == nil {
+		return out, nil
+	}
+	var changed []AppliedVersion
+	err = pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) (err error) {
+		changed, err = syncChannelTypes(ctx, tx, m.channelTypes)
+		return err
+	})
+	if err != nil {
+		return out, fmt.Errorf("mio channel types: %w", err)
+	}
+	return append(out, changed...), nil
 }
 
 // Down rolls back the newest MIO migration after the baseline
@@ -192,7 +207,9 @@ func (m *Migrator) Down(ctx context.Context) (*AppliedVersion, error) {
 	return &AppliedVersion{Source: "mio", Version: r.Source.Version, Name: baseName(r.Source.Path)}, nil
 }
 
-// Status lists every MIO migration and River's pending ones.
+// Status lists every MIO migration, River's migrations and, given
+// WithChannelTypes, the registry's channels (applied when
+// mio.channel_types has a registered row of the slug).
 func (m *Migrator) Status(ctx context.Context) ([]AppliedVersion, error) {
 	p, db, err := m.provider()
 	if err != nil {
@@ -223,12 +240,17 @@ func (m *Migrator) Status(ctx context.Context) ([]AppliedVersion, error) {
 	for _, v := range rm.AllVersions() {
 		out = append(out, AppliedVersion{Source: "river", Version: int64(v.Version), Name: v.Name, Applied: !pending[v.Version]})
 	}
-	return out, nil
+	if m.channelTypes == nil {
+		return out, nil
+	}
+	cts, err := channelTypesStatus(ctx, m.pool, m.channelTypes)
+	return append(out, cts...), err
 }
 
 // Check returns ErrSchemaOutOfDate when any MIO or River migration is
-// pending or a function or view differs from its file (or no file defines
-// it), and nil when the schema is current. Comparing with the files builds
+// pending, a registered channel (WithChannelTypes) has no row in
+// mio.channel_types, or a function or view differs from its file (or no
+// file defines it), and nil when the schema is current. Comparing with the files builds
 // them in the session's temporary schema, in a transaction rolled back; it
 // is skipped while the database's functions and views are those last found
 // current.
@@ -238,6 +260,9 @@ func (m *Migrator) Check(ctx context.Context) error {
 		return err
 	}
 	for _, s := range st {
+		if !s.Applied && s.Source == "channel_type" {
+			return fmt.Errorf("%w (channel %s is not registered in mio.channel_types)", ErrSchemaOutOfDate, s.Name)
+		}
 		if !s.Applied {
 			return ErrSchemaOutOfDate
 		}

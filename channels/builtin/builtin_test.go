@@ -8,13 +8,18 @@ import (
 	"github.com/miohq/mio/envelope"
 )
 
-func TestRegistryHasEveryChannel(t *testing.T) {
+// TestRegistryChannels: every channel is listed under its own slug, a
+// slug of envelope.ValidChannelType's form, with a display name (the
+// row mio.channel_types holds).
+func TestRegistryChannels(t *testing.T) {
 	t.Parallel()
 	r := Registry(Options{})
-	for _, ct := range envelope.ChannelTypes() {
-		ch, ok := r.Get(ct)
-		require.True(t, ok, ct)
-		require.Equal(t, ct, ch.Type())
+	require.NotEmpty(t, r.Types())
+	for _, d := range r.Describe() {
+		require.True(t, envelope.ValidChannelType(d.Slug), d.Slug)
+		ch, ok := r.Get(d.Slug)
+		require.True(t, ok, d.Slug)
+		require.Equal(t, d.Slug, ch.Type())
+		require.NotEmpty(t, d.DisplayName, d.Slug)
 	}
-	require.Len(t, r.Types(), len(envelope.ChannelTypes()))
 }

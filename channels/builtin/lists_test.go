@@ -11,17 +11,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
-	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/httpapi/openapi"
+	"github.com/miohq/mio/migrations"
 )
 
-// The registry is the one source of what a channel is. These tests hold
-// every other list of channel slugs to it, so adding a channel without
-// updating one fails naming the place (docs/architecture.md, "Adding a
-// channel").
+// The registry is the one source of what a channel is. The lists other
+// places need are built from it; these tests hold what is left to it, so
+// that a list written by hand fails naming the place (docs/architecture.md,
+// "Adding a channel").
 
 func registrySlugs() []string { return Registry(Options{}).Types() }
 
@@ -31,67 +33,86 @@ func sorted(in []string) []string {
 	return slices.Compact(out)
 }
 
-// TestChannelListsEnvelope: envelope.ChannelTypes.
-func TestChannelListsEnvelope(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, registrySlugs(), sorted(envelope.ChannelTypes()),
-		"envelope.ChannelTypes (envelope) differs from the channel registry (channels/builtin)")
-}
-
-// TestChannelListsDatabase: every CHECK constraint on a channel_type
-// column of the migrated schema.
+// TestChannelListsDatabase: mio.channel_types, the foreign key of
+// mio.accounts.channel_type, holds exactly the registry's channels as
+// registered once `mio migrate up` has run with the registry; an account
+// of each can be stored; and no CHECK constraint of the schema lists
+// channel slugs.
 func TestChannelListsDatabase(t *testing.T) {
 	t.Parallel()
+	ctx := context.Background()
 	env := dbtest.New(t)
-	rows, err := env.Pool.Query(context.Background(), `
+	r := Registry(Options{})
+	var types []migrations.ChannelType
+	for _, d := range r.Describe() {
+		types = append(types, migrations.ChannelType{Slug: d.Slug, DisplayName: d.DisplayName})
+	}
+	m := migrations.New(env.OwnerPool(t)).WithChannelTypes(types)
+	_, err := m.Up(ctx)
+	require.NoError(t, err)
+	require.NoError(t, m.Check(ctx))
+	var registered []string
+	require.NoError(t, env.Pool.QueryRow(ctx, `
+		SELECT coalesce(array_agg(slug ORDER BY slug), '{}') FROM mio.channel_types WHERE registered`).Scan(&registered))
+	require.Equal(t, registrySlugs(), registered, "mio.channel_types (registered) differs from the channel registry")
+	tenant, _, err := db.TenantCreate(ctx, env.Pool, "lists")
+	require.NoError(t, err)
+	for _, slug := range registrySlugs() {
+		err := db.InTenantTx(ctx, env.Pool, tenant.ID, func(tx pgx.Tx) error {
+			_, err := db.AccountInsert(ctx, tx, &db.AccountInsertParams{TenantID: tenant.ID, ChannelType: slug, DisplayName: slug})
+			return err
+		})
+		require.NoError(t, err, slug)
+	}
+
+	rows, err := env.Pool.Query(ctx, `
 		SELECT c.conrelid::regclass::text, c.conname, pg_get_constraintdef(c.oid)
 		FROM pg_constraint c
-		WHERE c.contype = 'c' AND pg_get_constraintdef(c.oid) LIKE '%channel_type%'`)
+		WHERE c.contype = 'c' AND c.connamespace = 'mio'::regnamespace`)
 	require.NoError(t, err)
-	defer rows.Close()
+	defs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([3]string, error) {
+		var d [3]string
+		return d, r.Scan(&d[0], &d[1], &d[2])
+	})
+	require.NoError(t, err)
 	quoted := regexp.MustCompile(`'([a-z_]+)'`)
-	n := 0
-	for rows.Next() {
-		var table, name, def string
-		require.NoError(t, rows.Scan(&table, &name, &def))
-		var slugs []string
-		for _, m := range quoted.FindAllStringSubmatch(def, -1) {
-			slugs = append(slugs, m[1])
+	for _, d := range defs {
+		for _, q := range quoted.FindAllStringSubmatch(d[2], -1) {
+			require.NotContains(t, registrySlugs(), q[1],
+				"CHECK constraint %s on %s names a channel (reference mio.channel_types instead): %s", d[1], d[0], d[2])
 		}
-		require.Equal(t, registrySlugs(), sorted(slugs),
-			"CHECK constraint %s on %s (add a migration that replaces it) differs from the channel registry: %s", name, table, def)
-		n++
 	}
-	require.NoError(t, rows.Err())
-	require.NotZero(t, n, "no CHECK constraint on channel_type found")
 }
 
-// TestChannelListsOpenAPI: the ChannelType schema of both OpenAPI
-// documents, and any other enum that lists channel slugs.
+// TestChannelListsOpenAPI: the YAML of both OpenAPI documents lists no
+// channel slugs in an enum, and the document as served has the
+// registry's slugs as the ChannelType enum.
 func TestChannelListsOpenAPI(t *testing.T) {
 	t.Parallel()
 	known := registrySlugs()
 	for _, doc := range []openapi.Document{openapi.Public, openapi.Admin} {
-		b, err := doc.JSON()
+		b, err := doc.JSON(nil)
 		require.NoError(t, err)
 		var v any
 		require.NoError(t, json.Unmarshal(b, &v))
-		schemas := v.(map[string]any)["components"].(map[string]any)["schemas"].(map[string]any)
-		ct, ok := schemas["ChannelType"].(map[string]any)
-		require.True(t, ok, "httpapi/openapi/%s has no ChannelType schema", doc)
-		require.NotNil(t, ct["enum"], "httpapi/openapi/%s: ChannelType has no enum", doc)
 		walkEnums(v, "", func(path string, enum []string) {
-			hits := 0
 			for _, e := range enum {
-				if slices.Contains(known, e) {
-					hits++
-				}
-			}
-			if hits >= 2 {
-				require.Equal(t, known, sorted(enum),
-					"httpapi/openapi/%s at %s: the channel_type enum differs from the channel registry", doc, path)
+				require.NotContains(t, known, e,
+					"httpapi/openapi/%s at %s: an enum lists channel slugs; reference #/components/schemas/ChannelType", doc, path)
 			}
 		})
+
+		b, err = doc.JSON(known)
+		require.NoError(t, err)
+		var served struct {
+			Components struct {
+				Schemas map[string]struct {
+					Enum []string `json:"enum"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		require.NoError(t, json.Unmarshal(b, &served))
+		require.Equal(t, known, served.Components.Schemas["ChannelType"].Enum, "httpapi/openapi/%s: ChannelType", doc)
 	}
 }
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db/dbtest"
-	"github.com/miohq/mio/envelope"
 )
 
 func TestAdminCLI(t *testing.T) {
@@ -357,5 +357,5 @@ func TestAdminChannelTypes(t *testing.T) {
 		slugs = append(slugs, it.Slug)
 		require.NotEmpty(t, it.DisplayName, it.Slug)
 	}
-	require.ElementsMatch(t, envelope.ChannelTypes(), slugs)
+	require.ElementsMatch(t, builtin.Registry(builtin.Options{}).Types(), slugs)
 }

@@ -26,6 +26,8 @@ func TestBadConfigurationExitsWithOneLine(t *testing.T) {
 		{"UnknownCommand", nil, []string{"frobnicate"}, "unknown command"},
 		{"DevInProd", []string{"MIO_ENV=prod"}, []string{"dev"}, "MIO_ENV=prod"},
 		{"MigrateWhat", nil, []string{"migrate", "sideways"}, "up, down or status"},
+		{"UnknownChannelSetting", []string{"MIO_DATABASE_URL=postgres://mio@127.0.0.1:1/mio", "MIO_ATTACHMENT_MAX_BYTES=25MiB,icq=1MiB"},
+			[]string{"serve"}, `MIO_ATTACHMENT_MAX_BYTES: no channel "icq"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

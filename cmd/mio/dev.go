@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/config"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/localpg"
@@ -102,7 +103,7 @@ func cmdDev(ctx context.Context, args []string, getenv env, stdout, stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
-	if _, err := migrations.New(owner).Up(ctx); err != nil {
+	if _, err := migrations.New(owner).WithChannelTypes(channelTypes(builtin.Registry(builtin.Options{}))).Up(ctx); err != nil {
 		owner.Close()
 		return fmt.Errorf("migrate: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/miohq/mio/channels"
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/migrations"
 )
@@ -33,7 +35,7 @@ func cmdMigrate(ctx context.Context, args []string, getenv env, stdout, stderr i
 		return fmt.Errorf("database: %w", err)
 	}
 	defer pool.Close()
-	m := migrations.New(pool)
+	m := migrations.New(pool).WithChannelTypes(channelTypes(builtin.Registry(builtin.Options{})))
 	switch sub {
 	case "up":
 		applied, err := m.Up(ctx)
@@ -77,4 +79,14 @@ func cmdMigrate(ctx context.Context, args []string, getenv env, stdout, stderr i
 		return tw.Flush()
 	}
 	return nil
+}
+
+// channelTypes are the registry's channels as mio.channel_types holds
+// them.
+func channelTypes(r *channels.Registry) []migrations.ChannelType {
+	var out []migrations.ChannelType
+	for _, d := range r.Describe() {
+		out = append(out, migrations.ChannelType{Slug: d.Slug, DisplayName: d.DisplayName})
+	}
+	return out
 }

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -98,12 +100,28 @@ type listening func(publicAddr, adminAddr string)
 // (config.TuneRuntime): logged once the schema check has passed, so that a
 // refusal stays the one line it is. tp, when not nil, traces the process (tracing.Setup).
 func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config.Runtime, tp trace.TracerProvider, onListen listening) error {
+	// Teams conversations' service URLs are kept in the database; the
+	// store gets its pool once the pool is open, before any request.
+	teamsURLs := &accounts.TeamsServiceURLs{Logger: log.With("component", "teams")}
+	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
+		APIBasePolicy: apiBasePolicy(cfg), TeamsServiceURLs: teamsURLs})
+	if err := checkChannelSettings(cfg, registry); err != nil {
+		return err
+	}
 	owner, err := db.Open(ctx, cfg.DatabaseURL, db.PoolOptions{MaxConns: 2, ApplicationName: "mio-schema"})
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	defer owner.Close()
-	schema := newSchemaChecker(migrations.New(owner))
+	migrator := migrations.New(owner).WithChannelTypes(channelTypes(registry))
+	registered, err := migrator.RegisterChannelTypes(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range registered {
+		log.Info("channel type " + r.Name)
+	}
+	schema := newSchemaChecker(migrator)
 	if err := schema.Check(ctx); err != nil {
 		if errors.Is(err, migrations.ErrSchemaOutOfDate) {
 			return err
@@ -127,9 +145,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			return err
 		}
 	}
-	registry := builtin.Registry(builtin.Options{HTTPClient: platformClient(), Logger: log.With("component", "channels"),
-		APIBasePolicy:    apiBasePolicy(cfg),
-		TeamsServiceURLs: &accounts.TeamsServiceURLs{Pool: pool, Logger: log.With("component", "teams")}})
+	teamsURLs.Pool = pool
 	// One account cache for webhooks, dispatch and attachment fetches.
 	accts := accounts.NewResolver(pool, accounts.ResolverConfig{Box: box, Registry: registry,
 		Metrics: metrics.NewCredentials(m.Registry), Logger: log.With("component", "accounts")})
@@ -415,6 +431,23 @@ func openBlob(ctx context.Context, cfg *config.Config) (blob.Store, error) {
 		return nil, fmt.Errorf("blob store (MIO_BLOB_URL): %w", err)
 	}
 	return store, nil
+}
+
+// checkChannelSettings refuses per-channel settings that name a channel
+// the registry does not have (the configuration checks only the slug's
+// form).
+func checkChannelSettings(cfg *config.Config, registry *channels.Registry) error {
+	for name, keys := range map[string][]string{
+		"MIO_ATTACHMENT_MAX_BYTES": slices.Collect(maps.Keys(cfg.AttachmentMaxBytesByChannel)),
+		"MIO_FETCH_ALLOWED_HOSTS":  slices.Collect(maps.Keys(cfg.FetchAllowedHosts)),
+	} {
+		for _, k := range keys {
+			if _, ok := registry.Get(k); !ok {
+				return fmt.Errorf("%s: no channel %q; channels: %s", name, k, strings.Join(registry.Types(), ", "))
+			}
+		}
+	}
+	return nil
 }
 
 func closeBlob(store blob.Store, log *slog.Logger) {

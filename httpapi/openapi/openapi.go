@@ -12,6 +12,7 @@ package openapi
 import (
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -38,8 +39,11 @@ func (d Document) YAML() ([]byte, error) {
 	return b, nil
 }
 
-// JSON returns the document converted to JSON (YAML anchors resolved).
-func (d Document) JSON() ([]byte, error) {
+// JSON returns the document converted to JSON (YAML anchors resolved),
+// with channelTypes (the channel registry's slugs) as the enum of the
+// ChannelType schema: the YAML names no channel. Without channel types
+// the schema keeps only the slug's pattern.
+func (d Document) JSON(channelTypes []string) ([]byte, error) {
 	b, err := d.YAML()
 	if err != nil {
 		return nil, err
@@ -52,11 +56,40 @@ func (d Document) JSON() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", d, err)
 	}
+	if err := fillChannelTypes(v, channelTypes); err != nil {
+		return nil, fmt.Errorf("openapi: %s: %w", d, err)
+	}
 	out, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %s: %w", d, err)
 	}
 	return out, nil
+}
+
+// fillChannelTypes sets the enum of components.schemas.ChannelType.
+func fillChannelTypes(doc any, channelTypes []string) error {
+	schemas, _ := dig(doc, "components", "schemas").(map[string]any)
+	ct, ok := schemas["ChannelType"].(map[string]any)
+	if !ok {
+		return errors.New("no components.schemas.ChannelType")
+	}
+	if len(channelTypes) == 0 {
+		return nil
+	}
+	enum := make([]any, len(channelTypes))
+	for i, t := range channelTypes {
+		enum[i] = t
+	}
+	ct["enum"] = enum
+	return nil
+}
+
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, _ := v.(map[string]any)
+		v = m[k]
+	}
+	return v
 }
 
 // jsonable turns YAML's decoded values into ones encoding/json accepts:

@@ -138,6 +138,14 @@ type MioBridgeSetting struct {
 	UpdatedAt time.Time
 }
 
+// Channel slugs; written by mio migrate up from the channel registry
+type MioChannelType struct {
+	Slug        string
+	DisplayName string
+	Registered  bool
+	UpdatedAt   time.Time
+}
+
 type MioConsumer struct {
 	TenantID              uuid.UUID
 	Name                  string

@@ -23,6 +23,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/helpers"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
+	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/httpapi/openapi"
 )
 
@@ -46,7 +47,7 @@ func Model(t testing.TB, doc openapi.Document) *v3.Document {
 
 func load(t testing.TB, doc openapi.Document) (validator.Validator, *v3.Document) {
 	t.Helper()
-	b, err := doc.JSON()
+	b, err := doc.JSON(builtin.Registry(builtin.Options{}).Types())
 	if err != nil {
 		t.Fatal(err)
 	}
