@@ -17,6 +17,11 @@ const (
 	CapAttachments = "attachments"
 	CapThreads     = "threads"
 	CapSource      = "source"
+	// CapInteractions: clicks on rich_content buttons come back as
+	// interaction envelopes.
+	CapInteractions = "interactions"
+	// CapReactions: POST /v1/reactions reaches the platform (Reactor).
+	CapReactions = "reactions"
 )
 
 // Rate limit scopes: one bucket per account, or one per (account,
@@ -75,7 +80,7 @@ func APIBaseURLField(def string) Field {
 }
 
 // Info is what an adapter says about its channel. Capabilities that an
-// optional interface stands for (Editor, Deleter, Typer,
+// optional interface stands for (Editor, Deleter, Typer, Reactor,
 // AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
 // declared here: Describe derives them from the adapter and its Outbound,
 // so they cannot drift.
@@ -88,6 +93,9 @@ type Info struct {
 	Threads     bool
 	Receipts    bool
 	RichContent bool
+	// Interactions: the adapter turns clicks on the buttons it renders
+	// into interaction envelopes (an inbound ability no interface marks).
+	Interactions bool
 	// RateLimits are the send limits when the account sets none; empty
 	// means unlimited.
 	RateLimits []RateLimit
@@ -145,7 +153,9 @@ func CapabilitiesOf(ch Channel) Capabilities {
 	info := ch.Info()
 	_, edit := info.Outbound.(Editor)
 	_, att := ch.(AttachmentFetcher)
-	return Capabilities{Edit: edit, Threads: info.Threads, Attachments: att, Receipts: info.Receipts}
+	_, react := info.Outbound.(Reactor)
+	return Capabilities{Edit: edit, Threads: info.Threads, Attachments: att, Receipts: info.Receipts,
+		Interactions: info.Interactions, Reactions: react}
 }
 
 // Describe returns ch's description, capabilities in a fixed order.
@@ -165,6 +175,7 @@ func Describe(ch Channel) Description {
 		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
 		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapSource, source},
+		{CapInteractions, caps.Interactions}, {CapReactions, caps.Reactions},
 	} {
 		if c.on {
 			list = append(list, c.name)

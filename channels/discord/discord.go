@@ -90,6 +90,7 @@ func (c *Channel) Info() channels.Info {
 		DisplayName:      "Discord",
 		Outbound:         (*outbound)(nil),
 		RichContent:      true,
+		Interactions:     true,
 		RateLimits:       []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
 		HistoryRateLimit: channels.RateLimit{Scope: channels.ScopeAccount, PerSec: 1, Burst: 5},
 		Settings: []channels.Field{
