@@ -108,6 +108,8 @@ func parseUpdate(body []byte) (*channels.Parsed, string, error) {
 		msg, err = fromMessage(u.ChannelPost, "channel_post", false)
 	case u.EditedChannelPost != nil:
 		msg, err = fromMessage(u.EditedChannelPost, "edited_channel_post", true)
+	case u.CallbackQuery != nil && u.CallbackQuery.Data == "" && u.CallbackQuery.GameShortName == "":
+		return &channels.Parsed{Ignored: []string{"telegram: callback_query without data"}}, "", nil
 	case u.CallbackQuery != nil:
 		msg, err = fromCallbackQuery(u.CallbackQuery)
 		callbackID = u.CallbackQuery.ID
