@@ -96,7 +96,7 @@ func (c *Channel) Info() channels.Info {
 		Settings: []channels.Field{
 			{Name: "application_id", Type: channels.TypeString, Description: "The application's id (a snowflake): the bot's own messages are left out, and follow-ups are sent with it."},
 			{Name: "gateway", Type: channels.TypeBoolean, Description: "false turns the Gateway connection off. Default on when credentials carry a bot_token."},
-			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, DIRECT_MESSAGES and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
+			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGES, DIRECT_MESSAGE_REACTIONS and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
 			{Name: "gateway_url", Type: channels.TypeString, Description: "The Gateway URL (ws:// or wss://). Default " + DefaultGatewayURL + "."},
 			channels.APIBaseURLField(DefaultAPIBaseURL),
 		},
