@@ -156,6 +156,14 @@ type ReactionCommand struct {
 	Remove         bool      `json:"remove,omitempty"`
 }
 
+// ReactionSend is a reaction MIO sends, as GET /v1/outbound/{id} shows
+// it ("reaction", with "kind": "reaction").
+type ReactionSend struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
+	Remove    bool   `json:"remove,omitempty"`
+}
+
 // EditRef names the original message of an edit or delete. Adapters set
 // PlatformMessageID (and SourceMessageID to the same value); when MIO
 // stored the original in the same account and conversation, ingest sets

@@ -15,6 +15,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/outbox"
 )
 
 // attempt makes one provider call for a claimed row and returns its
@@ -46,6 +47,13 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 
 	op, call := "send", acct.Outbound.Send
 	editAsNew := ""
+	if msg.Reaction != nil {
+		rc, ok := acct.Outbound.(channels.Reactor)
+		if !ok {
+			return dead("the " + c.ChannelType + " channel cannot react to messages (no reactions capability)")
+		}
+		op, call = "react", rc.React
+	}
 	if c.EditOf != nil {
 		ed, canEdit := acct.Outbound.(channels.Editor)
 		switch {
@@ -95,7 +103,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID
 		}
-		if acct.Capabilities.Receipts {
+		if acct.Capabilities.Receipts && msg.Reaction == nil {
 			fin.ReceiptTimeout = d.cfg.ReceiptTimeout
 		}
 		d.cfg.Metrics.HandoffLatency.WithLabelValues(c.ChannelType).Observe(time.Since(c.CreatedAt).Seconds())
@@ -176,6 +184,10 @@ func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
 		ConversationID: c.ConversationID,
 		ThreadID:       c.ThreadID,
 		Text:           c.Text,
+	}
+	if r := outbox.ReactionOf(c.RichContent); r != nil {
+		msg.Reaction = &channels.OutboundReaction{MessageID: r.MessageID, Emoji: r.Emoji, Remove: r.Remove}
+		return msg, nil
 	}
 	if len(c.RichContent) > 0 {
 		var rc envelope.RichContent
