@@ -478,8 +478,8 @@ func CheckParsed(t testing.TB, channelType string, req *channels.Request, p *cha
 			t.Fatalf("raw is not the request body")
 		case m.Kind == envelope.KindInteraction && (m.Interaction == nil || m.Interaction.ActionID == ""):
 			t.Fatalf("interaction without an action id: %+v", m)
-		case m.Kind == envelope.KindReaction && (m.Reaction == nil || m.Reaction.Emoji == "" || m.Reaction.MessageID == ""):
-			t.Fatalf("reaction without an emoji or a message id: %+v", m)
+		case m.Kind == envelope.KindReaction && (m.Reaction == nil || m.Reaction.Added && m.Reaction.Emoji == "" || m.Reaction.MessageID == ""):
+			t.Fatalf("reaction without a message id, or added without an emoji: %+v", m)
 		case m.Kind != "" && m.Kind != envelope.KindMessage && m.Kind != envelope.KindInteraction && m.Kind != envelope.KindReaction:
 			t.Fatalf("unknown kind %q", m.Kind)
 		}

@@ -9,9 +9,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"net/url"
 	"runtime"
+	"strconv"
 
 	"sync/atomic"
 	"time"
