@@ -107,8 +107,8 @@ func (c *Channel) Info() channels.Info {
 		DisplayName: "Microsoft Teams",
 		Outbound:    (*outbound)(nil),
 		Threads:     true,
-		RichContent: true,
-		RateLimits:  []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 2, Burst: 6}},
+		RichContent: true, Interactions: true,
+		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 2, Burst: 6}},
 		Settings: []channels.Field{
 			channels.APIBaseURLField(DefaultAPIBaseURL),
 			{Name: "token_url", Type: channels.TypeString, Description: "The OAuth token endpoint of the client-credentials grant. Default " + DefaultTokenURL + " (with tenant_id: that tenant's endpoint)."},
