@@ -73,8 +73,8 @@ type Message struct {
 	TenantID    uuid.UUID `json:"tenant_id"`
 	AccountID   uuid.UUID `json:"account_id"`
 	ChannelType string    `json:"channel_type"`
-	// Kind is KindMessage, KindInteraction or KindReaction; envelopes
-	// stored before kinds existed have none and are messages (KindOf).
+	// Kind is KindInteraction or KindReaction; empty (left out of the
+	// JSON) for messages (KindOf).
 	Kind string `json:"kind,omitempty"`
 	// Interaction is set on KindInteraction envelopes, Reaction on
 	// KindReaction envelopes.
