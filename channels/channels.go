@@ -52,6 +52,12 @@ type Parsed struct {
 	Statuses []ProviderStatus
 	// Reply, when non-nil, replaces the default 200 empty answer.
 	Reply *Reply
+	// AfterCommit, when set, is called once the messages are committed
+	// (or found to be duplicates), apart from the request, with a bounded
+	// context: the platform acknowledgement that must follow the durable
+	// write but need not hold the answer (Telegram answerCallbackQuery).
+	// Best effort: its error is logged.
+	AfterCommit func(ctx context.Context) error
 	// Ignored says, one line each, which parts of an authentic request
 	// were left out on purpose (for example WhatsApp changes addressed to
 	// another phone number). The request is still answered 200; the HTTP
@@ -103,10 +109,12 @@ type Account struct {
 
 // Capabilities is what a channel supports (CapabilitiesOf).
 type Capabilities struct {
-	Edit        bool `json:"edit"`
-	Threads     bool `json:"threads"`
-	Attachments bool `json:"attachments"`
-	Receipts    bool `json:"receipts"`
+	Edit         bool `json:"edit"`
+	Threads      bool `json:"threads"`
+	Attachments  bool `json:"attachments"`
+	Receipts     bool `json:"receipts"`
+	Interactions bool `json:"interactions"`
+	Reactions    bool `json:"reactions"`
 }
 
 // ConfigDescriber is implemented by channels whose account configuration

@@ -20,6 +20,11 @@ const (
 	CapSource      = "source"
 	CapInstall     = "install"
 	CapStreaming   = "streaming"
+	// CapInteractions: clicks on rich_content buttons come back as
+	// interaction envelopes.
+	CapInteractions = "interactions"
+	// CapReactions: POST /v1/reactions reaches the platform (Reactor).
+	CapReactions = "reactions"
 )
 
 // DefaultStreamEditInterval is the edit interval of streamed replies on
@@ -82,7 +87,7 @@ func APIBaseURLField(def string) Field {
 }
 
 // Info is what an adapter says about its channel. Capabilities that an
-// optional interface stands for (Editor, Deleter, Typer,
+// optional interface stands for (Editor, Deleter, Typer, Reactor,
 // AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
 // declared here: Describe derives them from the adapter and its Outbound,
 // so they cannot drift.
@@ -95,6 +100,9 @@ type Info struct {
 	Threads     bool
 	Receipts    bool
 	RichContent bool
+	// Interactions: the adapter turns clicks on the buttons it renders
+	// into interaction envelopes (an inbound ability no interface marks).
+	Interactions bool
 	// RateLimits are the send limits when the account sets none; empty
 	// means unlimited.
 	RateLimits []RateLimit
@@ -157,7 +165,9 @@ func CapabilitiesOf(ch Channel) Capabilities {
 	info := ch.Info()
 	_, edit := info.Outbound.(Editor)
 	_, att := ch.(AttachmentFetcher)
-	return Capabilities{Edit: edit, Threads: info.Threads, Attachments: att, Receipts: info.Receipts}
+	_, react := info.Outbound.(Reactor)
+	return Capabilities{Edit: edit, Threads: info.Threads, Attachments: att, Receipts: info.Receipts,
+		Interactions: info.Interactions, Reactions: react}
 }
 
 // Describe returns ch's description, capabilities in a fixed order.
@@ -179,6 +189,7 @@ func Describe(ch Channel) Description {
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
 		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapStreaming, caps.Edit},
 		{CapSource, source}, {CapInstall, installs},
+		{CapInteractions, caps.Interactions}, {CapReactions, caps.Reactions},
 	} {
 		if c.on {
 			list = append(list, c.name)

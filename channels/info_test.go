@@ -20,6 +20,10 @@ type deletingSender struct{ plainSender }
 
 func (*deletingSender) Delete(context.Context, string, string) error { return nil }
 
+type reactingSender struct{ plainSender }
+
+func (*reactingSender) React(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
+
 type infoChannel struct{ info Info }
 
 func (c infoChannel) Type() string                        { return "test" }
@@ -30,9 +34,9 @@ type sourceChannel struct{ infoChannel }
 
 func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
 
-// TestDescribeDerivesCapabilities: edit, delete and typing come from the
-// interfaces the adapter's sender implements (streaming from Editor: a
-// streamed reply grows by edits) and source from the
+// TestDescribeDerivesCapabilities: edit, delete, typing and reactions
+// come from the interfaces the adapter's sender implements (streaming from
+// Editor: a streamed reply grows by edits) and source from the
 // adapter's, not from a declaration; declared ones are listed as
 // declared.
 func TestDescribeDerivesCapabilities(t *testing.T) {
@@ -52,4 +56,10 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 
 	deleting := Describe(infoChannel{Info{Outbound: (*deletingSender)(nil)}})
 	require.Equal(t, []string{CapDelete}, deleting.Capabilities)
+
+	// reactions from Reactor; interactions are declared (an inbound
+	// ability no interface marks).
+	reacting := Describe(infoChannel{Info{Outbound: (*reactingSender)(nil), Interactions: true}})
+	require.Equal(t, []string{CapInteractions, CapReactions}, reacting.Capabilities)
+	require.Equal(t, Capabilities{Interactions: true, Reactions: true}, CapabilitiesOf(infoChannel{Info{Outbound: (*reactingSender)(nil), Interactions: true}}))
 }

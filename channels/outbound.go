@@ -39,6 +39,18 @@ type OutboundMessage struct {
 	// EditProviderMessageID, when set, asks the adapter to edit that
 	// provider message instead of sending a new one.
 	EditProviderMessageID string
+	// Reaction, when set, makes this a reaction (POST /v1/reactions)
+	// handed to the adapter's Reactor; Text, RichContent and Attachments
+	// are then empty.
+	Reaction *OutboundReaction
+}
+
+// OutboundReaction is an emoji to add to (or, with Remove, take off) the
+// platform message MessageID in the OutboundMessage's conversation.
+type OutboundReaction struct {
+	MessageID string
+	Emoji     string
+	Remove    bool
 }
 
 // SendResult is what the platform answered.
@@ -65,6 +77,18 @@ type Outbound interface {
 // message. Adapters without it get edits sent as new messages.
 type Editor interface {
 	Edit(ctx context.Context, msg *OutboundMessage) (*SendResult, error)
+}
+
+// Reactor is implemented by outbound adapters that can react to a
+// platform message (Slack reactions.add/remove, Telegram
+// setMessageReaction, Discord's reactions endpoints, a WhatsApp reaction
+// message). msg.Reaction is set; the result's ProviderMessageID is the
+// message reacted to, or the platform's id of the reaction where it has
+// one (WhatsApp). Errors are classified as Send's. The reactions
+// capability is derived from it: POST /v1/reactions refuses accounts of
+// channels without it.
+type Reactor interface {
+	React(ctx context.Context, msg *OutboundMessage) (*SendResult, error)
 }
 
 // OutboundChannel is a Channel that can send.

@@ -16,12 +16,16 @@ import (
 // Outbound is an outbound message as the server reports it (GET
 // /v1/outbound/{id}; Events only there).
 type Outbound struct {
-	ID                uuid.UUID                 `json:"id"`
-	IdempotencyKey    string                    `json:"idempotency_key"`
-	AccountID         uuid.UUID                 `json:"account_id"`
-	ChannelType       string                    `json:"channel_type"`
-	ConversationID    string                    `json:"conversation_id"`
-	ThreadID          string                    `json:"thread_id,omitempty"`
+	ID             uuid.UUID `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	AccountID      uuid.UUID `json:"account_id"`
+	ChannelType    string    `json:"channel_type"`
+	ConversationID string    `json:"conversation_id"`
+	ThreadID       string    `json:"thread_id,omitempty"`
+	// Kind is "message", or "reaction" (POST /v1/reactions) with Reaction
+	// set.
+	Kind              string                    `json:"kind"`
+	Reaction          *envelope.ReactionSend    `json:"reaction,omitempty"`
 	Text              string                    `json:"text"`
 	RichContent       json.RawMessage           `json:"rich_content,omitempty"`
 	Attachments       []envelope.SendAttachment `json:"attachments,omitempty"`

@@ -27,6 +27,18 @@ func (c *Client) Send(ctx context.Context, cmd envelope.SendCommand) (*Sent, err
 	return &out, nil
 }
 
+// React queues a reaction to a platform message (POST /v1/reactions):
+// Emoji added to — or, with Remove, taken off — message MessageID, sent
+// through the outbox like a message; GetOutbound(Sent.ID) follows it. An
+// account whose channel cannot react is refused (422, an *APIError).
+func (c *Client) React(ctx context.Context, cmd envelope.ReactionCommand) (*Sent, error) {
+	var out Sent
+	if err := c.do(ctx, http.MethodPost, "/v1/reactions", cmd, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // BatchItem is one command's answer from SendBatch: Status is what POST
 // /v1/outbound would have answered for it alone (202 accepted, 200 the
 // same command sent before under its key, 400 refused, 409 key used for

@@ -36,6 +36,25 @@ func (m *Message) AppendJSON(dst []byte) ([]byte, error) {
 	dst = appendUUID(dst, m.AccountID)
 	dst = append(dst, `,"channel_type":`...)
 	dst = appendString(dst, m.ChannelType)
+	if m.Kind != "" {
+		dst = append(dst, `,"kind":`...)
+		dst = appendString(dst, m.Kind)
+	}
+	// Interactions and reactions are rare and small: Marshal encodes them.
+	if m.Interaction != nil {
+		b, err := json.Marshal(m.Interaction)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(append(dst, `,"interaction":`...), b...)
+	}
+	if m.Reaction != nil {
+		b, err := json.Marshal(m.Reaction)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(append(dst, `,"reaction":`...), b...)
+	}
 	dst = append(dst, `,"source_message_id":`...)
 	dst = appendString(dst, m.SourceMessageID)
 	dst = append(dst, `,"conversation":{"id":`...)

@@ -7,6 +7,7 @@ package envelope
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,6 +71,16 @@ const (
 	AttachmentSkipped = "skipped"
 )
 
+// Message kinds: what an envelope records. A message is something a
+// person posted (its edits and deletes included); an interaction is a
+// click on a control MIO sent (a button of rich_content); a reaction is an
+// emoji added to or removed from a message.
+const (
+	KindMessage     = "message"
+	KindInteraction = "interaction"
+	KindReaction    = "reaction"
+)
+
 // Message is the canonical inbound envelope, mio.v1.Message. JSON field names
 // are part of MIO's external contract (docs/contract.md §3).
 type Message struct {
@@ -78,6 +89,13 @@ type Message struct {
 	TenantID    uuid.UUID `json:"tenant_id"`
 	AccountID   uuid.UUID `json:"account_id"`
 	ChannelType string    `json:"channel_type"`
+	// Kind is KindInteraction or KindReaction; empty (left out of the
+	// JSON) for messages (KindOf).
+	Kind string `json:"kind,omitempty"`
+	// Interaction is set on KindInteraction envelopes, Reaction on
+	// KindReaction envelopes.
+	Interaction *Interaction `json:"interaction,omitempty"`
+	Reaction    *Reaction    `json:"reaction,omitempty"`
 	// SourceMessageID is the platform's stable id used for deduplication
 	// (Slack event_id, Telegram update_id, WhatsApp wamid, webhook-id, ...).
 	SourceMessageID string       `json:"source_message_id"`
@@ -107,6 +125,59 @@ type Message struct {
 	// Raw is the original payload, kept up to a bounded size.
 	Raw     json.RawMessage `json:"raw,omitempty"`
 	TraceID string          `json:"trace_id,omitempty"`
+}
+
+// KindOf returns m's kind: Kind, or KindMessage when it has none.
+func KindOf(m *Message) string {
+	if m.Kind == "" {
+		return KindMessage
+	}
+	return m.Kind
+}
+
+// Interaction is a click on a control MIO rendered from a rich_content
+// button (or select menu): the button's action id and value as the agent
+// set them, and the platform id of the message the control was attached
+// to (the provider_message_id of the send that carried it).
+type Interaction struct {
+	ActionID string `json:"action_id"`
+	Value    string `json:"value,omitempty"`
+	// Values are the options chosen in a select menu (Discord string
+	// selects); nil for buttons.
+	Values    []string `json:"values,omitempty"`
+	MessageID string   `json:"message_id,omitempty"`
+}
+
+// Reaction is an emoji added to (Added) or removed from a message, the
+// platform's message id. Emoji is the character itself where the platform
+// sends one (Telegram, Discord, WhatsApp) and the platform's name
+// otherwise (Slack "thumbsup"); custom emoji are the platform's name or id.
+type Reaction struct {
+	Emoji     string `json:"emoji"`
+	Added     bool   `json:"added"`
+	MessageID string `json:"message_id"`
+}
+
+// ReactionCommand is an agent's reaction, POSTed to /v1/reactions: add
+// (or, with Remove, take back) Emoji on the platform message MessageID
+// (an inbound envelope's platform message id or an outbound message's
+// provider_message_id) in ConversationID. An empty IdempotencyKey is
+// derived from the rest, so the same reaction sent twice is one.
+type ReactionCommand struct {
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	AccountID      uuid.UUID `json:"account_id"`
+	ConversationID string    `json:"conversation_id"`
+	MessageID      string    `json:"message_id"`
+	Emoji          string    `json:"emoji"`
+	Remove         bool      `json:"remove,omitempty"`
+}
+
+// ReactionSend is a reaction MIO sends, as GET /v1/outbound/{id} shows
+// it ("reaction", with "kind": "reaction").
+type ReactionSend struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
+	Remove    bool   `json:"remove,omitempty"`
 }
 
 // EditRef names the original message of an edit or delete. Adapters set
@@ -233,12 +304,74 @@ type RichBlock struct {
 	Alt   string     `json:"alt,omitempty"`   // image
 }
 
+// Button styles (RichButton.Style): where the platform has them, a
+// primary (accented) or a danger (red) button; default a plain one.
+const (
+	ButtonPrimary = "primary"
+	ButtonDanger  = "danger"
+)
+
 // RichButton is a button: a URL button when URL is set, else a callback
-// button carrying Value.
+// button. A click on a callback button comes back as an interaction
+// envelope carrying ActionID and Value. Text is accepted for Label in
+// JSON ({"type": "button", "action_id", "text", "value", "style"}).
 type RichButton struct {
+	// Type is "button" or empty.
+	Type  string `json:"type,omitempty"`
 	Label string `json:"label"`
-	Value string `json:"value,omitempty"`
-	URL   string `json:"url,omitempty"`
+	// ActionID names the action an interaction reports; empty: Value
+	// (else Label) is sent as it is, the way buttons were before action
+	// ids, and comes back as the interaction's action_id.
+	ActionID string `json:"action_id,omitempty"`
+	Value    string `json:"value,omitempty"`
+	URL      string `json:"url,omitempty"`
+	// Style is ButtonPrimary, ButtonDanger or empty.
+	Style string `json:"style,omitempty"`
+}
+
+// UnmarshalJSON reads a button, taking "text" for "label" when only the
+// former is set.
+func (b *RichButton) UnmarshalJSON(data []byte) error {
+	type plain RichButton
+	var v struct {
+		plain
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*b = RichButton(v.plain)
+	if b.Label == "" {
+		b.Label = v.Text
+	}
+	return nil
+}
+
+// CallbackSeparator separates a button's action id from its value in a
+// platform's callback field (Telegram callback_data, Discord custom_id).
+const CallbackSeparator = ":"
+
+// CallbackData is what a callback button carries on platforms with one
+// opaque callback string: ActionID, the separator and Value when ActionID
+// is set; otherwise Value, else Label.
+func (b RichButton) CallbackData() string {
+	if b.ActionID == "" {
+		if b.Value != "" {
+			return b.Value
+		}
+		return b.Label
+	}
+	if b.Value == "" {
+		return b.ActionID
+	}
+	return b.ActionID + CallbackSeparator + b.Value
+}
+
+// SplitCallbackData reverses CallbackData: the action id before the first
+// separator and the value after it (the whole string and "" without one).
+func SplitCallbackData(data string) (actionID, value string) {
+	actionID, value, _ = strings.Cut(data, CallbackSeparator)
+	return actionID, value
 }
 
 // WithRaw returns a stored envelope (a JSON object of Message, stored

@@ -594,8 +594,8 @@ func TestAdminChannelTypes(t *testing.T) {
 	}
 	require.Len(t, bySlug, len(builtin.Registry(builtin.Options{}).Types()))
 	require.Equal(t, "Discord", bySlug["discord"]["display_name"])
-	require.ElementsMatch(t, []any{"edit", "typing", "history", "rich_content", "attachments", "streaming", "source", "install"}, bySlug["discord"]["capabilities"])
-	require.ElementsMatch(t, []any{"receipts", "rich_content", "attachments"}, bySlug["whatsapp"]["capabilities"])
+	require.ElementsMatch(t, []any{"edit", "typing", "history", "rich_content", "attachments", "streaming", "source", "install", "interactions", "reactions"}, bySlug["discord"]["capabilities"])
+	require.ElementsMatch(t, []any{"receipts", "rich_content", "attachments", "interactions", "reactions"}, bySlug["whatsapp"]["capabilities"])
 	require.Equal(t, []any{map[string]any{"key": "account", "per_sec": 30.0, "burst": 30.0},
 		map[string]any{"key": "conversation", "per_sec": 1.0, "burst": 3.0}}, bySlug["telegram"]["default_rate_limits"])
 	require.Empty(t, bySlug["webhook"]["default_rate_limits"])

@@ -24,6 +24,7 @@ import (
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
 	"github.com/miohq/mio/channels/builtin"
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/channels/slack"
 	"github.com/miohq/mio/channels/webhook"
 	"github.com/miohq/mio/db"
@@ -55,6 +56,8 @@ type testBundle struct {
 	waSecret      string
 	waVerify      string
 	discordPriv   ed25519.PrivateKey
+	// tg fakes the Bot API of Telegram accounts that have a bot token.
+	tg *channelstest.FakeTelegram
 }
 
 type bundleOpts struct {
@@ -105,7 +108,8 @@ func setup(t testing.TB, opts ...bundleOpts) *testBundle {
 	create("zoho_cliq", "cliq-shared-token", "")
 
 	b.metrics = metrics.New()
-	registry := builtin.Registry(builtin.Options{})
+	b.tg = channelstest.NewFakeTelegram(t)
+	registry := builtin.Registry(builtin.Options{APIBase: map[string]string{"telegram": b.tg.URL}})
 	b.hub = notify.New(nil, nil, notify.Options{})
 	b.ingester = ingest.New(env.Pool, ingest.Config{OnCommit: b.hub.Publish})
 	b.ingester.Start()

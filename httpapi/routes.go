@@ -54,6 +54,8 @@ func (s *Server) PublicHandler() http.Handler {
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/resend", s.resendOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/append", s.appendOutbound)
 		r.With(s.authenticate(db.RoleProduce)).Post("/outbound/{id}/finish", s.finishOutbound)
+		// Reactions to platform messages, sent through the outbox (reactions.go).
+		r.With(s.authenticate(db.RoleProduce)).Post("/reactions", s.postReaction)
 		// Typing signals (typing.go): best effort, at once, never queued.
 		r.With(s.authenticate(db.RoleProduce)).Post("/conversations/typing", s.postTyping)
 		// A conversation's history, both directions (conversations.go).

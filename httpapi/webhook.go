@@ -157,6 +157,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	if n := len(res.Inserted); n > 0 {
 		s.metrics.InboundMessages.WithLabelValues(channelType).Add(float64(n))
 	}
+	if parsed.AfterCommit != nil {
+		go s.afterCommit(context.WithoutCancel(ctx), channelType, parsed.AfterCommit)
+	}
 	s.reply(w, parsed.Reply)
 }
 
@@ -170,6 +173,21 @@ func (s *Server) verify(ctx context.Context, acct *accounts.Account, req *channe
 	}
 	span.End()
 	return err
+}
+
+// afterCommitTimeout bounds a platform acknowledgement made after the
+// commit (channels.Parsed.AfterCommit).
+const afterCommitTimeout = 10 * time.Second
+
+// afterCommit runs an adapter's post-commit acknowledgement apart from
+// the request, bounded by afterCommitTimeout; a failure is logged (the
+// platform's client stops waiting on its own).
+func (s *Server) afterCommit(ctx context.Context, channelType string, fn func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(ctx, afterCommitTimeout)
+	defer cancel()
+	if err := fn(ctx); err != nil {
+		s.log.Warn("webhook acknowledgement after commit failed", "channel_type", channelType, "err", err)
+	}
 }
 
 // readBody reads r's body, at most limit bytes (*http.MaxBytesError

@@ -23,6 +23,7 @@ const (
 	maxURLLength      = 2048
 	maxRichBlocks     = 50
 	maxRichButtons    = 25
+	maxActionID       = 255
 )
 
 // ValidationError is a SendCommand that cannot be sent; nothing was
@@ -53,7 +54,9 @@ func invalid(field, format string, args ...any) *ValidationError {
 type command struct {
 	*envelope.SendCommand
 	rich *envelope.RichContent
-	hash []byte
+	// reaction: RichContent is a reaction's stored form (reaction.go).
+	reaction bool
+	hash     []byte
 }
 
 // newCommand checks what needs no database.
@@ -142,11 +145,35 @@ func decodeRich(raw json.RawMessage) (*envelope.RichContent, error) {
 		}
 	}
 	for i, b := range rc.Buttons {
-		if strings.TrimSpace(b.Label) == "" {
-			return nil, invalid(fmt.Sprintf("rich_content.buttons[%d].label", i), "rich_content.buttons[%d].label is required", i)
+		if err := checkButton(i, b); err != nil {
+			return nil, err
 		}
 	}
 	return rc, nil
+}
+
+// checkButton checks button i: a label (or text), a known type and
+// style, and an action id that can travel in a platform's callback
+// string (envelope.RichButton.CallbackData).
+func checkButton(i int, b envelope.RichButton) error {
+	field := func(name string) string { return fmt.Sprintf("rich_content.buttons[%d].%s", i, name) }
+	switch {
+	case strings.TrimSpace(b.Label) == "":
+		return invalid(field("label"), "rich_content.buttons[%d].label is required (text is accepted for it)", i)
+	case b.Type != "" && b.Type != "button":
+		return invalid(field("type"), "rich_content.buttons[%d].type %q: want button", i, b.Type)
+	case b.Style != "" && b.Style != envelope.ButtonPrimary && b.Style != envelope.ButtonDanger:
+		return invalid(field("style"), "rich_content.buttons[%d].style %q: want primary or danger", i, b.Style)
+	case len(b.ActionID) > maxActionID:
+		return invalid(field("action_id"), "rich_content.buttons[%d].action_id is longer than %d bytes", i, maxActionID)
+	case strings.Contains(b.ActionID, envelope.CallbackSeparator):
+		return invalid(field("action_id"), "rich_content.buttons[%d].action_id may not contain %q: it separates the action id from the value in Telegram's and Discord's callbacks", i, envelope.CallbackSeparator)
+	case strings.ContainsFunc(b.ActionID, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return invalid(field("action_id"), "rich_content.buttons[%d].action_id may not contain control characters", i)
+	case b.ActionID != "" && b.URL != "":
+		return invalid(field("action_id"), "rich_content.buttons[%d]: a URL button opens its url and reports no action; drop action_id or url", i)
+	}
+	return nil
 }
 
 // httpURL reports whether s is an absolute http or https URL.

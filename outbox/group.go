@@ -474,6 +474,9 @@ func newRow(c *command, acct *db.Account, edited map[uuid.UUID]*db.Outbound) (*d
 	if c.rich != nil {
 		row.RichContent, _ = json.Marshal(c.rich)
 	}
+	if c.reaction {
+		row.RichContent = c.RichContent
+	}
 	if len(c.Attachments) > 0 {
 		row.Attachments, _ = json.Marshal(c.Attachments)
 	}

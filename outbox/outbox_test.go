@@ -54,6 +54,18 @@ func TestSendValidation(t *testing.T) {
 		}, "rich_content.blocks[1].type", `"video": want text`, nil},
 		{"rich image without url", func(c *envelope.SendCommand) { c.RichContent = json.RawMessage(`{"blocks":[{"type":"image"}]}`) }, "rich_content.blocks[0].url", "an image needs", nil},
 		{"rich button without label", func(c *envelope.SendCommand) { c.RichContent = json.RawMessage(`{"buttons":[{"label":" "}]}`) }, "rich_content.buttons[0].label", "label is required", nil},
+		{"rich button of unknown type", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"buttons":[{"type":"select","text":"a"}]}`)
+		}, "rich_content.buttons[0].type", `"select": want button`, nil},
+		{"rich button of unknown style", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"buttons":[{"text":"a","style":"green"}]}`)
+		}, "rich_content.buttons[0].style", "want primary or danger", nil},
+		{"rich button action id with the separator", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"buttons":[{"text":"a","action_id":"deploy:approve"}]}`)
+		}, "rich_content.buttons[0].action_id", `may not contain ":"`, nil},
+		{"rich URL button with an action id", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"buttons":[{"text":"a","action_id":"x","url":"https://a.example"}]}`)
+		}, "rich_content.buttons[0].action_id", "reports no action", nil},
 		{"empty message", func(c *envelope.SendCommand) { c.Text, c.RichContent = " ", json.RawMessage("null") }, "", "needs text, rich_content or attachments", nil},
 		{"unknown account", func(c *envelope.SendCommand) { c.AccountID = uuid.New() }, "account_id", "no such account", outbox.ErrAccountNotFound},
 		{"another tenant's account", func(c *envelope.SendCommand) { c.AccountID = b.b.account }, "account_id", "no such account", outbox.ErrAccountNotFound},

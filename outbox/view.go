@@ -13,12 +13,16 @@ import (
 // View is an outbound message as MIO shows it outside: the answer of GET
 // /v1/outbound/{id} and the payload of the NATS bridge's outbound events.
 type View struct {
-	ID                uuid.UUID                 `json:"id"`
-	IdempotencyKey    string                    `json:"idempotency_key"`
-	AccountID         uuid.UUID                 `json:"account_id"`
-	ChannelType       string                    `json:"channel_type"`
-	ConversationID    string                    `json:"conversation_id"`
-	ThreadID          string                    `json:"thread_id,omitempty"`
+	ID             uuid.UUID `json:"id"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	AccountID      uuid.UUID `json:"account_id"`
+	ChannelType    string    `json:"channel_type"`
+	ConversationID string    `json:"conversation_id"`
+	ThreadID       string    `json:"thread_id,omitempty"`
+	// Kind is "message", or "reaction" for a POST /v1/reactions, whose
+	// Reaction is set (and RichContent not).
+	Kind              string                    `json:"kind"`
+	Reaction          *envelope.ReactionSend    `json:"reaction,omitempty"`
 	Text              string                    `json:"text"`
 	RichContent       json.RawMessage           `json:"rich_content,omitempty"`
 	Attachments       []envelope.SendAttachment `json:"attachments,omitempty"`
@@ -66,7 +70,10 @@ func ViewOf(o *db.Outbound, events []db.OutboxEvent) *View {
 		EditOf: o.EditOf, HandoffState: o.HandoffState, ProviderState: o.ProviderState, Attempt: o.AttemptNo,
 		Attempts: o.Attempts, Series: o.Series, LastError: o.LastError, ProviderMessageID: o.ProviderMessageID,
 		CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt, HandedOffAt: o.HandedOffAt, DeadAt: o.DeadAt,
-		DiscardedAt: o.DiscardedAt}
+		DiscardedAt: o.DiscardedAt, Kind: envelope.KindMessage}
+	if r := ReactionOf(o.RichContent); r != nil {
+		v.Kind, v.Reaction, v.RichContent = envelope.KindReaction, r, nil
+	}
 	if o.StreamSeq != nil {
 		// A stream names itself in edit_of (db.OutboxNew): not an edit.
 		v.EditOf = nil

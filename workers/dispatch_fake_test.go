@@ -27,7 +27,7 @@ const (
 // call is one request the fake received.
 type call struct {
 	Channel      string
-	Op           string // send or edit
+	Op           string // send, edit or react
 	Conversation string
 	Text         string
 	Key          string // webhook-id (webhook channel), nonce (discord)
@@ -99,15 +99,29 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "chat.update") {
 			c.Op, c.EditID = "edit", str(m["ts"])
 		}
+		if strings.HasSuffix(r.URL.Path, "reactions.add") {
+			c.Op, c.EditID, c.Text = "react", str(m["timestamp"]), str(m["name"])
+		}
 	case "telegram":
 		c.Channel, c.Conversation, c.Text = "telegram", str(m["chat_id"]), str(m["text"])
 		if strings.HasSuffix(r.URL.Path, "editMessageText") {
 			c.Op, c.EditID = "edit", str(m["message_id"])
 		}
+		if strings.HasSuffix(r.URL.Path, "setMessageReaction") {
+			c.Op, c.EditID = "react", str(m["message_id"])
+			if rs, ok := m["reaction"].([]any); ok && len(rs) == 1 {
+				if r0, ok := rs[0].(map[string]any); ok {
+					c.Text = str(r0["emoji"])
+				}
+			}
+		}
 	case "discord": // /discord/channels/{id}/messages[/{mid}]
 		c.Channel, c.Conversation, c.Text, c.Key = "discord", parts[2], str(m["content"]), str(m["nonce"])
 		if r.Method == http.MethodPatch {
 			c.Op, c.EditID = "edit", parts[4]
+		}
+		if len(parts) > 6 && parts[5] == "reactions" { // .../{mid}/reactions/{emoji}/@me
+			c.Op, c.EditID, c.Text = "react", parts[4], parts[6]
 		}
 	case "zoho": // /zoho/api/v3/chats/{id}/messages
 		c.Channel, c.Conversation, c.Text = "zoho_cliq", parts[4], str(m["text"])

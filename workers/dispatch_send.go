@@ -15,6 +15,7 @@ import (
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/outbox"
 )
 
 // attempt makes one provider call for a claimed row and returns its
@@ -48,7 +49,13 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 	editAsNew := ""
 	var streamed *channels.SendResult // a stream whose message shows its final text
 	streamTimedOut := false
-	if isStream(c) {
+	if msg.Reaction != nil {
+		rc, ok := acct.Outbound.(channels.Reactor)
+		if !ok {
+			return dead("the " + c.ChannelType + " channel cannot react to messages (no reactions capability)")
+		}
+		op, call = "react", rc.React
+	} else if isStream(c) {
 		streamed, streamTimedOut, err = d.stream(ctx, tenantID, c, acct, msg)
 		if err != nil {
 			return fin, err
@@ -114,7 +121,7 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		if sent.ConversationID != "" {
 			detail["conversation_moved_to"] = sent.ConversationID
 		}
-		if acct.Capabilities.Receipts {
+		if acct.Capabilities.Receipts && msg.Reaction == nil {
 			fin.ReceiptTimeout = d.cfg.ReceiptTimeout
 		}
 		d.cfg.Metrics.HandoffLatency.WithLabelValues(c.ChannelType).Observe(time.Since(c.CreatedAt).Seconds())
@@ -196,6 +203,10 @@ func outboundMessage(c *db.ClaimCandidate) (*channels.OutboundMessage, error) {
 		ConversationID: c.ConversationID,
 		ThreadID:       c.ThreadID,
 		Text:           c.Text,
+	}
+	if r := outbox.ReactionOf(c.RichContent); r != nil {
+		msg.Reaction = &channels.OutboundReaction{MessageID: r.MessageID, Emoji: r.Emoji, Remove: r.Remove}
+		return msg, nil
 	}
 	if len(c.RichContent) > 0 {
 		var rc envelope.RichContent

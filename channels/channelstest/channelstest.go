@@ -16,8 +16,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +61,10 @@ type Harness struct {
 	// retry of an earlier delivery (Slack's X-Slack-Retry-Num), before
 	// Sign signs it again.
 	Redeliver func(req *channels.Request)
+	// Forms says the adapter also reads form-encoded bodies (Slack's
+	// interactivity payloads, in *.form fixtures), so that media type is
+	// not among those it must refuse.
+	Forms bool
 	// Fixtures are real payload shapes (ReadFixtures(t, "testdata")).
 	// Each must parse; at least one must yield a message.
 	Fixtures []Fixture
@@ -68,23 +74,36 @@ type Harness struct {
 type Fixture struct {
 	Name string
 	Body []byte
+	// ContentType is the body's media type when it is not JSON (a *.form
+	// fixture: Slack's interactivity payloads are form-encoded).
+	ContentType string
 }
+
+// MediaTypeForm is the media type of *.form fixtures.
+const MediaTypeForm = "application/x-www-form-urlencoded"
 
 // suiteNow is the clock of the suite's requests.
 var suiteNow = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
 // ReadFixtures reads every *.json file of dir (not its subfolders), sorted
-// by name. It fails tb when there is none.
+// by name, then every *.form file (form-encoded bodies). It fails tb when
+// there is none.
 func ReadFixtures(tb testing.TB, dir string) []Fixture {
 	tb.Helper()
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	require.NoError(tb, err)
 	require.NotEmpty(tb, paths, "no fixtures in %s", dir)
-	out := make([]Fixture, 0, len(paths))
-	for _, p := range paths {
+	forms, err := filepath.Glob(filepath.Join(dir, "*.form"))
+	require.NoError(tb, err)
+	out := make([]Fixture, 0, len(paths)+len(forms))
+	for _, p := range append(paths, forms...) {
 		b, err := os.ReadFile(p)
 		require.NoError(tb, err)
-		out = append(out, Fixture{Name: filepath.Base(p), Body: b})
+		fx := Fixture{Name: filepath.Base(p), Body: b}
+		if filepath.Ext(p) == ".form" {
+			fx.Body, fx.ContentType = bytes.TrimSpace(b), MediaTypeForm
+		}
+		out = append(out, fx)
 	}
 	return out
 }
@@ -127,6 +146,22 @@ func request(body []byte, now time.Time) *channels.Request {
 	return &channels.Request{Method: http.MethodPost, Header: h, Body: bytes.Clone(body), Now: now}
 }
 
+// fixtureRequest is an unsigned POST of fx at now, with its content type.
+func fixtureRequest(fx Fixture, now time.Time) *channels.Request {
+	req := request(fx.Body, now)
+	if fx.ContentType != "" {
+		req.Header.Set("Content-Type", fx.ContentType)
+	}
+	return req
+}
+
+// signedFixture is fixtureRequest signed by the harness.
+func (s *suite) signedFixture(t testing.TB, fx Fixture, now time.Time) *channels.Request {
+	req := fixtureRequest(fx, now)
+	s.h.Sign(t, req)
+	return req
+}
+
 // signed is request signed by the harness.
 func (s *suite) signed(t testing.TB, body []byte, now time.Time) *channels.Request {
 	req := request(body, now)
@@ -148,19 +183,19 @@ func (s *suite) nilRequest(t *testing.T) {
 
 func (s *suite) signedAccepted(t *testing.T) {
 	for _, fx := range s.h.Fixtures {
-		require.NoError(t, s.verify(s.signed(t, fx.Body, suiteNow)), fx.Name)
+		require.NoError(t, s.verify(s.signedFixture(t, fx, suiteNow)), fx.Name)
 	}
 }
 
 func (s *suite) unsignedRefused(t *testing.T) {
 	for _, fx := range s.h.Fixtures {
-		require.ErrorIs(t, s.verify(request(fx.Body, suiteNow)), channels.ErrUnauthorized, fx.Name)
+		require.ErrorIs(t, s.verify(fixtureRequest(fx, suiteNow)), channels.ErrUnauthorized, fx.Name)
 	}
 }
 
 func (s *suite) forgedRefused(t *testing.T) {
 	for _, fx := range s.h.Fixtures {
-		req := request(fx.Body, suiteNow)
+		req := fixtureRequest(fx, suiteNow)
 		s.h.Forge(t, req)
 		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, fx.Name)
 	}
@@ -171,7 +206,7 @@ func (s *suite) misdirectedRefused(t *testing.T) {
 		t.Skip("the platform's credential names no audience")
 	}
 	for _, fx := range s.h.Fixtures {
-		req := request(fx.Body, suiteNow)
+		req := fixtureRequest(fx, suiteNow)
 		s.h.Misdirect(t, req)
 		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, fx.Name)
 	}
@@ -182,10 +217,10 @@ func (s *suite) tamperedBodyRefused(t *testing.T) {
 		t.Skip("the platform's token does not cover the body")
 	}
 	for _, fx := range s.h.Fixtures {
-		req := s.signed(t, fx.Body, suiteNow)
+		req := s.signedFixture(t, fx, suiteNow)
 		req.Body = append(req.Body, ' ')
 		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, "%s: a trailing space", fx.Name)
-		req = s.signed(t, fx.Body, suiteNow)
+		req = s.signedFixture(t, fx, suiteNow)
 		req.Body[len(req.Body)/2] ^= 0x01
 		require.ErrorIs(t, s.verify(req), channels.ErrUnauthorized, "%s: one bit flipped", fx.Name)
 	}
@@ -226,7 +261,7 @@ func (s *suite) staleRefused(t *testing.T) {
 func (s *suite) fixturesRoundTrip(t *testing.T) {
 	messages := 0
 	for _, fx := range s.h.Fixtures {
-		req := s.signed(t, fx.Body, suiteNow)
+		req := s.signedFixture(t, fx, suiteNow)
 		require.NoError(t, s.verify(req), fx.Name)
 		p, err := s.in.Parse(context.Background(), req)
 		require.NoError(t, err, fx.Name)
@@ -253,7 +288,7 @@ func (s *suite) fixturesRoundTrip(t *testing.T) {
 func (s *suite) dedupKeysStable(t *testing.T) {
 	for _, fx := range s.h.Fixtures {
 		first := s.parseSigned(t, fx, suiteNow)
-		retry := request(fx.Body, suiteNow.Add(time.Minute))
+		retry := fixtureRequest(fx, suiteNow.Add(time.Minute))
 		if s.h.Redeliver != nil {
 			s.h.Redeliver(retry)
 		}
@@ -279,7 +314,7 @@ func (s *suite) dedupKeysStable(t *testing.T) {
 
 func (s *suite) parseSigned(t *testing.T, fx Fixture, now time.Time) *channels.Parsed {
 	t.Helper()
-	req := s.signed(t, fx.Body, now)
+	req := s.signedFixture(t, fx, now)
 	require.NoError(t, s.verify(req), fx.Name)
 	p, err := s.in.Parse(context.Background(), req)
 	require.NoError(t, err, fx.Name)
@@ -328,6 +363,9 @@ func (s *suite) contentTypes(t *testing.T) {
 	var body []byte
 	var want *channels.Parsed
 	for _, fx := range s.h.Fixtures {
+		if fx.ContentType != "" {
+			continue
+		}
 		if p := s.parseSigned(t, fx, suiteNow); len(p.Messages) > 0 {
 			body, want = fx.Body, p
 			break
@@ -342,6 +380,9 @@ func (s *suite) contentTypes(t *testing.T) {
 		require.Equal(t, want.Messages, p.Messages, "Content-Type %q", ct)
 	}
 	for _, ct := range refusedContentTypes {
+		if s.h.Forms && ct == MediaTypeForm {
+			continue
+		}
 		req := s.signed(t, body, suiteNow)
 		req.Header.Set("Content-Type", ct)
 		p, err := s.in.Parse(context.Background(), req)
@@ -401,6 +442,16 @@ func CheckParse(t testing.TB, channelType string, in channels.Inbound, req *chan
 	return p
 }
 
+// isFormPayload reports whether raw is the "payload" field of a
+// form-encoded request (where Raw is the JSON the form carries).
+func isFormPayload(req *channels.Request, raw []byte) bool {
+	if !strings.HasPrefix(req.Header.Get("Content-Type"), MediaTypeForm) {
+		return false
+	}
+	form, err := url.ParseQuery(string(req.Body))
+	return err == nil && form.Get("payload") == string(raw)
+}
+
 // CheckParsed fails t unless p is what channels.Inbound.Parse promises for
 // req: every message of channelType with a dedup key, a conversation (id
 // and a known type), a sender (unless it is a delete), no ids the caller
@@ -423,8 +474,14 @@ func CheckParsed(t testing.TB, channelType string, req *channels.Request, p *cha
 			t.Fatalf("message without sender: %+v", m)
 		case m.ID != uuid.Nil || m.TenantID != uuid.Nil || m.AccountID != uuid.Nil || !m.ReceivedAt.IsZero():
 			t.Fatalf("adapter set ids or times the caller assigns: %+v", m)
-		case !bytes.Equal(m.Raw, req.Body):
+		case !bytes.Equal(m.Raw, req.Body) && !isFormPayload(req, m.Raw):
 			t.Fatalf("raw is not the request body")
+		case m.Kind == envelope.KindInteraction && (m.Interaction == nil || m.Interaction.ActionID == ""):
+			t.Fatalf("interaction without an action id: %+v", m)
+		case m.Kind == envelope.KindReaction && (m.Reaction == nil || m.Reaction.Added && m.Reaction.Emoji == "" || m.Reaction.MessageID == ""):
+			t.Fatalf("reaction without a message id, or added without an emoji: %+v", m)
+		case m.Kind != "" && m.Kind != envelope.KindMessage && m.Kind != envelope.KindInteraction && m.Kind != envelope.KindReaction:
+			t.Fatalf("unknown kind %q", m.Kind)
 		}
 		for _, a := range m.Attachments {
 			if !attachmentKinds[a.Kind] || a.Status != envelope.AttachmentPending || a.ID != "" ||

@@ -87,17 +87,18 @@ func (c *Channel) Type() string { return envelope.ChannelDiscord }
 // history reads 1 call/s with a burst of 5, well inside the bot's 50 req/s.
 func (c *Channel) Info() channels.Info {
 	return channels.Info{
-		DisplayName: "Discord",
-		Outbound:    (*outbound)(nil),
-		RichContent: true,
-		RateLimits:  []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
+		DisplayName:  "Discord",
+		Outbound:     (*outbound)(nil),
+		RichContent:  true,
+		Interactions: true,
+		RateLimits:   []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 5}},
 		// 5 calls per 5 s per channel.
 		StreamEditInterval: time.Second,
 		HistoryRateLimit:   channels.RateLimit{Scope: channels.ScopeAccount, PerSec: 1, Burst: 5},
 		Settings: []channels.Field{
 			{Name: "application_id", Type: channels.TypeString, Description: "The application's id (a snowflake): the bot's own messages are left out, and follow-ups are sent with it."},
 			{Name: "gateway", Type: channels.TypeBoolean, Description: "false turns the Gateway connection off. Default on when credentials carry a bot_token."},
-			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, DIRECT_MESSAGES and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
+			{Name: "gateway_intents", Type: channels.TypeInteger, Description: "The Gateway intents bit set. Default GUILD_MESSAGES, GUILD_MESSAGE_REACTIONS, DIRECT_MESSAGES, DIRECT_MESSAGE_REACTIONS and MESSAGE_CONTENT (privileged: enable it in the Developer Portal)."},
 			{Name: "gateway_url", Type: channels.TypeString, Description: "The Gateway URL (ws:// or wss://). Default " + DefaultGatewayURL + "."},
 			channels.APIBaseURLField(DefaultAPIBaseURL),
 		},

@@ -83,3 +83,25 @@ func FuzzParseMessageEvent(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseReactionEvent(f *testing.F) {
+	channelstest.SeedBodies(f, func(b []byte) { f.Add(EventReactionAdd, b) })
+	f.Add(EventReactionAdd, []byte(`{"user_id":"1","channel_id":"2","message_id":"3","guild_id":"4","emoji":{"id":null,"name":"🔥"},"member":{"user":{"id":"1","username":"ada"}}}`))
+	f.Add(EventReactionRemove, []byte(`{"user_id":"1","channel_id":"2","message_id":"3","emoji":{"id":"5","name":"party"}}`))
+	f.Add(EventReactionAdd, []byte(`{"user_id":"9","channel_id":"2","message_id":"3","emoji":{"name":null}}`))
+	f.Fuzz(func(t *testing.T, eventType string, body []byte) {
+		p, err := ParseReactionEvent(eventType, body, "9", "s:1")
+		if err != nil {
+			var bre *channels.BadRequestError
+			if !errors.As(err, &bre) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for _, m := range p.Messages {
+			if m.SourceMessageID == "" || m.Conversation.ID == "" || m.Reaction == nil || m.Reaction.MessageID == "" {
+				t.Fatalf("reaction without dedup key, conversation or message: %+v", m)
+			}
+		}
+	})
+}

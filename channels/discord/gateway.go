@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
+	"strconv"
 
 	"sync/atomic"
 	"time"
@@ -25,10 +26,11 @@ const (
 	// DefaultGatewayURL is the Gateway used when an account sets no
 	// gateway_url (the resume_gateway_url of READY is used to resume).
 	DefaultGatewayURL = "wss://gateway.discord.gg"
-	// DefaultGatewayIntents are GUILD_MESSAGES (1<<9), DIRECT_MESSAGES
-	// (1<<12) and MESSAGE_CONTENT (1<<15, privileged: enable it in the
-	// Developer Portal).
-	DefaultGatewayIntents = 1<<9 | 1<<12 | 1<<15
+	// DefaultGatewayIntents are GUILD_MESSAGES (1<<9),
+	// GUILD_MESSAGE_REACTIONS (1<<10), DIRECT_MESSAGES (1<<12),
+	// DIRECT_MESSAGE_REACTIONS (1<<13) and MESSAGE_CONTENT (1<<15,
+	// privileged: enable it in the Developer Portal).
+	DefaultGatewayIntents = 1<<9 | 1<<10 | 1<<12 | 1<<13 | 1<<15
 	// DefaultGatewayMaxPayload bounds one Gateway message; larger ones are
 	// read to the end, logged and skipped.
 	DefaultGatewayMaxPayload = 4 << 20
@@ -539,8 +541,14 @@ func (s *gatewaySession) dispatch(ctx context.Context, p *payload) error {
 		s.established = true
 	case "RESUMED":
 		s.established = true
-	case EventMessageCreate, EventMessageUpdate, EventMessageDelete:
-		parsed, err := ParseMessageEvent(p.T, p.D, s.selfID)
+	case EventMessageCreate, EventMessageUpdate, EventMessageDelete, EventReactionAdd, EventReactionRemove:
+		var parsed *channels.Parsed
+		var err error
+		if p.T == EventReactionAdd || p.T == EventReactionRemove {
+			parsed, err = ParseReactionEvent(p.T, p.D, s.selfID, next.SessionID+":"+strconv.FormatInt(next.Seq, 10))
+		} else {
+			parsed, err = ParseMessageEvent(p.T, p.D, s.selfID)
+		}
 		if err != nil {
 			s.g.opts.Logger.Warn("discord gateway: message event skipped", "type", p.T, "seq", next.Seq, "err", err)
 			break

@@ -270,6 +270,11 @@ func (in *inbound) parseStored(it *interaction, body []byte, reply []byte) (*cha
 		if it.Data.Values != nil {
 			msg.Text += "=" + strings.Join(it.Data.Values, ",")
 		}
+		// A click on a button (or a choice in a select) MIO rendered: its
+		// custom_id is the action id and value (RichButton.CallbackData).
+		action, value := envelope.SplitCallbackData(it.Data.CustomID)
+		msg.Kind = envelope.KindInteraction
+		msg.Interaction = &envelope.Interaction{ActionID: action, Value: value, Values: it.Data.Values, MessageID: msg.ReplyToSourceID}
 	case typeModalSubmit:
 		if it.Data.CustomID == "" {
 			return nil, channels.BadRequestf("discord: modal submission has no custom_id")

@@ -50,7 +50,7 @@ func signedRequest(priv ed25519.PrivateKey, ts time.Time, body []byte) *channels
 func TestChannel(t *testing.T) {
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelDiscord, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Attachments: true}, channels.CapabilitiesOf(ch))
+	require.Equal(t, channels.Capabilities{Edit: true, Attachments: true, Interactions: true, Reactions: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 	require.Equal(t, DefaultTimestampTolerance, ch.opts.TimestampTolerance)
@@ -263,6 +263,8 @@ func TestParse(t *testing.T) {
 				Sender:          ada,
 				Text:            "approve_refund:4711",
 				SentAt:          time.Date(2024, 5, 15, 6, 7, 15, 873e6, time.UTC),
+				Kind:            envelope.KindInteraction,
+				Interaction:     &envelope.Interaction{ActionID: "approve_refund", Value: "4711", MessageID: "1240183690000000000"},
 			},
 		},
 		{
@@ -275,6 +277,8 @@ func TestParse(t *testing.T) {
 				Sender:          envelope.Sender{ID: "53908232506183680", DisplayName: "ada"},
 				Text:            "pick_topics=billing,shipping",
 				SentAt:          time.Date(2024, 5, 15, 6, 7, 18, 522e6, time.UTC),
+				Kind:            envelope.KindInteraction,
+				Interaction:     &envelope.Interaction{ActionID: "pick_topics", Values: []string{"billing", "shipping"}, MessageID: "1240183690000000001"},
 			},
 		},
 		{

@@ -126,3 +126,90 @@ func snowflakeLess(a, b string) bool {
 	}
 	return a < b
 }
+
+// Gateway dispatch types of reactions (intents GUILD_MESSAGE_REACTIONS,
+// DIRECT_MESSAGE_REACTIONS).
+const (
+	EventReactionAdd    = "MESSAGE_REACTION_ADD"
+	EventReactionRemove = "MESSAGE_REACTION_REMOVE"
+)
+
+// reactionEvent is a MESSAGE_REACTION_ADD or _REMOVE dispatch.
+type reactionEvent struct {
+	UserID    string `json:"user_id"`
+	ChannelID string `json:"channel_id"`
+	MessageID string `json:"message_id"`
+	GuildID   string `json:"guild_id"`
+	Member    *struct {
+		User *user `json:"user"`
+	} `json:"member"`
+	Emoji *struct {
+		ID   *string `json:"id"`
+		Name *string `json:"name"`
+	} `json:"emoji"`
+}
+
+// ParseReactionEvent turns a MESSAGE_REACTION_ADD or _REMOVE dispatch
+// into a reaction envelope. The emoji is the Unicode emoji, or name:id
+// for a custom one (what POST /v1/reactions takes back). Discord gives
+// the event no id: eventKey (the Gateway session id and sequence number,
+// the same when a resumed session replays the event) makes its dedup key
+// with the message, user, emoji and direction. The bot's own reactions
+// (selfID) are left out. Errors are *channels.BadRequestError.
+func ParseReactionEvent(eventType string, data []byte, selfID, eventKey string) (*channels.Parsed, error) {
+	var ev reactionEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return nil, channels.BadRequestf("discord: %s is not a reaction object: %v", eventType, err)
+	}
+	switch {
+	case ev.UserID == "" || ev.ChannelID == "" || ev.MessageID == "":
+		return nil, channels.BadRequestf("discord: %s without user_id, channel_id or message_id", eventType)
+	case ev.Emoji == nil || ev.Emoji.Name == nil && ev.Emoji.ID == nil:
+		return nil, channels.BadRequestf("discord: %s without an emoji", eventType)
+	case eventType != EventReactionAdd && eventType != EventReactionRemove:
+		return nil, channels.BadRequestf("discord: dispatch %q is not a reaction event", eventType)
+	}
+	if selfID != "" && ev.UserID == selfID {
+		return &channels.Parsed{Ignored: []string{"discord: the bot's own reaction"}}, nil
+	}
+	var name, id string
+	if ev.Emoji.Name != nil {
+		name = *ev.Emoji.Name
+	}
+	if ev.Emoji.ID != nil {
+		id = *ev.Emoji.ID
+	}
+	emoji := name
+	if id != "" {
+		emoji = name + ":" + id
+	}
+	added := eventType == EventReactionAdd
+	dir := "remove"
+	if added {
+		dir = "add"
+	}
+	conv := envelope.Conversation{ID: ev.ChannelID, Type: envelope.ConversationDM}
+	if ev.GuildID != "" {
+		conv.Type = envelope.ConversationChannel
+	}
+	sender := envelope.Sender{ID: ev.UserID}
+	if ev.Member != nil && ev.Member.User != nil {
+		sender.DisplayName = cmpOr(ev.Member.User.GlobalName, ev.Member.User.Username)
+		sender.IsBot = ev.Member.User.Bot
+	}
+	msg := envelope.Message{
+		Kind: envelope.KindReaction, ChannelType: envelope.ChannelDiscord,
+		Reaction:        &envelope.Reaction{Emoji: emoji, Added: added, MessageID: ev.MessageID},
+		SourceMessageID: ev.MessageID + ":reaction:" + ev.UserID + ":" + emoji + ":" + dir + ":" + eventKey,
+		Conversation:    conv, Sender: sender, Text: emoji, ReplyToSourceID: ev.MessageID,
+		Attachments: []envelope.Attachment{}, Raw: json.RawMessage(bytes.Clone(data)),
+	}
+	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

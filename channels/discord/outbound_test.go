@@ -322,6 +322,8 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Snooze 1h", Value: "snooze:1h"},
 			{Label: "Snooze 1d", Value: "snooze:1d"},
 			{Label: "Mute", Value: "mute"},
+			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
+			{Label: "Reject", ActionID: "reject", Value: "run-42", Style: envelope.ButtonDanger},
 		},
 	}
 	_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)

@@ -24,6 +24,7 @@ const (
 	componentActionRow  = 1
 	componentButton     = 2
 	buttonStylePrimary  = 1
+	buttonStyleDanger   = 4
 	buttonStyleLink     = 5
 )
 
@@ -56,8 +57,8 @@ type buttonObject struct {
 // becomes one embed (title; text, list, table and label blocks in the
 // description; the first image) plus one embed per further image, and its
 // buttons become action rows: link buttons (style 5) for URL buttons,
-// primary buttons whose custom_id is the value (default the label) for
-// the others.
+// primary (or, styled so, danger) buttons whose custom_id is the action
+// id and value (envelope.RichButton.CallbackData) for the others.
 func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error) {
 	content := msg.Text
 	for _, a := range msg.Attachments {
@@ -158,18 +159,18 @@ func buttonRows(in []envelope.RichButton) ([]actionRow, error) {
 			}
 			btn.Style, btn.URL = buttonStyleLink, b.URL
 		} else {
-			id := b.Value
-			if id == "" {
-				id = b.Label
-			}
+			id := b.CallbackData()
 			switch {
 			case utf8.RuneCountInString(id) > maxCustomID:
-				return nil, fmt.Errorf("button %d: value longer than %d characters", i, maxCustomID)
+				return nil, fmt.Errorf("button %d: action_id and value make a custom_id longer than %d characters", i, maxCustomID)
 			case seen[id]:
-				return nil, fmt.Errorf("button %d: value %q is not unique", i, id)
+				return nil, fmt.Errorf("button %d: action_id and value %q are not unique", i, id)
 			}
 			seen[id] = true
 			btn.Style, btn.CustomID = buttonStylePrimary, id
+			if b.Style == envelope.ButtonDanger {
+				btn.Style = buttonStyleDanger
+			}
 		}
 		if i%maxButtonsPerRow == 0 {
 			rows = append(rows, actionRow{Type: componentActionRow})

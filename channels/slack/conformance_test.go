@@ -18,6 +18,7 @@ func TestConformance(t *testing.T) {
 		Sign:      signWith(testSecret),
 		Forge:     signWith("another-apps-signing-secret"),
 		SignsBody: true,
+		Forms:     true,
 		Tolerance: SignatureTolerance,
 		Redeliver: func(req *channels.Request) {
 			req.Header.Set("X-Slack-Retry-Num", "1")

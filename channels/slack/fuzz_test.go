@@ -14,6 +14,14 @@ import (
 func FuzzParse(f *testing.F) {
 	channelstest.SeedBodies(f, func(b []byte) { f.Add(b, "application/json") })
 	f.Add([]byte(knownAnswerBody), "application/x-www-form-urlencoded")
+	for _, fx := range channelstest.ReadFixtures(f, "testdata") {
+		if fx.ContentType != "" {
+			f.Add(fx.Body, fx.ContentType)
+		}
+	}
+	f.Add([]byte(`payload=%7B%22type%22%3A%22block_actions%22%2C%22trigger_id%22%3A%22t%22%2C%22user%22%3A%7B%22id%22%3A%22U%22%7D%2C%22container%22%3A%7B%22channel_id%22%3A%22C%22%7D%2C%22actions%22%3A%5B%7B%22action_id%22%3A%22a%22%7D%2C%7B%22action_id%22%3A%22b%22%2C%22selected_options%22%3A%5B%7B%22value%22%3A%22v%22%7D%5D%7D%5D%7D`), "application/x-www-form-urlencoded")
+	f.Add([]byte("payload=%ff&payload=x"), "application/x-www-form-urlencoded; charset=utf-8")
+	f.Add([]byte(`{"type":"event_callback","event_id":"E","event":{"type":"reaction_added","user":"U","reaction":"x","item":{"type":"message","channel":"C","ts":"1.2"}}}`), "")
 	f.Add([]byte(`{"type":"event_callback","event_id":"E","event":{"type":"message","subtype":"message_deleted","channel":"C"}}`), "")
 	f.Add([]byte(`{"type":"event_callback","event_id":"E","event":{"type":"message","text":"<<@>|&amp;<!^|>","user":"U","channel":"C","ts":"1."}}`), "application/json; charset=utf-8")
 	in := newTestInbound(f, nil, "")
@@ -69,6 +77,8 @@ func FuzzDecodeLikeEncodingJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(outerPayload) })
 		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(messageEvent) })
+		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(interactionPayload) })
+		channelstest.CheckDecodesLikeEncodingJSON(t, body, func() any { return new(reactionEvent) })
 	})
 }
 

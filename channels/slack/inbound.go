@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,6 +152,9 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	if req == nil {
 		return nil, channels.BadRequestf("slack: no request")
 	}
+	if isForm(req.Header) {
+		return parseInteraction(req.Body)
+	}
 	if err := channels.CheckContentType(req.Header, channels.MediaTypeJSON); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
@@ -193,8 +197,19 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 		}
 		return nil, channels.BadRequestf("slack: malformed message event: %v", err)
 	}
+	if ev.Type == "reaction_added" || ev.Type == "reaction_removed" {
+		msg, err := reaction(p.EventID, p.Event)
+		if err != nil {
+			return nil, err
+		}
+		if msg == nil {
+			return &channels.Parsed{}, nil // a reaction on a file
+		}
+		msg.Raw = json.RawMessage(req.Body)
+		return &channels.Parsed{Messages: []envelope.Message{*msg}}, nil
+	}
 	if ev.Type != "message" {
-		return &channels.Parsed{}, nil // app_mention, reaction_added, ...
+		return &channels.Parsed{}, nil // app_mention, ...
 	}
 	if !storedSubtypes[ev.Subtype] {
 		return &channels.Parsed{}, nil
@@ -205,6 +220,13 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	}
 	msg.Raw = json.RawMessage(req.Body)
 	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
+}
+
+// isForm reports whether the request is form-encoded: an interactivity
+// payload (interact.go) rather than an Events API delivery.
+func isForm(h http.Header) bool {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	return err == nil && mt == "application/x-www-form-urlencoded"
 }
 
 // handshake answers url_verification with {"challenge": ...}.

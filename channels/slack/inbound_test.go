@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"testing"
 	"time"
@@ -147,7 +148,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelSlack, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, channels.CapabilitiesOf(ch))
+	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true, Interactions: true, Reactions: true}, channels.CapabilitiesOf(ch))
 	var _ channels.Channel = ch
 }
 
@@ -319,7 +320,11 @@ func TestParseErrors(t *testing.T) {
 		{name: "file with string size", body: event(`{"type":"message","subtype":"file_share","user":"U1","channel":"C1","ts":"1.2","files":[{"size":"1"}]}`)},
 		{name: "message_changed without message", body: event(`{"type":"message","subtype":"message_changed","channel":"C1","ts":"1.2"}`)},
 		{name: "message_changed without inner ts", body: event(`{"type":"message","subtype":"message_changed","channel":"C1","ts":"1.2","message":{"user":"U1"}}`)},
-		{name: "form encoded", contentType: "application/x-www-form-urlencoded", body: knownAnswerBody, wantMedia: true},
+		{name: "form encoded without payload", contentType: "application/x-www-form-urlencoded", body: knownAnswerBody},
+		{name: "form payload not JSON", contentType: "application/x-www-form-urlencoded", body: `payload=%7B`},
+		{name: "block_actions without trigger_id", contentType: "application/x-www-form-urlencoded", body: `payload=` + url.QueryEscape(`{"type":"block_actions","user":{"id":"U1"},"channel":{"id":"C1"},"actions":[{"action_id":"a"}]}`)},
+		{name: "block_actions without channel", contentType: "application/x-www-form-urlencoded", body: `payload=` + url.QueryEscape(`{"type":"block_actions","trigger_id":"t","user":{"id":"U1"},"actions":[{"action_id":"a"}]}`)},
+		{name: "reaction without item ts", body: event(`{"type":"reaction_added","user":"U1","reaction":"x","item":{"type":"message","channel":"C1"}}`)},
 		{name: "text/plain", contentType: "text/plain", body: `{}`, wantMedia: true},
 		{name: "latin-1 charset", contentType: "application/json; charset=iso-8859-1", body: `{}`, wantMedia: true},
 		{name: "garbage content type", contentType: "/", body: `{}`, wantMedia: true},

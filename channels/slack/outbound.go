@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/miohq/mio/channels"
@@ -208,4 +209,44 @@ func (e *apiError) Error() string { return "slack: " + e.method + ": " + e.code 
 // defaultRetryAfter).
 func rateLimited(header http.Header, err error) error {
 	return &channels.RateLimitedError{RetryAfter: channels.RetryAfter(header, time.Now(), defaultRetryAfter), Err: err}
+}
+
+var _ channels.Reactor = (*outbound)(nil)
+
+// reactionRequest is the reactions.add and reactions.remove body.
+type reactionRequest struct {
+	Channel   string `json:"channel"`
+	Name      string `json:"name"`
+	Timestamp string `json:"timestamp"`
+}
+
+// React adds (reactions.add) or removes (reactions.remove) the bot's
+// reaction Emoji — an emoji name, with or without its colons — on the
+// message whose ts is MessageID. Slack's already_reacted and no_reaction
+// answers count as success: they are what a retried call that already
+// went through gets.
+func (o *outbound) React(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	method, done := "reactions.add", "already_reacted"
+	if msg != nil && msg.Reaction != nil && msg.Reaction.Remove {
+		method, done = "reactions.remove", "no_reaction"
+	}
+	if err := checkMessage(msg); err != nil {
+		return nil, channels.Permanent("slack: "+method, err)
+	}
+	r := msg.Reaction
+	if r == nil || r.MessageID == "" {
+		return nil, channels.Permanent("slack: "+method, errors.New("no reaction or no message ts"))
+	}
+	name := strings.Trim(r.Emoji, ":")
+	if name == "" {
+		return nil, channels.Permanent("slack: "+method, errors.New("no emoji name"))
+	}
+	_, err := o.call(ctx, method, reactionRequest{Channel: msg.ConversationID, Name: name, Timestamp: r.MessageID})
+	if ae := (*apiError)(nil); errors.As(err, &ae) && ae.code == done {
+		err = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &channels.SendResult{ProviderMessageID: r.MessageID}, nil
 }

@@ -53,7 +53,8 @@ func newFakeWebAPI(t *testing.T, respond func(w http.ResponseWriter, r *http.Req
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		switch {
-		case r.Method != http.MethodPost || (r.URL.Path != "/chat.postMessage" && r.URL.Path != "/chat.update"):
+		case r.Method != http.MethodPost || (r.URL.Path != "/chat.postMessage" && r.URL.Path != "/chat.update" &&
+			r.URL.Path != "/reactions.add" && r.URL.Path != "/reactions.remove"):
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = io.WriteString(w, `{"ok":false,"error":"unknown_method"}`)
 		case r.Header.Get("Authorization") != "Bearer "+testBotToken:
@@ -354,6 +355,8 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Open dashboard", URL: "https://dash.test/deploys/42"},
 			{Label: "Roll back", Value: "rollback:42"},
 			{Label: "Ack"},
+			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
+			{Label: "Reject", ActionID: "reject", Value: "run-42", Style: envelope.ButtonDanger},
 		},
 	}
 	tests := []struct {

@@ -19,6 +19,7 @@ const (
 	maxButtonValue     = 2000
 	maxButtonURL       = 3000
 	maxActionsElements = 25
+	maxActionID        = 255
 	maxAltText         = 2000
 )
 
@@ -55,6 +56,7 @@ type (
 		ActionID string     `json:"action_id"`
 		URL      string     `json:"url,omitempty"`
 		Value    string     `json:"value,omitempty"`
+		Style    string     `json:"style,omitempty"`
 	}
 )
 
@@ -130,6 +132,7 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 		}
 	}
 	var row []buttonObject
+	actionIDs := make(map[string]bool, len(rc.Buttons))
 	for i, btn := range rc.Buttons {
 		if btn.Label == "" {
 			return nil, fmt.Errorf("button %d has no label", i)
@@ -138,6 +141,14 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 			Type:     "button",
 			Text:     textObject{Type: "plain_text", Text: channels.Truncate(btn.Label, maxButtonText)},
 			ActionID: fmt.Sprintf("mio_button_%d", i),
+			Style:    buttonStyle(btn.Style),
+		}
+		if btn.ActionID != "" {
+			if actionIDs[btn.ActionID] {
+				return nil, fmt.Errorf("button %d: action_id %q repeats: Slack needs the action ids of a message unique (tell buttons apart by action_id, not only by value)", i, btn.ActionID)
+			}
+			actionIDs[btn.ActionID] = true
+			b.ActionID = channels.Truncate(btn.ActionID, maxActionID)
 		}
 		if btn.URL != "" {
 			if utf8.RuneCountInString(btn.URL) > maxButtonURL {
@@ -183,6 +194,15 @@ func blockMrkdwn(b envelope.RichBlock) string {
 
 func section(text string) sectionBlock {
 	return sectionBlock{Type: "section", Text: textObject{Type: "mrkdwn", Text: text}}
+}
+
+// buttonStyle maps a RichButton style to Block Kit's (primary, danger;
+// anything else is the default button).
+func buttonStyle(s string) string {
+	if s == envelope.ButtonPrimary || s == envelope.ButtonDanger {
+		return s
+	}
+	return ""
 }
 
 // buttonValue is a callback button's value, defaulting to its label.

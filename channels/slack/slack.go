@@ -106,7 +106,7 @@ func (c *Channel) Info() channels.Info {
 	return channels.Info{
 		DisplayName: "Slack",
 		Outbound:    (*outbound)(nil),
-		Threads:     true, RichContent: true,
+		Threads:     true, RichContent: true, Interactions: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
 		// chat.update is Tier 3 (50+ calls a minute).
 		StreamEditInterval: 1200 * time.Millisecond,

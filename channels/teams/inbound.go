@@ -63,6 +63,9 @@ type activity struct {
 	ChannelData  *channelData  `json:"channelData"`
 	MembersAdded []account     `json:"membersAdded"`
 	MembersGone  []account     `json:"membersRemoved"`
+	// Value is an Adaptive Card Action.Submit's data (with the card's
+	// inputs) on the message activity the click sends.
+	Value json.RawMessage `json:"value"`
 }
 
 type account struct {
@@ -278,7 +281,37 @@ func (in *inbound) message(act *activity) (envelope.Message, error) {
 		msg.Text = messageText(act.Text, act.Entities, botID)
 		msg.Attachments = attachments(act.Attachments)
 	}
+	if act.Type == ActivityMessage {
+		submitted(&msg, act.Value)
+	}
 	return msg, nil
+}
+
+// submitted makes msg an interaction when its activity is the click on
+// an Action.Submit button MIO rendered: value carries the button's
+// "action_id" (and "value"), and replyToId names the card's message.
+func submitted(msg *envelope.Message, value json.RawMessage) {
+	if len(value) == 0 || value[0] != '{' {
+		return
+	}
+	var data map[string]json.RawMessage
+	if json.Unmarshal(value, &data) != nil {
+		return
+	}
+	str := func(k string) string {
+		var v string
+		_ = json.Unmarshal(data[k], &v)
+		return v
+	}
+	action := str("action_id")
+	if action == "" {
+		return
+	}
+	msg.Kind = envelope.KindInteraction
+	msg.Interaction = &envelope.Interaction{ActionID: action, Value: str("value"), MessageID: msg.ReplyToSourceID}
+	if strings.TrimSpace(msg.Text) == "" {
+		msg.Text = msg.Interaction.Value
+	}
 }
 
 // conversationType maps conversationType: personal is a DM, groupChat a

@@ -213,6 +213,13 @@ func TestParseFixtures(t *testing.T) {
 		require.Equal(t, "1:1fZ6R2UEXfJh_5oXKuNbB3XWbTZyJY5FPyWQzAcAHcbM:delete", m.SourceMessageID)
 		require.Empty(t, m.Text)
 	})
+	t.Run("a card button clicked", func(t *testing.T) {
+		m := one(t, "message_card_submit.json")
+		require.Equal(t, envelope.KindInteraction, m.Kind)
+		require.Equal(t, &envelope.Interaction{ActionID: "approve", Value: "run-42", MessageID: "1714564980123"}, m.Interaction)
+		require.Equal(t, "run-42", m.Text)
+		require.Equal(t, "1:1pA3sUbMiTcL1cKvAlUeXWbTZyJY5FPyWQzAcAHcbQ", m.SourceMessageID)
+	})
 	t.Run("members added", func(t *testing.T) {
 		p := parse(t, "conversation_update_members_added.json")
 		require.Empty(t, p.Messages)

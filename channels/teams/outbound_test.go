@@ -174,7 +174,8 @@ func TestRenderCard(t *testing.T) {
 				{Type: envelope.BlockImage, URL: "https://img.example/graph.png", Alt: "latency"},
 				{Type: envelope.BlockText},
 			},
-			Buttons: []envelope.RichButton{{Label: "Open", URL: "https://ci.example/1"}, {Label: "Roll back", Value: "rollback:1.4"}},
+			Buttons: []envelope.RichButton{{Label: "Open", URL: "https://ci.example/1"}, {Label: "Roll back", Value: "rollback:1.4"},
+				{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary}},
 		},
 	})
 	require.NoError(t, err)

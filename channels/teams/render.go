@@ -110,7 +110,10 @@ func renderCard(rc *envelope.RichContent) (*adaptiveCard, error) {
 		case b.URL != "":
 			card.Actions = append(card.Actions, cardAction{Type: "Action.OpenUrl", Title: b.Label, URL: b.URL})
 		default:
-			card.Actions = append(card.Actions, cardAction{Type: "Action.Submit", Title: b.Label, Data: map[string]string{"value": b.Value}})
+			// The click comes back as a message activity whose value is
+			// this data (inbound.go, submitted).
+			action, value := envelope.SplitCallbackData(b.CallbackData())
+			card.Actions = append(card.Actions, cardAction{Type: "Action.Submit", Title: b.Label, Data: map[string]string{"action_id": action, "value": value}})
 		}
 	}
 	return card, nil

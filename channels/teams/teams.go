@@ -112,6 +112,7 @@ func (c *Channel) Info() channels.Info {
 		Outbound:           (*outbound)(nil),
 		Threads:            true,
 		RichContent:        true,
+		Interactions:       true,
 		RateLimits:         []channels.RateLimit{{Scope: channels.ScopeConversation, PerSec: 2, Burst: 6}},
 		StreamEditInterval: time.Second,
 		Settings: []channels.Field{

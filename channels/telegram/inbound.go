@@ -20,6 +20,9 @@ const SecretTokenHeader = "X-Telegram-Bot-Api-Secret-Token"
 // inbound handles the webhooks of one Telegram bot.
 type inbound struct {
 	cfg Config
+	// ack answers callback queries after the commit; nil without a bot
+	// token (the client then stops its spinner on its own).
+	ack *outbound
 }
 
 var _ channels.Inbound = (*inbound)(nil)
@@ -56,25 +59,45 @@ func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Pa
 	if len(strings.TrimSpace(string(req.Body))) == 0 {
 		return nil, channels.BadRequestf("telegram: empty body")
 	}
-	return parseUpdate(req.Body)
+	parsed, callbackID, err := parseUpdate(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	if callbackID != "" && in.ack != nil {
+		parsed.AfterCommit = in.ack.answerCallbacks([]string{callbackID})
+	}
+	return parsed, nil
 }
 
 // parseUpdate maps one Update's JSON (a webhook body, or one element of a
-// getUpdates answer) to at most one message.
-func parseUpdate(body []byte) (*channels.Parsed, error) {
+// getUpdates answer) to its messages: at most one, except a
+// message_reaction, which gives one per emoji added or removed. A
+// callback query's id is returned to be answered after the commit.
+func parseUpdate(body []byte) (*channels.Parsed, string, error) {
 	var u update
 	if err := channels.UnmarshalJSON(body, &u); err != nil {
-		return nil, channels.BadRequestf("telegram: malformed update: %v", err)
+		return nil, "", channels.BadRequestf("telegram: malformed update: %v", err)
 	}
 	if u.UpdateID == nil {
-		return nil, channels.BadRequestf("telegram: update_id is missing")
+		return nil, "", channels.BadRequestf("telegram: update_id is missing")
 	}
 	raw := append(json.RawMessage(nil), body...)
 	sourceID := strconv.FormatInt(*u.UpdateID, 10)
+	if u.MessageReaction != nil {
+		msgs, err := fromReaction(u.MessageReaction, sourceID)
+		if err != nil {
+			return nil, "", err
+		}
+		for i := range msgs {
+			msgs[i].Raw = raw
+		}
+		return &channels.Parsed{Messages: msgs}, "", nil
+	}
 
 	var (
-		msg envelope.Message
-		err error
+		msg        envelope.Message
+		err        error
+		callbackID string
 	)
 	switch {
 	case u.Message != nil:
@@ -85,18 +108,21 @@ func parseUpdate(body []byte) (*channels.Parsed, error) {
 		msg, err = fromMessage(u.ChannelPost, "channel_post", false)
 	case u.EditedChannelPost != nil:
 		msg, err = fromMessage(u.EditedChannelPost, "edited_channel_post", true)
+	case u.CallbackQuery != nil && u.CallbackQuery.Data == "" && u.CallbackQuery.GameShortName == "":
+		return &channels.Parsed{Ignored: []string{"telegram: callback_query without data"}}, "", nil
 	case u.CallbackQuery != nil:
 		msg, err = fromCallbackQuery(u.CallbackQuery)
+		callbackID = u.CallbackQuery.ID
 	default:
-		return &channels.Parsed{}, nil
+		return &channels.Parsed{}, "", nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	msg.ChannelType = envelope.ChannelTelegram
 	msg.SourceMessageID = sourceID
 	msg.Raw = raw
-	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
+	return &channels.Parsed{Messages: []envelope.Message{msg}}, callbackID, nil
 }
 
 // update is a Bot API Update; only the kinds MIO stores are decoded.
@@ -107,6 +133,40 @@ type update struct {
 	ChannelPost       *message       `json:"channel_post"`
 	EditedChannelPost *message       `json:"edited_channel_post"`
 	CallbackQuery     *callbackQuery `json:"callback_query"`
+	// MessageReaction is sent only when the webhook's (or getUpdates')
+	// allowed_updates names it, and in groups only to admin bots.
+	MessageReaction *messageReaction `json:"message_reaction"`
+}
+
+// messageReaction is a MessageReactionUpdated: a user's (or an anonymous
+// chat's) reactions on one message, before and after.
+type messageReaction struct {
+	Chat        *chat          `json:"chat"`
+	MessageID   int64          `json:"message_id"`
+	User        *user          `json:"user"`
+	ActorChat   *chat          `json:"actor_chat"`
+	Date        int64          `json:"date"`
+	OldReaction []reactionType `json:"old_reaction"`
+	NewReaction []reactionType `json:"new_reaction"`
+}
+
+// reactionType is a ReactionType: an emoji, a custom emoji (by id) or a
+// paid reaction.
+type reactionType struct {
+	Type          string `json:"type"`
+	Emoji         string `json:"emoji,omitempty"`
+	CustomEmojiID string `json:"custom_emoji_id,omitempty"`
+}
+
+// key names a reaction: the emoji, a custom emoji's id, or the type.
+func (r reactionType) key() string {
+	switch {
+	case r.Emoji != "":
+		return r.Emoji
+	case r.CustomEmojiID != "":
+		return r.CustomEmojiID
+	}
+	return r.Type
 }
 
 type message struct {
@@ -209,25 +269,31 @@ func fromMessage(m *message, kind string, edited bool) (envelope.Message, error)
 	return out, nil
 }
 
-// fromCallbackQuery maps a button press: the text is the button's callback
-// data, the conversation is the chat of the message carrying the button and
-// the message replies to that message. A callback from an inline-mode
-// message has no chat; it is filed under the user's private chat with the
-// bot, whose id equals the user id.
+// fromCallbackQuery maps a button press to an interaction: its action id
+// and value are the button's callback data split at the first ":"
+// (envelope.SplitCallbackData), the text is the data as sent, the
+// conversation is the chat of the message carrying the button and the
+// interaction names (and replies to) that message. A callback from an
+// inline-mode message has no chat; it is filed under the user's private
+// chat with the bot, whose id equals the user id.
 func fromCallbackQuery(q *callbackQuery) (envelope.Message, error) {
 	if q.From == nil {
 		return envelope.Message{}, channels.BadRequestf("telegram: callback_query.from is missing")
 	}
 	out := envelope.Message{
+		Kind:   envelope.KindInteraction,
 		Sender: userSender(q.From),
 		Text:   q.Data,
 	}
 	if out.Text == "" {
 		out.Text = q.GameShortName
 	}
+	action, value := envelope.SplitCallbackData(out.Text)
+	out.Interaction = &envelope.Interaction{ActionID: action, Value: value, MessageID: q.InlineMessageID}
 	if m := q.Message; m != nil && m.Chat != nil && m.Chat.ID != nil {
 		out.Conversation = conversation(m.Chat)
 		out.ReplyToSourceID = strconv.FormatInt(m.MessageID, 10)
+		out.Interaction.MessageID = out.ReplyToSourceID
 		if m.MessageThreadID != nil {
 			out.ThreadID = strconv.FormatInt(*m.MessageThreadID, 10)
 		}
@@ -236,6 +302,58 @@ func fromCallbackQuery(q *callbackQuery) (envelope.Message, error) {
 			ID:   strconv.FormatInt(q.From.ID, 10),
 			Type: envelope.ConversationDM,
 		}
+	}
+	return out, nil
+}
+
+// fromReaction maps a message_reaction update to one reaction envelope
+// per emoji added or removed (new_reaction against old_reaction). The
+// first has the update's id as its dedup key, the next ones that id and
+// ":1", ":2", ...
+func fromReaction(r *messageReaction, sourceID string) ([]envelope.Message, error) {
+	if r.Chat == nil || r.Chat.ID == nil {
+		return nil, channels.BadRequestf("telegram: message_reaction.chat.id is missing")
+	}
+	var who envelope.Sender
+	switch {
+	case r.User != nil:
+		who = userSender(r.User)
+	case r.ActorChat != nil && r.ActorChat.ID != nil:
+		who = chatSender(r.ActorChat)
+	default:
+		who = chatSender(r.Chat)
+	}
+	old := make(map[string]bool, len(r.OldReaction))
+	for _, x := range r.OldReaction {
+		old[x.key()] = true
+	}
+	now := make(map[string]bool, len(r.NewReaction))
+	for _, x := range r.NewReaction {
+		now[x.key()] = true
+	}
+	var changes []envelope.Reaction
+	msgID := strconv.FormatInt(r.MessageID, 10)
+	for _, x := range r.NewReaction {
+		if !old[x.key()] {
+			changes = append(changes, envelope.Reaction{Emoji: x.key(), Added: true, MessageID: msgID})
+		}
+	}
+	for _, x := range r.OldReaction {
+		if !now[x.key()] {
+			changes = append(changes, envelope.Reaction{Emoji: x.key(), MessageID: msgID})
+		}
+	}
+	out := make([]envelope.Message, 0, len(changes))
+	for i := range changes {
+		id := sourceID
+		if i > 0 {
+			id += ":" + strconv.Itoa(i)
+		}
+		out = append(out, envelope.Message{
+			Kind: envelope.KindReaction, Reaction: &changes[i], ChannelType: envelope.ChannelTelegram,
+			SourceMessageID: id, Conversation: conversation(r.Chat), Sender: who, Text: changes[i].Emoji,
+			ReplyToSourceID: msgID, SentAt: unixTime(r.Date), Attachments: []envelope.Attachment{},
+		})
 	}
 	return out, nil
 }

@@ -39,7 +39,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelTelegram, ch.Type())
-	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true}, channels.CapabilitiesOf(ch))
+	require.Equal(t, channels.Capabilities{Edit: true, Threads: true, Attachments: true, Interactions: true, Reactions: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 	require.Equal(t, "http://fake", New(Options{APIBaseURL: "http://fake/"}).opts.APIBaseURL)
@@ -231,12 +231,16 @@ func TestParse(t *testing.T) {
 				ReplyToSourceID: "1370",
 				Sender:          adaFirst,
 				Text:            "deploy:approve",
+				Kind:            envelope.KindInteraction,
+				Interaction:     &envelope.Interaction{ActionID: "deploy", Value: "approve", MessageID: "1370"},
 			},
 		},
 		{
 			fixture: "callback_query_inline.json",
 			want: envelope.Message{
 				SourceMessageID: "870105629", Conversation: adaDM, Sender: adaFirst, Text: "vote:up",
+				Kind:        envelope.KindInteraction,
+				Interaction: &envelope.Interaction{ActionID: "vote", Value: "up", MessageID: "AAAAAOb3AgBkYzIxMjM0"},
 			},
 		},
 		{

@@ -270,3 +270,70 @@ type apiError struct {
 func (e *apiError) Error() string {
 	return fmt.Sprintf("telegram: %s: %d %s", e.method, e.code, e.description)
 }
+
+var _ channels.Reactor = (*outbound)(nil)
+
+// answerCallbackQueryRequest is the answerCallbackQuery body.
+type answerCallbackQueryRequest struct {
+	CallbackQueryID string `json:"callback_query_id"`
+}
+
+// answerCallbacks returns the acknowledgement of callback queries made
+// after their commit: answerCallbackQuery for each, so the user's client
+// stops its spinner. The first error is returned after every answer was
+// tried.
+func (o *outbound) answerCallbacks(ids []string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		const method = "answerCallbackQuery"
+		var first error
+		for _, id := range ids {
+			status, header, ans, err := o.call(ctx, method, answerCallbackQueryRequest{CallbackQueryID: id})
+			if err == nil {
+				err = classify(method, status, header, ans)
+			}
+			if err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
+// setMessageReactionRequest is the setMessageReaction body; an empty
+// reaction list takes the bot's reaction off.
+type setMessageReactionRequest struct {
+	ChatID    any            `json:"chat_id"`
+	MessageID int64          `json:"message_id"`
+	Reaction  []reactionType `json:"reaction"`
+}
+
+// React sets (or, with Remove, clears) the bot's reaction on a message
+// with setMessageReaction. A bot has one reaction per message: setting
+// one replaces the previous, and removing clears whichever is set.
+func (o *outbound) React(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	const method = "setMessageReaction"
+	if msg == nil || msg.Reaction == nil {
+		return nil, channels.Permanent("telegram: "+method, errors.New("no reaction"))
+	}
+	chatID, err := parseChatID(msg.ConversationID)
+	if err != nil {
+		return nil, channels.Permanent("telegram: "+method, err)
+	}
+	r := msg.Reaction
+	id, err := strconv.ParseInt(r.MessageID, 10, 64)
+	if err != nil {
+		return nil, channels.Permanent("telegram: "+method, fmt.Errorf("message id %q is not a Telegram message id", r.MessageID))
+	}
+	req := setMessageReactionRequest{ChatID: chatID, MessageID: id, Reaction: []reactionType{}}
+	if !r.Remove {
+		req.Reaction = []reactionType{{Type: "emoji", Emoji: r.Emoji}}
+	}
+	status, header, ans, err := o.call(ctx, method, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := classify(method, status, header, ans); err != nil {
+		return nil, err
+	}
+	return &channels.SendResult{ProviderMessageID: r.MessageID}, nil
+}

@@ -57,7 +57,7 @@ func newFakeBotAPI(t *testing.T, answers ...func(http.ResponseWriter, *http.Requ
 		case !hasToken || r.Method != http.MethodPost:
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = io.WriteString(w, `{"ok":false,"error_code":401,"description":"Unauthorized"}`)
-		case rest != "sendMessage" && rest != "editMessageText":
+		case rest != "sendMessage" && rest != "editMessageText" && rest != "answerCallbackQuery" && rest != "setMessageReaction":
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = io.WriteString(w, `{"ok":false,"error_code":404,"description":"Not Found: method not found"}`)
 		case !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") || !json.Valid(raw):
@@ -376,6 +376,7 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Open dashboard", URL: "https://dash.test/deploys/42"},
 			{Label: "Roll back", Value: "rollback:42"},
 			{Label: "Ack"},
+			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
 		},
 	}
 	_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)

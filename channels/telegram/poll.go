@@ -102,7 +102,7 @@ func (p *Poller) Fetch(ctx context.Context, offset int64, timeout time.Duration,
 		limit = MaxPollLimit
 	}
 	req := map[string]any{"offset": offset, "timeout": int(timeout / time.Second), "limit": limit,
-		"allowed_updates": []string{"message", "edited_message", "channel_post", "edited_channel_post", "callback_query"}}
+		"allowed_updates": AllowedUpdates}
 	ctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
 	defer cancel()
 	ans, err := p.call(ctx, "getUpdates", req, maxPollAnswer)
@@ -114,6 +114,7 @@ func (p *Poller) Fetch(ctx context.Context, offset int64, timeout time.Duration,
 		return nil, &channels.TransientError{Err: fmt.Errorf("telegram: getUpdates: result: %w", err)}
 	}
 	b := &Batch{Parsed: &channels.Parsed{}, Updates: len(updates), Next: offset}
+	var callbacks []string
 	for i, raw := range updates {
 		var head struct {
 			UpdateID *int64 `json:"update_id"`
@@ -127,15 +128,27 @@ func (p *Poller) Fetch(ctx context.Context, offset int64, timeout time.Duration,
 		if *head.UpdateID >= b.Next {
 			b.Next = *head.UpdateID + 1
 		}
-		parsed, err := parseUpdate(raw)
+		parsed, callbackID, err := parseUpdate(raw)
 		if err != nil {
 			b.Parsed.Ignored = append(b.Parsed.Ignored, "telegram: update "+strconv.FormatInt(*head.UpdateID, 10)+" skipped: "+err.Error())
 			continue
 		}
 		b.Parsed.Messages = append(b.Parsed.Messages, parsed.Messages...)
+		if callbackID != "" {
+			callbacks = append(callbacks, callbackID)
+		}
+	}
+	if len(callbacks) > 0 {
+		o := &outbound{apiBase: p.base, client: p.client, token: p.token}
+		b.Parsed.AfterCommit = o.answerCallbacks(callbacks)
 	}
 	return b, nil
 }
+
+// AllowedUpdates are the update kinds MIO asks for (getUpdates, and what
+// a webhook's setWebhook should name: Telegram leaves message_reaction
+// out unless asked).
+var AllowedUpdates = []string{"message", "edited_message", "channel_post", "edited_channel_post", "callback_query", "message_reaction"}
 
 // DeleteWebhook removes the bot's webhook (pending updates are kept), so
 // getUpdates is allowed.

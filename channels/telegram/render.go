@@ -64,7 +64,8 @@ func render(msg *channels.OutboundMessage) (string, *inlineKeyboard, error) {
 }
 
 // buttons builds the inline keyboard; a callback button's data is its
-// value, defaulting to its label.
+// action id and value (envelope.RichButton.CallbackData), which Telegram
+// limits to 64 bytes: a longer one is an error naming the limit.
 func buttons(in []envelope.RichButton) (*inlineKeyboard, error) {
 	if len(in) == 0 {
 		return nil, nil
@@ -78,12 +79,9 @@ func buttons(in []envelope.RichButton) (*inlineKeyboard, error) {
 		if b.URL != "" {
 			btn.URL = b.URL
 		} else {
-			btn.CallbackData = b.Value
-			if btn.CallbackData == "" {
-				btn.CallbackData = b.Label
-			}
+			btn.CallbackData = b.CallbackData()
 			if len(btn.CallbackData) > maxCallbackData {
-				return nil, fmt.Errorf("button %d: callback data is %d bytes, Telegram allows %d", i, len(btn.CallbackData), maxCallbackData)
+				return nil, fmt.Errorf("button %d: action_id and value make %d bytes of callback_data, Telegram allows %d", i, len(btn.CallbackData), maxCallbackData)
 			}
 		}
 		kb.InlineKeyboard = append(kb.InlineKeyboard, []inlineButton{btn})

@@ -214,6 +214,9 @@ func (r *Runner) loop(ctx context.Context, tg target) {
 	}
 }
 
+// afterCommitTimeout bounds the callback answers of one committed batch.
+const afterCommitTimeout = 10 * time.Second
+
 // pollWhileLeased fetches and commits batches until an error (a lost
 // lease is channels.ErrLeaseHeld).
 func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease channels.Lease, poller *Poller,
@@ -237,6 +240,15 @@ func (r *Runner) pollWhileLeased(ctx context.Context, tg target, lease channels.
 		})
 		if err != nil {
 			return err
+		}
+		if ack := b.Parsed.AfterCommit; ack != nil {
+			go func() {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterCommitTimeout)
+				defer cancel()
+				if err := ack(actx); err != nil {
+					log.Warn("polling: answerCallbackQuery failed", "err", err)
+				}
+			}()
 		}
 		offset = next
 	}

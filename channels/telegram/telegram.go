@@ -71,7 +71,7 @@ func (c *Channel) Info() channels.Info {
 	return channels.Info{
 		DisplayName: "Telegram",
 		Outbound:    (*outbound)(nil),
-		Threads:     true, RichContent: true,
+		Threads:     true, RichContent: true, Interactions: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 30, Burst: 30}, {Scope: channels.ScopeConversation, PerSec: 1, Burst: 3}},
 		// About one call a second per chat; 20 a minute in groups.
 		StreamEditInterval: 3 * time.Second,
@@ -102,10 +102,15 @@ func (c *Channel) NewInbound(acct channels.Account) (channels.Inbound, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.accountAPIBase(acct); err != nil {
+	base, err := c.accountAPIBase(acct)
+	if err != nil {
 		return nil, err
 	}
-	return &inbound{cfg: cfg}, nil
+	in := &inbound{cfg: cfg}
+	if cfg.BotToken != "" {
+		in.ack = &outbound{apiBase: base, client: c.opts.HTTPClient, token: cfg.BotToken}
+	}
+	return in, nil
 }
 
 // NewOutbound validates the account's configuration for sending and

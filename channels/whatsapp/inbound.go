@@ -402,25 +402,50 @@ func fromMessage(m *message, names map[string]string, where string) (envelope.Me
 			out.Text = locationText(string(l.Latitude), string(l.Longitude), l.Name, l.Address)
 		}
 	case "button":
+		// A template's quick-reply button: its payload names the action.
 		if m.Button != nil {
 			out.Text = m.Button.Text
+			if m.Button.Payload != "" {
+				interaction(&out, m.Button.Payload)
+			}
 		}
 	case "interactive":
+		// A reply button or list row of a message MIO sent: its id is the
+		// action id and value (RichButton.CallbackData).
 		if it := m.Interactive; it != nil {
+			var c *choice
 			switch {
 			case it.ButtonReply != nil:
-				out.Text = it.ButtonReply.Title
+				c = it.ButtonReply
 			case it.ListReply != nil:
-				out.Text = it.ListReply.Title
+				c = it.ListReply
+			}
+			if c != nil {
+				out.Text = c.Title
+				if c.ID != "" {
+					interaction(&out, c.ID)
+				}
 			}
 		}
 	case "reaction":
-		if r := m.Reaction; r != nil {
+		// An empty emoji is the user taking their reaction back (which
+		// one, WhatsApp does not say).
+		if r := m.Reaction; r != nil && r.MessageID != "" {
 			out.Text = r.Emoji
 			out.ReplyToSourceID = r.MessageID
+			out.Kind = envelope.KindReaction
+			out.Reaction = &envelope.Reaction{Emoji: r.Emoji, Added: r.Emoji != "", MessageID: r.MessageID}
 		}
 	}
 	return out, nil
+}
+
+// interaction makes out an interaction on the message it replies to
+// (context.id), with data's action id and value.
+func interaction(out *envelope.Message, data string) {
+	action, value := envelope.SplitCallbackData(data)
+	out.Kind = envelope.KindInteraction
+	out.Interaction = &envelope.Interaction{ActionID: action, Value: value, MessageID: out.ReplyToSourceID}
 }
 
 // locationText renders a shared location as

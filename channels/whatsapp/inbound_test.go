@@ -47,7 +47,7 @@ func TestChannel(t *testing.T) {
 	t.Parallel()
 	ch := New(Options{})
 	require.Equal(t, envelope.ChannelWhatsApp, ch.Type())
-	require.Equal(t, channels.Capabilities{Attachments: true, Receipts: true}, channels.CapabilitiesOf(ch))
+	require.Equal(t, channels.Capabilities{Attachments: true, Receipts: true, Interactions: true, Reactions: true}, channels.CapabilitiesOf(ch))
 	require.Equal(t, DefaultAPIBaseURL, ch.opts.APIBaseURL)
 	require.NotNil(t, ch.opts.HTTPClient)
 }
@@ -292,6 +292,8 @@ func TestParseMessages(t *testing.T) {
 			want: []envelope.Message{with(msg("wamid.HBgLMTY1MDUwNzY1MjAVAgASGBQzR0dHR0dHR0dHR0dHR0dHR0dHAA==", 1749417000), func(m *envelope.Message) {
 				m.Text = "Approve"
 				m.ReplyToSourceID = "wamid.HBgLMTY1MDUwNzY1MjAVAgARGBJBQkNERUZBQkNERUZBQkNERUYA"
+				m.Kind = envelope.KindInteraction
+				m.Interaction = &envelope.Interaction{ActionID: "approve-1", MessageID: m.ReplyToSourceID}
 			})},
 		},
 		{
@@ -468,12 +470,20 @@ func TestParseEdgeCases(t *testing.T) {
 			body: wrap(`{"messages":[
 				{"from":"1","id":"wamid.A","type":"button","button":{"text":"Stop promotions","payload":"STOP"}},
 				{"from":"1","id":"wamid.B","type":"interactive","interactive":{"type":"list_reply","list_reply":{"id":"r1","title":"Row 1"}}},
-				{"from":"1","id":"wamid.C","type":"reaction","reaction":{"message_id":"wamid.X","emoji":"\ud83d\udc4d"}}]}`),
+				{"from":"1","id":"wamid.C","type":"reaction","reaction":{"message_id":"wamid.X","emoji":"\ud83d\udc4d"}},
+				{"from":"1","id":"wamid.D","type":"reaction","reaction":{"message_id":"wamid.X"}},
+				{"from":"1","id":"wamid.E","type":"interactive","interactive":{"type":"button_reply","button_reply":{"id":"approve:run-42","title":"Approve"}},"context":{"from":"2","id":"wamid.Y"}}]}`),
 			check: func(t *testing.T, p *channels.Parsed) {
 				require.Equal(t, "Stop promotions", p.Messages[0].Text)
+				require.Equal(t, &envelope.Interaction{ActionID: "STOP"}, p.Messages[0].Interaction)
 				require.Equal(t, "Row 1", p.Messages[1].Text)
+				require.Equal(t, &envelope.Interaction{ActionID: "r1"}, p.Messages[1].Interaction)
 				require.Equal(t, "👍", p.Messages[2].Text)
 				require.Equal(t, "wamid.X", p.Messages[2].ReplyToSourceID)
+				require.Equal(t, envelope.KindReaction, p.Messages[2].Kind)
+				require.Equal(t, &envelope.Reaction{Emoji: "👍", Added: true, MessageID: "wamid.X"}, p.Messages[2].Reaction)
+				require.Equal(t, &envelope.Reaction{MessageID: "wamid.X"}, p.Messages[3].Reaction, "an empty emoji: the reaction taken back")
+				require.Equal(t, &envelope.Interaction{ActionID: "approve", Value: "run-42", MessageID: "wamid.Y"}, p.Messages[4].Interaction)
 			},
 		},
 		{

@@ -75,7 +75,15 @@ type sendRequest struct {
 	Type             string          `json:"type"` // text or interactive
 	Text             *textBody       `json:"text,omitempty"`
 	Interactive      *interactiveMsg `json:"interactive,omitempty"`
+	Reaction         *reactionBody   `json:"reaction,omitempty"`
 	Context          *replyContext   `json:"context,omitempty"`
+}
+
+// reactionBody is a reaction message's reaction: an empty emoji removes
+// the business's reaction.
+type reactionBody struct {
+	MessageID string `json:"message_id"`
+	Emoji     string `json:"emoji"`
 }
 
 type textBody struct {
@@ -103,6 +111,32 @@ func (o *outbound) Send(ctx context.Context, msg *channels.OutboundMessage) (*ch
 	if msg.ReplyToProviderID != "" {
 		req.Context = &replyContext{MessageID: msg.ReplyToProviderID}
 	}
+	return o.post(ctx, req)
+}
+
+var _ channels.Reactor = (*outbound)(nil)
+
+// React sends a reaction message (type reaction) to the user
+// ConversationID on their message MessageID (a wamid); removing sends an
+// empty emoji. The result is the reaction message's own wamid.
+func (o *outbound) React(ctx context.Context, msg *channels.OutboundMessage) (*channels.SendResult, error) {
+	switch {
+	case msg == nil || msg.Reaction == nil:
+		return nil, channels.Permanent(opSend, errors.New("no reaction"))
+	case strings.TrimSpace(msg.ConversationID) == "":
+		return nil, channels.Permanent(opSend, errors.New("no conversation (wa_id)"))
+	case msg.Reaction.MessageID == "":
+		return nil, channels.Permanent(opSend, errors.New("no message (wamid) to react to"))
+	}
+	r := &reactionBody{MessageID: msg.Reaction.MessageID, Emoji: msg.Reaction.Emoji}
+	if msg.Reaction.Remove {
+		r.Emoji = ""
+	}
+	return o.post(ctx, &sendRequest{MessagingProduct: "whatsapp", To: msg.ConversationID, Type: "reaction", Reaction: r})
+}
+
+// post sends one messages body and reads the wamid it was given.
+func (o *outbound) post(ctx context.Context, req *sendRequest) (*channels.SendResult, error) {
 	b, err := json.Marshal(req)
 	if err != nil {
 		return nil, channels.Permanent(opSend, fmt.Errorf("encode: %w", err))

@@ -268,7 +268,7 @@ func TestRenderGolden(t *testing.T) {
 		},
 	}
 	replyButtons := card
-	replyButtons.Buttons = []envelope.RichButton{{Label: "Roll back", Value: "rollback:42"}, {Label: "Ack"}}
+	replyButtons.Buttons = []envelope.RichButton{{Label: "Roll back", Value: "rollback:42"}, {Label: "Ack"}, {Label: "Approve", ActionID: "approve", Value: "run-42"}}
 	urlButtons := card
 	urlButtons.Buttons = []envelope.RichButton{{Label: "Open dashboard", URL: "https://dash.test/deploys/42"}, {Label: "Ack"}}
 	tooMany := card

@@ -56,7 +56,8 @@ type replyTitle struct {
 // The text is msg.Text, one line per attachment URL, then the card as
 // plain text (title, blocks). When the card has 1 to 3 buttons, none of
 // them a URL button, with titles of at most 20 characters and distinct
-// values, the message is an interactive reply-buttons message (the title
+// action ids and values (the reply id, envelope.RichButton.CallbackData),
+// the message is an interactive reply-buttons message (the title
 // as its header when it fits in 60 characters, body at most 1024
 // characters); otherwise it is a text message listing the buttons
 // ("label: url" or "[label]"). A text over 4096 characters is an error.
@@ -109,10 +110,7 @@ func interactive(parts []string, title, blocks string, buttons []envelope.RichBu
 	im := &interactiveMsg{Type: "button"}
 	seen := map[string]bool{}
 	for _, b := range buttons {
-		id := b.Value
-		if id == "" {
-			id = b.Label
-		}
+		id := b.CallbackData()
 		if b.URL != "" || utf8.RuneCountInString(b.Label) > maxReplyTitle || utf8.RuneCountInString(id) > maxReplyID || seen[id] {
 			return nil
 		}

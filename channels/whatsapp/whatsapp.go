@@ -75,7 +75,7 @@ func (c *Channel) Info() channels.Info {
 	return channels.Info{
 		DisplayName: "WhatsApp Cloud API",
 		Outbound:    (*outbound)(nil),
-		Receipts:    true, RichContent: true,
+		Receipts:    true, RichContent: true, Interactions: true,
 		RateLimits: []channels.RateLimit{{Scope: channels.ScopeAccount, PerSec: 80, Burst: 80}},
 		Settings: []channels.Field{
 			{Name: "phone_number_id", Type: channels.TypeString, Description: "The phone number id sends go from and whose webhooks are kept (digits). Default the account's external id."},

@@ -92,6 +92,9 @@ func (f *fakePlatforms) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.Conversation, c.Text = str(m["channel"]), str(m["text"])
+		if parts[1] == "reactions.add" || parts[1] == "reactions.remove" {
+			c.Op, c.EditID, c.Text = parts[1], str(m["timestamp"]), str(m["name"])
+		}
 		if parts[1] == "chat.update" {
 			c.Op, c.EditID, pid = "edit", str(m["ts"]), strings.TrimSuffix(str(m["ts"]), ".000100")
 		}
@@ -100,6 +103,14 @@ func (f *fakePlatforms) serve(w http.ResponseWriter, r *http.Request) {
 		c.Conversation, c.Text = parts[2], str(m["content"])
 		if r.Method == http.MethodPatch {
 			c.Op, c.EditID, pid = "edit", parts[4], parts[4]
+		}
+		if len(parts) > 6 && parts[5] == "reactions" { // .../{mid}/reactions/{emoji}/@me
+			c.Op, c.EditID, c.Text = "react "+r.Method, parts[4], parts[6]
+			w.WriteHeader(http.StatusNoContent)
+			f.mu.Lock()
+			f.calls = append(f.calls, c)
+			f.mu.Unlock()
+			return
 		}
 		answer = fmt.Sprintf(`{"id":%q,"channel_id":%q}`, pid, c.Conversation)
 	case "zoho": // /zoho/api/v3/chats/{id}/messages

@@ -33,15 +33,16 @@ USING (
 ON t.account_id = s.account_id AND t.source_message_id = s.source_message_id
    AND DATE(t.received_at) BETWEEN DATE_SUB(@window_start, INTERVAL 1 DAY) AND DATE_ADD(@window_end, INTERVAL 1 DAY)
 WHEN MATCHED AND s.received_at > t.received_at THEN UPDATE SET
-  id = s.id, tenant_id = s.tenant_id, channel_type = s.channel_type, conversation = s.conversation,
+  id = s.id, tenant_id = s.tenant_id, channel_type = s.channel_type, kind = s.kind, interaction = s.interaction,
+  reaction = s.reaction, conversation = s.conversation,
   thread_id = s.thread_id, reply_to_source_id = s.reply_to_source_id, sender = s.sender, text = s.text,
   attachments = s.attachments, edited = s.edited, deleted = s.deleted, edit_of = s.edit_of, sent_at = s.sent_at,
   received_at = s.received_at, raw = s.raw, trace_id = s.trace_id, _ingest_at = CURRENT_TIMESTAMP()
 WHEN NOT MATCHED THEN INSERT (
-  id, tenant_id, account_id, channel_type, source_message_id, conversation, thread_id, reply_to_source_id,
+  id, tenant_id, account_id, channel_type, kind, interaction, reaction, source_message_id, conversation, thread_id, reply_to_source_id,
   sender, text, attachments, edited, deleted, edit_of, sent_at, received_at, raw, trace_id, _ingest_at
 ) VALUES (
-  s.id, s.tenant_id, s.account_id, s.channel_type, s.source_message_id, s.conversation, s.thread_id,
+  s.id, s.tenant_id, s.account_id, s.channel_type, s.kind, s.interaction, s.reaction, s.source_message_id, s.conversation, s.thread_id,
   s.reply_to_source_id, s.sender, s.text, s.attachments, s.edited, s.deleted, s.edit_of, s.sent_at, s.received_at,
   s.raw, s.trace_id, CURRENT_TIMESTAMP()
 );

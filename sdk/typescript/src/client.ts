@@ -7,6 +7,7 @@ import type {
   Delivery,
   Message,
   OutboundStatus,
+  ReactionCommand,
   SendCommand,
   Sent,
   SettleResult,
@@ -183,6 +184,12 @@ export class Client {
   /** Edits an earlier outbound message (a send with edit_of). */
   async edit(outboundId: string, cmd: SendCommand): Promise<Sent> {
     return this.send({ ...cmd, edit_of: outboundId });
+  }
+
+  /** Queues a reaction to a platform message through the outbox (POST /v1/reactions); outbound(id) follows it. */
+  async react(cmd: ReactionCommand): Promise<Sent> {
+    const a = await this.call<{ id: string; handoff_state: string }>("POST", "/v1/reactions", cmd);
+    return { ...a.body, replayed: a.status === 200 };
   }
 
   async outbound(id: string): Promise<OutboundStatus> {

@@ -41,6 +41,10 @@ export interface Message {
   tenant_id: string;
   account_id: string;
   channel_type: string;
+  /** "message", "interaction" (a button click: `interaction`) or "reaction" (`reaction`); absent means "message". */
+  kind?: "message" | "interaction" | "reaction";
+  interaction?: Interaction;
+  reaction?: Reaction;
   source_message_id: string;
   conversation: Conversation;
   thread_id?: string;
@@ -56,6 +60,32 @@ export interface Message {
   received_at?: string;
   raw?: unknown;
   trace_id?: string;
+}
+
+/** A click on a rich_content button (or a select choice): the action id and value the agent set. */
+export interface Interaction {
+  action_id: string;
+  value?: string;
+  values?: string[];
+  /** The platform id of the message the button was attached to. */
+  message_id?: string;
+}
+
+/** An emoji added to (added) or removed from a platform message. */
+export interface Reaction {
+  emoji: string;
+  added: boolean;
+  message_id: string;
+}
+
+/** A reaction to send (POST /v1/reactions). */
+export interface ReactionCommand {
+  idempotency_key?: string;
+  account_id: string;
+  conversation_id: string;
+  message_id: string;
+  emoji: string;
+  remove?: boolean;
 }
 
 /** One leased message of a consumer. */
@@ -157,6 +187,9 @@ export interface OutboundStatus {
   channel_type: string;
   conversation_id: string;
   thread_id?: string;
+  /** "message", or "reaction" with `reaction` set. */
+  kind?: "message" | "reaction";
+  reaction?: { message_id: string; emoji: string; remove?: boolean };
   text: string;
   edit_of?: string;
   handoff_state: string;

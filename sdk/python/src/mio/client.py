@@ -210,6 +210,18 @@ class Client:
         finally:
             await asyncio.to_thread(self.stream_finish, sent.id, seq=seq)
         return sent
+    def react(self, *, account_id: str, conversation_id: str, message_id: str, emoji: str, remove: bool = False,
+              idempotency_key: Optional[str] = None) -> Sent:
+        """Queue a reaction to a platform message through the outbox (POST /v1/reactions); follow it with
+        outbound(sent.id). Without an idempotency key each call is a new reaction."""
+        cmd: Dict[str, Any] = {"account_id": account_id, "conversation_id": conversation_id,
+                               "message_id": message_id, "emoji": emoji}
+        if remove:
+            cmd["remove"] = True
+        if idempotency_key:
+            cmd["idempotency_key"] = idempotency_key
+        status, out = self._call("POST", "/v1/reactions", cmd)
+        return Sent(id=out["id"], handoff_state=out["handoff_state"], replayed=status == 200)
 
     def outbound(self, outbound_id: str) -> OutboundStatus:
         return OutboundStatus.from_json(self._call("GET", "/v1/outbound/" + urllib.parse.quote(outbound_id))[1])

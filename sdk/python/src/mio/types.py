@@ -65,6 +65,35 @@ class EditRef:
 
 
 @dataclass
+class Interaction:
+    """A click on a rich_content button (or a select choice): the action id and value the agent set."""
+
+    action_id: str
+    value: Optional[str] = None
+    values: List[str] = field(default_factory=list)
+    #: The platform id of the message the button was attached to.
+    message_id: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Interaction":
+        return cls(action_id=d.get("action_id", ""), value=d.get("value"), values=list(d.get("values") or []),
+                   message_id=d.get("message_id"))
+
+
+@dataclass
+class Reaction:
+    """An emoji added to (added) or removed from a platform message."""
+
+    emoji: str
+    added: bool
+    message_id: str
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "Reaction":
+        return cls(emoji=d.get("emoji", ""), added=bool(d.get("added", False)), message_id=d.get("message_id", ""))
+
+
+@dataclass
 class Message:
     """A canonical inbound message, mio.v1.Message."""
 
@@ -76,6 +105,10 @@ class Message:
     conversation: Conversation
     sender: Sender
     text: str = ""
+    #: "message", "interaction" (a button click: interaction) or "reaction" (reaction).
+    kind: str = "message"
+    interaction: Optional[Interaction] = None
+    reaction: Optional[Reaction] = None
     thread_id: Optional[str] = None
     reply_to_source_id: Optional[str] = None
     attachments: List[Attachment] = field(default_factory=list)
@@ -96,6 +129,9 @@ class Message:
                    channel_type=d.get("channel_type", ""), source_message_id=d.get("source_message_id", ""),
                    conversation=Conversation.from_json(d.get("conversation") or {}),
                    sender=Sender.from_json(d.get("sender") or {}), text=d.get("text", ""),
+                   kind=d.get("kind") or "message",
+                   interaction=Interaction.from_json(d["interaction"]) if d.get("interaction") else None,
+                   reaction=Reaction.from_json(d["reaction"]) if d.get("reaction") else None,
                    thread_id=d.get("thread_id"), reply_to_source_id=d.get("reply_to_source_id"),
                    attachments=[Attachment.from_json(a) for a in d.get("attachments") or []],
                    edited=bool(d.get("edited", False)), deleted=bool(d.get("deleted", False)),
@@ -190,6 +226,9 @@ class OutboundStatus:
     account_id: str = ""
     conversation_id: str = ""
     thread_id: Optional[str] = None
+    #: "message", or "reaction" with reaction ({message_id, emoji, remove}) set.
+    kind: str = "message"
+    reaction: Optional[Dict[str, Any]] = None
     text: str = ""
     attempts: int = 0
     last_error: Optional[str] = None
@@ -216,7 +255,8 @@ class OutboundStatus:
     def from_json(cls, d: Dict[str, Any]) -> "OutboundStatus":
         return cls(id=d.get("id", ""), handoff_state=d.get("handoff_state", ""), provider_state=d.get("provider_state", ""),
                    account_id=d.get("account_id", ""), conversation_id=d.get("conversation_id", ""),
-                   thread_id=d.get("thread_id"), text=d.get("text", ""), attempts=int(d.get("attempts", 0)),
+                   thread_id=d.get("thread_id"), kind=d.get("kind") or "message", reaction=d.get("reaction"),
+                   text=d.get("text", ""), attempts=int(d.get("attempts", 0)),
                    last_error=d.get("last_error"), provider_message_id=d.get("provider_message_id"),
                    events=d.get("events") or [], idempotency_key=d.get("idempotency_key", ""),
                    channel_type=d.get("channel_type", ""), rich_content=d.get("rich_content"),
