@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -111,8 +112,15 @@ func TestSDKTypeScript(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s %v:\n%s", name, args, out)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc")); err != nil {
+	// npm ci again whenever package-lock.json changed since the last one:
+	// a checkout that pulled a new dev dependency has node_modules without it.
+	lock, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
+	require.NoError(t, err)
+	sum := fmt.Sprintf("%x", sha256.Sum256(lock))
+	stamp := filepath.Join(dir, "node_modules", ".mio-package-lock.sha256")
+	if have, err := os.ReadFile(stamp); err != nil || string(have) != sum {
 		run(npm, "ci", "--no-audit", "--no-fund")
+		require.NoError(t, os.WriteFile(stamp, []byte(sum), 0o644))
 	}
 	run(npm, "run", "build")
 	vars := sdkServer(t)
