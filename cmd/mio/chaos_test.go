@@ -233,7 +233,7 @@ func runChaos(t *testing.T, pooled bool) {
 		r.dumpOutbox(ctx, owner)
 	}
 	require.Zero(t, active, "outbound rows still queued or sending %s after the load", settled)
-	require.Zero(t, overdue, "rows stayed in sending 30s past their lease")
+	require.Zero(t, overdue, "rows stayed in sending %s past their lease", chaosOverdue)
 	c := r.check(ctx, owner)
 	if r.nats != nil {
 		published := r.checkBridge(ctx, owner, time.Minute)
@@ -557,17 +557,24 @@ func (r *chaosRun) waitSettled(ctx context.Context, limit time.Duration) {
 	}
 }
 
+// chaosOverdue bounds how long a row may stay in sending past its lease:
+// the outbox sweeper gives it a job within its grace (10 s) and interval
+// (5 s), but the sweeper is a periodic job of River's leader, and a killed
+// leader holds office until its row expires (about 15 s). The load kills
+// a process every 3–4 s, so both workers can die back to back and two
+// leaders' terms run out before one sweeps: 10 + 5 + 2 × 15 s.
+const chaosOverdue = 45 * time.Second
+
 // waitOutboxSettled waits until no outbound row is queued or sending and
 // returns how many still are, and the most rows seen in sending with a
-// lease ended over 30s earlier (the sweeper takes such a row back within
-// its grace of 10s and its interval of 5s).
+// lease ended over chaosOverdue earlier.
 func (r *chaosRun) waitOutboxSettled(ctx context.Context, owner *pgxpool.Pool, limit time.Duration) (active, overdue int) {
 	deadline := time.Now().Add(limit)
 	lastLog := time.Now()
 	for {
 		var n int
 		if err := owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox
-			WHERE handoff_state = 'sending' AND lease_until < now() - interval '30 seconds'`).Scan(&n); err == nil {
+			WHERE handoff_state = 'sending' AND lease_until < now() - make_interval(secs => $1)`, chaosOverdue.Seconds()).Scan(&n); err == nil {
 			if n > overdue {
 				r.dumpOverdue(ctx, owner)
 			}
@@ -621,11 +628,11 @@ func (r *chaosRun) dumpOverdue(ctx context.Context, owner *pgxpool.Pool) {
 			E'\n'), '')
 		FROM mio.outbox o LEFT JOIN river.river_job j ON j.id = o.job_id
 		LEFT JOIN mio.accounts a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
-		WHERE o.handoff_state = 'sending' AND o.lease_until < now() - interval '30 seconds'`).Scan(&s)
+		WHERE o.handoff_state = 'sending' AND o.lease_until < now() - make_interval(secs => $1)`, chaosOverdue.Seconds()).Scan(&s)
 	var leader, beats string
 	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s elected=%s expires=%s', leader_id, elected_at::time, expires_at::time), '; '), 'none') FROM river.river_leader`).Scan(&leader)
 	_ = owner.QueryRow(ctx, `SELECT coalesce(string_agg(format('%s since=%s expires=%s', client_id, alive_since::time, expires_at::time), '; '), 'none') FROM mio.worker_heartbeats`).Scan(&beats)
-	r.t.Logf("%s sending rows 30s past their lease (now %s):\n%s\n  leader: %s\n  heartbeats: %s", time.Now().Format("15:04:05"),
+	r.t.Logf("%s sending rows %s past their lease (now %s):\n%s\n  leader: %s\n  heartbeats: %s", time.Now().Format("15:04:05"), chaosOverdue,
 		time.Now().Format("15:04:05.000"), s, leader, beats)
 }
 
