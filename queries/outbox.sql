@@ -154,12 +154,11 @@ SELECT r.id, r.attempt_no, r.series FROM r;
 -- sweep stays cheap whatever the backlog. abandoned: a sending row whose
 -- lease ended before lease_ended_before (its worker gave up), which needs
 -- a job whatever its job's state. The caller asks River's client which of
--- the other rows' jobs are live. Active is written active IS TRUE, the
--- form of outbox_due's predicate.
+-- the other rows' jobs are live.
 SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id,
        (o.handoff_state = 'sending' AND o.lease_until < @lease_ended_before::timestamptz)::bool AS abandoned
 FROM mio.outbox AS o
-WHERE o.tenant_id = @tenant_id AND o.active IS TRUE
+WHERE o.tenant_id = @tenant_id AND o.active
   AND (o.job_id IS NULL OR o.next_attempt_at < @overdue_before::timestamptz)
 ORDER BY o.next_attempt_at
 LIMIT @scan_rows::int;

@@ -16,25 +16,23 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bi
                    provider_state text, edit_provider_message_id text, prior_job_id bigint)
     LANGUAGE plpgsql
     -- Each walked row is joined back by TID in a LATERAL and updated by
-    -- TID alone; every statement that reads the outbox is planned for the
-    -- outbox as it is now (dynamic statements: docs/architecture.md,
-    -- "Planner safety"). River's tables are not touched: the rows' former
-    -- jobs are returned (prior_job_id) for the caller to delete through
+    -- TID alone. River's tables are not touched: the rows' former jobs
+    -- are returned (prior_job_id) for the caller to delete through
     -- River's client.
+    SET enable_sort = off SET enable_bitmapscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+    SET enable_indexscan = on -- restored on return: the update turns it off
     AS $$
 #variable_conflict use_column
 DECLARE
-    owners  bigint[] := '{}';
-    walk    tid[];
-    c       refcursor;
-    prior   bigint;
-    ed      text;
-    r       mio.outbox;
-    claimed mio.outbox[] := '{}';
-    priors  bigint[] := '{}';
-    edits   text[] := '{}';
-    k       integer;
-    i       integer;
+    owners bigint[] := '{}';
+    walk   tid[];
+    ids    uuid[];
+    jobs   bigint[];
+    tids   tid[];
+    edits  text[];
+    k      integer;
+    i      integer;
 BEGIN
     -- Owner of the n-th row taken: the jobs in turn, each up to its count.
     FOR i IN 1 .. coalesce((SELECT max(c) FROM unnest(p_counts) AS c), 0) LOOP
@@ -48,75 +46,72 @@ BEGIN
         RETURN;
     END IF;
     -- The walk: at most a depth of 4 rows per row asked for (at
-    -- least 256) from the newest end of the due index. The depth is a
-    -- sub-select, a count the planner cannot see: it plans for the first
-    -- tenth of the rows, which the due index's order returns at once,
-    -- where a depth it could count (above the rows it estimates for a
-    -- young outbox) makes a bitmap scan and a sort of every due row look
-    -- cheaper.
-    EXECUTE $q$
-    SELECT array_agg(w.tid)
+    -- least 256) from the newest end of the due index.
+    SELECT array_agg(w.tid) INTO walk
     FROM (
         SELECT d.ctid AS tid
         FROM mio.outbox AS d
-        WHERE d.tenant_id = $1 AND d.active IS TRUE AND d.next_attempt_at <= now()
+        WHERE d.tenant_id = p_tenant AND d.active AND d.next_attempt_at <= now()
         ORDER BY d.next_attempt_at DESC
-        LIMIT (SELECT greatest(4 * $2, 256))
-    ) AS w
-    $q$ INTO walk USING p_tenant, cardinality(owners);
+        LIMIT greatest(4 * cardinality(owners), 256)
+    ) AS w;
     IF walk IS NULL THEN
         RETURN;
     END IF;
     -- In walk order, the rows first of their lane, each found by the
     -- version the walk saw (one updated since is skipped) and locked (one
     -- another transaction holds is skipped), until there is one per owner.
-    OPEN c NO SCROLL FOR EXECUTE $q$
-    SELECT r.job_id,
-           CASE WHEN r.edit_of IS NULL THEN ''
-                ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
-                               FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
-                                     WHERE y.tenant_id = $1 AND y.id >= r.edit_of
-                                     ORDER BY y.id LIMIT 1) AS e), '') END
-    FROM unnest($2::tid[]) AS w(tid)
-    CROSS JOIN LATERAL (
-        SELECT o.job_id, o.edit_of FROM mio.outbox AS o
-        WHERE o.ctid = w.tid AND o.active AND o.handoff_state = 'queued'
-          AND o.next_attempt_at <= now() AND o.channel_type = ANY ($3::text[])
-          AND EXISTS (SELECT 1 FROM mio.accounts AS a
-                      WHERE a.tenant_id = o.tenant_id AND a.id = o.account_id
-                        AND a.rate_limit_per_sec IS NULL AND a.rate_limit_burst IS NULL)
-          AND (SELECT 1 FROM mio.outbox AS p
-               WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
-                 AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
-               ORDER BY p.seq LIMIT 1) IS NULL
-        FOR NO KEY UPDATE SKIP LOCKED
-    ) AS r
-    LIMIT $4
-    $q$ USING p_tenant, walk, p_unlimited, cardinality(owners);
-    -- Each is claimed for its owner on its locked version (WHERE CURRENT
-    -- OF: a TID scan, whatever the statistics say).
-    LOOP
-        FETCH c INTO prior, ed;
-        EXIT WHEN NOT FOUND;
-        UPDATE mio.outbox AS o
-        SET handoff_state = 'sending', attempts = o.attempts + 1, job_id = owners[cardinality(claimed) + 1],
-            lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
-        WHERE CURRENT OF c
-        RETURNING o.* INTO r;
-        claimed := claimed || r;
-        priors := priors || prior;
-        edits := edits || ed;
-    END LOOP;
-    CLOSE c;
-    IF cardinality(claimed) = 0 THEN
+    SELECT array_agg(c.id), array_agg(c.job_id), array_agg(c.tid), array_agg(c.edit) INTO ids, jobs, tids, edits
+    FROM (
+        SELECT r.id, r.job_id, r.tid,
+               CASE WHEN r.edit_of IS NULL THEN ''
+                    ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
+                                   FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
+                                         WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
+                                         ORDER BY y.id LIMIT 1) AS e), '') END AS edit
+        FROM unnest(walk) AS w(tid)
+        CROSS JOIN LATERAL (
+            SELECT o.id, o.ctid AS tid, o.job_id, o.edit_of FROM mio.outbox AS o
+            WHERE o.ctid = w.tid AND o.tenant_id = p_tenant AND o.active AND o.handoff_state = 'queued'
+              AND o.next_attempt_at <= now() AND o.channel_type = ANY (p_unlimited)
+              AND EXISTS (SELECT 1 FROM mio.accounts AS a
+                          WHERE a.tenant_id = o.tenant_id AND a.id = o.account_id
+                            AND a.rate_limit_per_sec IS NULL AND a.rate_limit_burst IS NULL)
+              AND (SELECT 1 FROM mio.outbox AS p
+                   WHERE p.tenant_id = o.tenant_id AND p.account_id = o.account_id
+                     AND p.conversation_id = o.conversation_id AND p.active AND p.seq < o.seq
+                   ORDER BY p.seq LIMIT 1) IS NULL
+            FOR NO KEY UPDATE SKIP LOCKED
+        ) AS r
+        LIMIT cardinality(owners)
+    ) AS c;
+    IF ids IS NULL THEN
         RETURN;
     END IF;
-    INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
-    SELECT p_tenant, u.id, 'sending', 'handoff', 'sending', u.attempt_no FROM unnest(claimed) AS u;
+    PERFORM set_config('enable_indexscan', 'off', true);
     RETURN QUERY
-    SELECT u.id, u.job_id, u.account_id, u.channel_type, u.conversation_id, u.thread_id, u.text, u.rich_content,
-           u.attachments, u.edit_of, u.attempt_no, u.series_first_attempt, u.created_at, u.provider_state,
-           edits[u.ordinality], priors[u.ordinality]
-    FROM unnest(claimed) WITH ORDINALITY AS u;
+    WITH input AS (
+        SELECT t.id, t.tid, t.edit, t.prior, owners[t.n] AS owner
+        FROM unnest(ids, tids, edits, jobs) WITH ORDINALITY AS t(id, tid, edit, prior, n)
+    ),
+    upd AS (
+        -- The rows are locked: their versions stay the ones found.
+        UPDATE mio.outbox AS o
+        SET handoff_state = 'sending', attempts = o.attempts + 1, job_id = input.owner,
+            lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
+        FROM input
+        WHERE o.ctid = input.tid AND o.tenant_id = p_tenant AND o.id = input.id
+        RETURNING o.id, o.job_id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text,
+                  o.rich_content, o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.created_at,
+                  o.provider_state, input.edit, input.prior
+    ),
+    ev AS (
+        INSERT INTO mio.outbox_events (tenant_id, outbox_id, event, machine, state, attempt_no)
+        SELECT p_tenant, upd.id, 'sending', 'handoff', 'sending', upd.attempt_no FROM upd
+    )
+    SELECT upd.id, upd.job_id, upd.account_id, upd.channel_type, upd.conversation_id, upd.thread_id,
+           upd.text, upd.rich_content, upd.attachments, upd.edit_of, upd.attempt_no,
+           upd.series_first_attempt, upd.created_at, upd.provider_state, upd.edit, upd.prior
+    FROM upd;
 END
 $$;

@@ -893,7 +893,7 @@ const OutboxSweepCandidates = `-- name: OutboxSweepCandidates :many
 SELECT o.id, o.account_id, o.channel_type, o.conversation_id, o.job_id,
        (o.handoff_state = 'sending' AND o.lease_until < $1::timestamptz)::bool AS abandoned
 FROM mio.outbox AS o
-WHERE o.tenant_id = $2 AND o.active IS TRUE
+WHERE o.tenant_id = $2 AND o.active
   AND (o.job_id IS NULL OR o.next_attempt_at < $3::timestamptz)
 ORDER BY o.next_attempt_at
 LIMIT $4::int
@@ -921,8 +921,7 @@ type OutboxSweepCandidatesRow struct {
 // sweep stays cheap whatever the backlog. abandoned: a sending row whose
 // lease ended before lease_ended_before (its worker gave up), which needs
 // a job whatever its job's state. The caller asks River's client which of
-// the other rows' jobs are live. Active is written active IS TRUE, the
-// form of outbox_due's predicate.
+// the other rows' jobs are live.
 func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *OutboxSweepCandidatesParams) ([]OutboxSweepCandidatesRow, error) {
 	rows, err := db.Query(ctx, OutboxSweepCandidates,
 		arg.LeaseEndedBefore,
