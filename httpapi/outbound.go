@@ -196,7 +196,12 @@ func (s *Server) outboxError(w http.ResponseWriter, r *http.Request, what, retry
 	var invalid *outbox.ValidationError
 	var busy *outbox.InProgressError
 	var seq *outbox.StreamSeqError
+	var tooLarge *outbox.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", tooLarge.Error())
+	case errors.Is(err, outbox.ErrStreamEmpty):
+		writeError(w, http.StatusUnprocessableEntity, "stream_empty", err.Error())
 	case errors.As(err, &seq):
 		writeJSON(w, http.StatusConflict, seqConflict{Error: errorDetail{Code: "seq_conflict", Message: seq.Error()},
 			ExpectedSeq: seq.Expected})

@@ -27,8 +27,9 @@ type seqConflict struct {
 // appendOutbound answers POST /v1/outbound/{id}/append {seq, text_delta}
 // (outbox.Append): 200 when taken, and the same 200 for a seq taken
 // before; 409 seq_conflict naming expected_seq for a gap, 409
-// stream_finished after the finish, 409 not_a_stream; 400 for bad input;
-// 404 for no such message.
+// stream_finished after the finish, 409 not_a_stream; 413 body_too_large
+// when the delta, or the stream's text with it, is over the message limit;
+// 400 for other bad input; 404 for no such message.
 func (s *Server) appendOutbound(w http.ResponseWriter, r *http.Request) {
 	id, ok := outboundID(w, r)
 	if !ok {
@@ -52,8 +53,9 @@ func (s *Server) appendOutbound(w http.ResponseWriter, r *http.Request) {
 
 // finishOutbound answers POST /v1/outbound/{id}/finish {seq?, text?,
 // rich_content?} (outbox.FinishStream): 200 when finished, and again for
-// a retry; 409 seq_conflict when seq is not the stream's last append;
-// other errors as appendOutbound.
+// a retry; 409 seq_conflict when seq is not the stream's last append; 422
+// stream_empty when the message would have nothing to show (the stream
+// stays open); other errors as appendOutbound.
 func (s *Server) finishOutbound(w http.ResponseWriter, r *http.Request) {
 	id, ok := outboundID(w, r)
 	if !ok {

@@ -58,7 +58,7 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			return errors.New("body too large")
+			return errBodyTooLarge
 		case errors.Is(err, io.EOF):
 			return errors.New("empty body: want a JSON object")
 		}
@@ -70,12 +70,19 @@ func decodeJSONLimit(w http.ResponseWriter, r *http.Request, v any, limit int64)
 	return nil
 }
 
-var errUnsupportedMedia = errors.New("content type must be application/json")
+var (
+	errUnsupportedMedia = errors.New("content type must be application/json")
+	errBodyTooLarge     = errors.New("body too large")
+)
 
 // badRequest answers a decode or validation error.
 func badRequest(w http.ResponseWriter, err error) {
-	if errors.Is(err, errUnsupportedMedia) {
+	switch {
+	case errors.Is(err, errUnsupportedMedia):
 		writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", err.Error())
+		return
+	case errors.Is(err, errBodyTooLarge):
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", err.Error())
 		return
 	}
 	writeError(w, http.StatusBadRequest, "bad_request", err.Error())

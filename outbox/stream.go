@@ -19,7 +19,29 @@ var (
 	// ErrStreamFinished: the stream was finished (by its agent, or by the
 	// dispatcher when it timed out) and takes no more appends.
 	ErrStreamFinished = errors.New("the stream is finished")
+	// ErrStreamEmpty: a finish that would leave the message with nothing
+	// to show (blank text and no rich content); the stream stays open.
+	ErrStreamEmpty = errors.New("text: the stream has no text to show; finish it with text or rich_content")
 )
+
+// TooLargeError is text over the limit of a message (maxTextBytes):
+// nothing was written.
+type TooLargeError struct {
+	// Field is the field as the JSON names it (text_delta, text).
+	Field string
+	// Limit is the most bytes a message's text may have.
+	Limit int
+	// Total: the stream's text with the delta would exceed Limit, though
+	// the delta alone does not.
+	Total bool
+}
+
+func (e *TooLargeError) Error() string {
+	if e.Total {
+		return fmt.Sprintf("%s: the stream's text would be longer than %d bytes", e.Field, e.Limit)
+	}
+	return fmt.Sprintf("%s is longer than %d bytes", e.Field, e.Limit)
+}
 
 // StreamSeqError is an append or finish whose seq is not the one the
 // stream expects next; nothing was written.
@@ -47,8 +69,8 @@ type Finish struct {
 // (1, 2, 3…) in one short tenant transaction. An append whose seq the
 // stream already took is a no-op answered as before; a gap is a
 // *StreamSeqError naming the seq expected; an append to a finished stream
-// is ErrStreamFinished; text beyond the message limit is a
-// *ValidationError.
+// is ErrStreamFinished; text beyond the message limit (the delta, or the
+// stream's text with it) is a *TooLargeError.
 func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, delta string) error {
 	switch {
 	case seq < 1:
@@ -56,7 +78,7 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 	case !utf8.ValidString(delta):
 		return invalid("text_delta", "text_delta is not valid UTF-8")
 	case len(delta) > maxTextBytes:
-		return invalid("text_delta", "text_delta is longer than %d bytes", maxTextBytes)
+		return &TooLargeError{Field: "text_delta", Limit: maxTextBytes}
 	}
 	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		ok, err := db.OutboxStreamAppend(ctx, tx, tenantID, id, seq, delta, maxTextBytes)
@@ -75,7 +97,7 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 		case seq != *st.Seq+1:
 			return &StreamSeqError{Expected: *st.Seq + 1, Got: seq}
 		default:
-			return invalid("text_delta", "the stream's text would be longer than %d bytes", maxTextBytes)
+			return &TooLargeError{Field: "text_delta", Limit: maxTextBytes, Total: true}
 		}
 	})
 }
@@ -83,7 +105,10 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 // FinishStream ends the open stream id: the dispatcher sends its final
 // text (f.Text when given, else what was appended) and hands the message
 // off. Finishing a finished stream again is a no-op (a retry), unless
-// f.Seq names appends it never took (*StreamSeqError).
+// f.Seq names appends it never took (*StreamSeqError). A finish that
+// would leave nothing to show (blank text, no rich content) is
+// ErrStreamEmpty and changes nothing; text over the message limit is a
+// *TooLargeError.
 func (s *Service) FinishStream(ctx context.Context, tenantID, id uuid.UUID, f Finish) error {
 	if f.Seq < 0 {
 		return invalid("seq", "seq counts from 1")
@@ -91,7 +116,7 @@ func (s *Service) FinishStream(ctx context.Context, tenantID, id uuid.UUID, f Fi
 	if f.Text != nil {
 		switch {
 		case len(*f.Text) > maxTextBytes:
-			return invalid("text", "text is longer than %d bytes", maxTextBytes)
+			return &TooLargeError{Field: "text", Limit: maxTextBytes}
 		case !utf8.ValidString(*f.Text):
 			return invalid("text", "text is not valid UTF-8")
 		}
@@ -113,12 +138,18 @@ func (s *Service) FinishStream(ctx context.Context, tenantID, id uuid.UUID, f Fi
 		if err != nil {
 			return err
 		}
-		if !st.Finished || f.Seq > *st.Seq {
-			// Open: its last append was another. Finished: it never
-			// took the appends f.Seq counts.
+		switch {
+		case st.Finished && f.Seq > *st.Seq:
+			// It never took the appends f.Seq counts.
 			return &StreamSeqError{Expected: *st.Seq, Got: f.Seq}
+		case st.Finished:
+			return nil // a retry
+		case f.Seq != 0 && f.Seq != *st.Seq:
+			return &StreamSeqError{Expected: *st.Seq, Got: f.Seq}
+		default:
+			// Open and in order: the finish left nothing to show.
+			return ErrStreamEmpty
 		}
-		return nil
 	})
 }
 

@@ -99,9 +99,12 @@ func TestStreamRefusals(t *testing.T) {
 	require.ErrorIs(t, b.svc.FinishStream(ctx, b.a.id, plain.ID, outbox.Finish{}), outbox.ErrNotStream)
 	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 0, "x"), &invalid, "seq counts from 1")
 	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 1, "\xff"), &invalid)
-	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 1, strings.Repeat("x", 64<<10+1)), &invalid)
+	var tooLarge *outbox.TooLargeError
+	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 1, strings.Repeat("x", 64<<10+1)), &tooLarge)
+	require.Equal(t, "text_delta", tooLarge.Field)
 	require.NoError(t, b.svc.Append(ctx, b.a.id, id, 1, strings.Repeat("x", 64<<10-1)))
-	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 2, "yy"), &invalid, "the text would exceed the limit")
+	require.ErrorAs(t, b.svc.Append(ctx, b.a.id, id, 2, "yy"), &tooLarge, "the text would exceed the limit")
+	require.True(t, tooLarge.Total)
 	require.ErrorAs(t, b.svc.FinishStream(ctx, b.a.id, id, outbox.Finish{RichContent: json.RawMessage(`{"x":1}`)}), &invalid)
 
 	for name, edit := range map[string]func(c *envelope.SendCommand){

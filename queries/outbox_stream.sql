@@ -21,7 +21,8 @@ FROM mio.outbox WHERE tenant_id = @tenant_id AND id = @id;
 -- Finishes an open stream whose last append was seq (0: whatever it
 -- was): text, when given, replaces the text so far, rich_content, when
 -- given, is set; a stream_finished event is appended. No row when the
--- stream is not open or its last append was another.
+-- stream is not open, its last append was another, or the message would
+-- have nothing to show (blank text and no rich content).
 WITH fin AS (
     UPDATE mio.outbox AS o
     SET text = coalesce(sqlc.narg('text')::text, o.text),
@@ -29,6 +30,8 @@ WITH fin AS (
         stream_finished_at = clock_timestamp()
     WHERE o.tenant_id = @tenant_id AND o.id = @id AND o.stream_seq IS NOT NULL AND o.stream_finished_at IS NULL
       AND (@seq::integer = 0 OR o.stream_seq = @seq::integer)
+      AND (coalesce(sqlc.narg('text')::text, o.text) !~ '^\s*$'
+           OR coalesce(sqlc.narg('rich_content')::jsonb, o.rich_content) IS NOT NULL)
     RETURNING o.id, o.attempt_no, o.handoff_state, o.stream_seq
 ),
 ev AS (

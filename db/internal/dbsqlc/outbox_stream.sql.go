@@ -55,6 +55,8 @@ WITH fin AS (
         stream_finished_at = clock_timestamp()
     WHERE o.tenant_id = $3 AND o.id = $4 AND o.stream_seq IS NOT NULL AND o.stream_finished_at IS NULL
       AND ($5::integer = 0 OR o.stream_seq = $5::integer)
+      AND (coalesce($1::text, o.text) !~ '^\s*$'
+           OR coalesce($2::jsonb, o.rich_content) IS NOT NULL)
     RETURNING o.id, o.attempt_no, o.handoff_state, o.stream_seq
 ),
 ev AS (
@@ -77,7 +79,8 @@ type OutboxStreamFinishParams struct {
 // Finishes an open stream whose last append was seq (0: whatever it
 // was): text, when given, replaces the text so far, rich_content, when
 // given, is set; a stream_finished event is appended. No row when the
-// stream is not open or its last append was another.
+// stream is not open, its last append was another, or the message would
+// have nothing to show (blank text and no rich content).
 func (q *Queries) OutboxStreamFinish(ctx context.Context, db DBTX, arg *OutboxStreamFinishParams) (int32, error) {
 	row := db.QueryRow(ctx, OutboxStreamFinish,
 		arg.Text,
