@@ -58,6 +58,11 @@ type DispatchConfig struct {
 	// lane) a worker sleeps through itself; longer waits snooze the job.
 	// Default 1s.
 	InlineWait time.Duration
+	// JobTimeout bounds one run of a dispatch job (River's job timeout);
+	// a stream still open near it is handed over to a new job. Default
+	// SendTimeout + max(the inline budget, LaneBudget) + 30s; tests
+	// shorten it.
+	JobTimeout time.Duration
 	// LaneBudget is how long, from its start, a dispatch job keeps
 	// draining the lanes of the rows it hands off (each hand-off claims
 	// the lane's next message for the job) before it gives a lane's next
@@ -265,6 +270,9 @@ func (w *DispatchWorker) NextRetry(job *river.Job[jobs.DispatchArgs]) time.Time 
 
 // JobTimeout bounds one run of a dispatch job.
 func (d *Dispatcher) JobTimeout() time.Duration {
+	if d.cfg.JobTimeout > 0 {
+		return d.cfg.JobTimeout
+	}
 	return d.cfg.SendTimeout + max(d.cfg.inlineBudget(), d.cfg.LaneBudget) + 30*time.Second
 }
 

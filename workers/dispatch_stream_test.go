@@ -272,3 +272,41 @@ func TestStreamEditsShareTheAccountRate(t *testing.T) {
 		require.GreaterOrEqual(t, calls[i].At.Sub(calls[i-1].At), 400*time.Millisecond, "edit %d waited for its token", i)
 	}
 }
+
+// TestStreamHandedOverAtTheJobTimeout: a stream open longer than one run
+// of its dispatch job is handed over near the job's timeout (the run ends
+// its lease and gives the row a new job) and the next run resumes the
+// same attempt and the same message: one message sent in all, every edit
+// a prefix of the text (nothing shown twice), the last call exactly the
+// concatenation.
+func TestStreamHandedOverAtTheJobTimeout(t *testing.T) {
+	t.Parallel()
+	// A run hands over SendTimeout + 5 s before its job's timeout: here
+	// 1.5 s into each run, while the stream appends for 4 s.
+	cfg := streamDispatch(workers.DispatchConfig{SendTimeout: time.Second, JobTimeout: 7500 * time.Millisecond})
+	b := newOutBundle(t, outOpts{dispatch: cfg, sweep: true})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "long", "")
+	parts, full := deltas(40)
+	appendAll(t, svc, b.tenant, id, parts, 100*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState, "%s %v", row.LastError, timeline(events))
+	tl := timeline(events)
+	require.Contains(t, tl, "resumed:sending@1", "the next run resumed the same attempt")
+	calls := b.callsOf("webhook", "long")
+	require.Equal(t, "send", calls[0].Op)
+	for _, c := range calls[1:] {
+		require.Equal(t, "edit", c.Op, "one message sent in all")
+		require.True(t, strings.HasPrefix(full, c.Text), "each edit shows a prefix of the text: %q", c.Text)
+	}
+	require.Equal(t, full, calls[len(calls)-1].Text)
+	handedOff := 0
+	for _, e := range tl {
+		if strings.HasPrefix(e, "handed_off:") {
+			handedOff++
+		}
+	}
+	require.Equal(t, 1, handedOff, "handed off once: %v", tl)
+}
