@@ -181,6 +181,11 @@ type Config struct {
 	// Role (MIO_ROLE) selects what `mio serve` runs: all, api, worker or
 	// bridge. Default all.
 	Role string
+	// SendTimeout (MIO_SEND_TIMEOUT) bounds one provider call of the
+	// dispatcher; a send attempt's lease is 15s more (how long a message
+	// whose worker died waits before another worker resumes it). Default
+	// 30s.
+	SendTimeout time.Duration
 	// ShutdownTimeout (MIO_SHUTDOWN_TIMEOUT) bounds graceful shutdown.
 	// Default 20s.
 	ShutdownTimeout time.Duration
@@ -423,6 +428,8 @@ func options() []option {
 			set: func(c *Config, v string) error { return duration(&c.RetentionInterval, v, time.Minute, 24*time.Hour) }},
 		{flag: "role", envs: []string{"MIO_ROLE"}, def: "all", usage: "what mio serve runs: all, api, worker or bridge",
 			set: func(c *Config, v string) error { return oneOf(&c.Role, v, roles) }},
+		{flag: "send-timeout", envs: []string{"MIO_SEND_TIMEOUT"}, def: "30s", usage: "bounds one provider call; a send's lease is 15s more (a dead worker's message is resumed after it)",
+			set: func(c *Config, v string) error { return duration(&c.SendTimeout, v, time.Second, 5*time.Minute) }},
 		{flag: "shutdown-timeout", envs: []string{"MIO_SHUTDOWN_TIMEOUT"}, def: "20s", usage: "graceful shutdown bound",
 			set: func(c *Config, v string) error { return duration(&c.ShutdownTimeout, v, time.Second, time.Hour) }},
 		{flag: "stream-timeout", envs: []string{"MIO_STREAM_TIMEOUT"}, def: "2m", usage: "how long a streamed reply may stay open before it is finished with its text so far",

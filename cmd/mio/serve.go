@@ -162,7 +162,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.
 	outMetrics := metrics.NewOutbound(m.Registry)
 	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Accounts: accts, Metrics: outMetrics,
-		Logger: log.With("component", "dispatch"), TracerProvider: tp, StreamTimeout: cfg.StreamTimeout})
+		Logger: log.With("component", "dispatch"), TracerProvider: tp, SendTimeout: cfg.SendTimeout,
+		StreamTimeout: cfg.StreamTimeout})
 	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
