@@ -113,12 +113,24 @@ type ExtraClaim struct {
 // implicit transaction (no BEGIN or COMMIT statements needed; see
 // IngestCommit).
 func pipelineTx(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, queue func(b *pgx.Batch)) error {
+	return pipelineWith(ctx, pool, "SELECT set_config('app.current_tenant_id', $1, true), "+
+		"set_config('plan_cache_mode', 'force_custom_plan', true), set_config('jit', 'off', true)", tenantID, queue)
+}
+
+// tenantPipeline is pipelineTx with the tenant setting only: statements
+// keep the session's planner settings (cached generic plans).
+func tenantPipeline(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, queue func(b *pgx.Batch)) error {
+	return pipelineWith(ctx, pool, "SELECT set_config('app.current_tenant_id', $1, true)", tenantID, queue)
+}
+
+// pipelineWith sends settings (taking the tenant id as $1) and the
+// statements queue adds as one batch.
+func pipelineWith(ctx context.Context, pool *pgxpool.Pool, settings string, tenantID uuid.UUID, queue func(b *pgx.Batch)) error {
 	if tenantID == uuid.Nil {
 		return ErrNoTenant
 	}
 	b := &pgx.Batch{}
-	b.Queue("SELECT set_config('app.current_tenant_id', $1, true), set_config('plan_cache_mode', 'force_custom_plan', true), "+
-		"set_config('jit', 'off', true)", tenantID.String())
+	b.Queue(settings, tenantID.String())
 	queue(b)
 	conn, err := pool.Acquire(ctx)
 	if err != nil {

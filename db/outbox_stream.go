@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/miohq/mio/db/internal/dbsqlc"
 )
@@ -31,19 +33,24 @@ type StreamState struct {
 	TextBytes int
 }
 
-// OutboxStreamAppend appends delta to the open stream id of the tenant as
-// append seq, when its last append was seq-1 and the text stays within
-// maxBytes; ok is false when it did not take (OutboxStreamGet tells why).
-func OutboxStreamAppend(ctx context.Context, tx DBTX, tenantID, id uuid.UUID, seq int, delta string, maxBytes int) (ok bool, err error) {
-	_, err = queries().OutboxStreamAppend(ctx, tx, &dbsqlc.OutboxStreamAppendParams{
-		TenantID: tenantID, ID: id, Seq: int32(seq), TextDelta: delta, MaxBytes: int32(maxBytes)})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+// OutboxStreamAppendCommit appends delta to the open stream id of the
+// tenant as append seq, when its last append was seq-1 and the text
+// stays within maxBytes, as one transaction in one round trip (the tenant
+// setting and the statement pipelined: appends come several times a
+// second per stream); ok is false when it did not take (OutboxStreamGet
+// tells why).
+func OutboxStreamAppendCommit(ctx context.Context, pool *pgxpool.Pool, tenantID, id uuid.UUID, seq int, delta string, maxBytes int) (ok bool, err error) {
+	err = tenantPipeline(ctx, pool, tenantID, func(b *pgx.Batch) {
+		b.Queue(dbsqlc.OutboxStreamAppend, delta, int32(seq), tenantID, id, int32(maxBytes)).Query(func(rows pgx.Rows) error {
+			ok = rows.Next()
+			rows.Close()
+			return rows.Err()
+		})
+	})
 	if err != nil {
-		return false, translate(err)
+		return false, fmt.Errorf("stream append: %w", err)
 	}
-	return true, nil
+	return ok, nil
 }
 
 // OutboxStreamGet returns the state of message id as a stream; ErrNotFound
@@ -103,6 +110,32 @@ func OutboxStreamPoll(ctx context.Context, tx DBTX, p StreamPollParams) (*Stream
 		Event: p.Event, Detail: p.Detail})
 	if err != nil {
 		return nil, translate(err)
+	}
+	l := &StreamLook{Text: r.Text, RichContent: r.RichContent, Finished: r.StreamFinishedAt != nil}
+	if r.StreamSeq != nil {
+		l.Seq = int(*r.StreamSeq)
+	}
+	return l, nil
+}
+
+// OutboxStreamRead returns the stream attempt p.AttemptNo as
+// OutboxStreamPoll does, without extending its lease or recording
+// anything (p's other fields are not used), as one read-only transaction
+// in one round trip.
+func OutboxStreamRead(ctx context.Context, pool *pgxpool.Pool, p StreamPollParams) (*StreamLook, error) {
+	var r *dbsqlc.OutboxStreamReadRow
+	err := tenantPipeline(ctx, pool, p.TenantID, func(b *pgx.Batch) {
+		b.Queue(dbsqlc.OutboxStreamRead, p.TenantID, p.ID, int32(p.AttemptNo)).QueryRow(func(row pgx.Row) error {
+			var x dbsqlc.OutboxStreamReadRow
+			if err := row.Scan(&x.Text, &x.RichContent, &x.StreamSeq, &x.StreamFinishedAt); err != nil {
+				return err
+			}
+			r = &x
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
 	}
 	l := &StreamLook{Text: r.Text, RichContent: r.RichContent, Finished: r.StreamFinishedAt != nil}
 	if r.StreamSeq != nil {

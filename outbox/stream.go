@@ -66,7 +66,7 @@ type Finish struct {
 }
 
 // Append adds delta to the open stream id as the client's append seq
-// (1, 2, 3…) in one short tenant transaction. An append whose seq the
+// (1, 2, 3…) in one statement, one transaction and one round trip. An append whose seq the
 // stream already took is a no-op answered as before; a gap is a
 // *StreamSeqError naming the seq expected; an append to a finished stream
 // is ErrStreamFinished; text beyond the message limit (the delta, or the
@@ -80,11 +80,12 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 	case len(delta) > maxTextBytes:
 		return &TooLargeError{Field: "text_delta", Limit: maxTextBytes}
 	}
+	ok, err := db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
+	if err != nil || ok {
+		return err
+	}
+	// Not taken: read why.
 	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
-		ok, err := db.OutboxStreamAppend(ctx, tx, tenantID, id, seq, delta, maxTextBytes)
-		if err != nil || ok {
-			return err
-		}
 		st, err := s.streamState(ctx, tx, tenantID, id)
 		if err != nil {
 			return err

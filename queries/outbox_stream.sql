@@ -2,8 +2,9 @@
 -- Appends text_delta to an open stream whose last append was seq - 1, and
 -- takes seq; no row when the stream is not there to take it (not found,
 -- not a stream, finished, another seq, or the text would exceed
--- max_bytes: OutboxStreamGet tells which). One short statement: appends
--- come several times a second per stream.
+-- max_bytes: OutboxStreamGet tells which). One short statement, sent in
+-- one round trip with the tenant setting (db.OutboxStreamAppendCommit):
+-- appends come several times a second per stream.
 UPDATE mio.outbox AS o
 SET text = o.text || sqlc.arg(text_delta)::text, stream_seq = sqlc.arg(seq)::integer
 WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = sqlc.arg(id) AND o.stream_seq + 1 = sqlc.arg(seq)::integer
@@ -62,6 +63,13 @@ ev AS (
     FROM up WHERE @event::text <> ''
 )
 SELECT up.text, up.rich_content, up.stream_seq, up.stream_finished_at FROM up;
+
+-- name: OutboxStreamRead :one
+-- The dispatcher's look at a stream between lease extensions: the text
+-- so far, read without a write. No row: the attempt is no longer sending.
+SELECT o.text, o.rich_content, o.stream_seq, o.stream_finished_at
+FROM mio.outbox AS o
+WHERE o.tenant_id = @tenant_id AND o.id = @id AND o.handoff_state = 'sending' AND o.attempt_no = @attempt_no;
 
 -- name: OutboxStreamTimeOut :one
 -- Finishes a stream the agent did not finish in time, with the text so

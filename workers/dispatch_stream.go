@@ -68,6 +68,12 @@ type streamRun struct {
 		event      string
 		detail     json.RawMessage
 	}
+	// edits counts the edits not yet recorded: they are recorded as one
+	// stream_edited event when the lease is next extended.
+	edits int
+	// renewAt is when a look next extends the lease; looks before it
+	// only read the row.
+	renewAt  time.Time
 	timedOut bool
 }
 
@@ -98,7 +104,7 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 		stopAt = dl.Add(-d.cfg.SendTimeout - 5*time.Second)
 	}
 	for {
-		look, err := s.look(ctx, d.cfg.lease())
+		look, err := s.see(ctx)
 		if err != nil {
 			return nil, false, err
 		}
@@ -113,6 +119,11 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 			look.Finished = true
 		}
 		if look.Finished {
+			if s.edits > 0 {
+				if _, err := s.look(ctx, d.cfg.lease()); err != nil {
+					return nil, false, err
+				}
+			}
 			if err := s.waitNext(ctx); err != nil {
 				return nil, false, err
 			}
@@ -137,15 +148,39 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 	}
 }
 
+// see reads the row once per edit interval: a look that writes (look)
+// when there is something to record or a third of the lease has passed
+// since it was last extended, else a read. The stream's appends then
+// never wait behind the dispatcher's row lock, and the row gets a new
+// version per append rather than per append and per interval.
+func (s *streamRun) see(ctx context.Context) (*db.StreamLook, error) {
+	if s.record.providerID != "" || s.record.event != "" || !time.Now().Before(s.renewAt) {
+		return s.look(ctx, s.d.cfg.lease())
+	}
+	look, err := db.OutboxStreamRead(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID, AttemptNo: s.c.AttemptNo})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+		}
+		return nil, fmt.Errorf("stream %s: %w", s.c.ID, err)
+	}
+	return look, nil
+}
+
 // look reads the row and extends the attempt's lease by lease, recording
-// what the previous call did; db.ErrNotFound means the attempt is no
-// longer this run's.
+// what the previous call did and the edits since the previous look that
+// wrote; db.ErrNotFound means the attempt is no longer this run's.
 func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLook, error) {
+	if s.edits > 0 && s.record.event == "" {
+		s.record.event = db.EventStreamEdited
+		s.record.detail, _ = json.Marshal(map[string]any{"edits": s.edits, "bytes": len(s.shown)})
+	}
 	var look *db.StreamLook
+	now := time.Now()
 	err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
 		var err error
 		look, err = db.OutboxStreamPoll(ctx, tx, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID,
-			AttemptNo: s.c.AttemptNo, LeaseUntil: time.Now().Add(lease), ProviderMessageID: s.record.providerID,
+			AttemptNo: s.c.AttemptNo, LeaseUntil: now.Add(lease), ProviderMessageID: s.record.providerID,
 			Event: s.record.event, Detail: s.record.detail})
 		return err
 	})
@@ -155,7 +190,11 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 		}
 		return nil, fmt.Errorf("stream %s: %w", s.c.ID, err)
 	}
+	if s.record.event == db.EventStreamEdited {
+		s.edits = 0
+	}
 	s.record.providerID, s.record.event, s.record.detail = "", "", nil
+	s.renewAt = now.Add(lease / 3)
 	return look, nil
 }
 
@@ -228,8 +267,7 @@ func (s *streamRun) show(ctx context.Context, msg *channels.OutboundMessage, tex
 			s.record.providerID, s.record.event = res.ProviderMessageID, db.EventStreamOpened
 			s.record.detail, _ = json.Marshal(map[string]any{"provider_message_id": res.ProviderMessageID})
 		} else {
-			s.record.event = db.EventStreamEdited
-			s.record.detail, _ = json.Marshal(map[string]any{"bytes": len(text)})
+			s.edits++
 		}
 	case errors.As(err, &rl):
 		s.next = time.Now().Add(max(rl.RetryAfter, s.every))

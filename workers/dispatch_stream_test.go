@@ -2,6 +2,7 @@ package workers_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -309,4 +310,60 @@ func TestStreamHandedOverAtTheJobTimeout(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, handedOff, "handed off once: %v", tl)
+}
+
+// TestStreamLooksReadBetweenLeaseExtensions: the dispatcher's looks at a
+// stream only read the row until a third of the lease has passed since
+// they last extended it (the lease stays as it was while the stream is
+// edited), and its edits are recorded as one stream_edited event counting
+// them, not one event (and one row version) per edit.
+func TestStreamLooksReadBetweenLeaseExtensions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{Lease: time.Minute})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "webhook", "reads", "")
+	parts, full := deltas(30)
+	require.NoError(t, svc.Append(ctx, b.tenant, id, 1, parts[0]))
+	require.Eventually(t, func() bool {
+		row, events := b.get(t, id)
+		return row.ProviderMessageID != "" && len(events) > 0 && events[len(events)-1].Event == db.EventStreamOpened
+	}, 10*time.Second, 10*time.Millisecond, "the message sent and its id recorded")
+	var leases []time.Time
+	for i, p := range parts[1:] {
+		require.NoError(t, svc.Append(ctx, b.tenant, id, i+2, p))
+		time.Sleep(20 * time.Millisecond)
+		if i%10 == 0 {
+			row, _ := b.get(t, id)
+			leases = append(leases, *row.LeaseUntil)
+		}
+	}
+	require.NoError(t, svc.FinishStream(ctx, b.tenant, id, outbox.Finish{Seq: len(parts)}))
+	b.waitTerminal(t, []uuid.UUID{id}, 10*time.Second)
+	for _, l := range leases[1:] {
+		require.Equal(t, leases[0], l, "the lease is not extended by every look")
+	}
+
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState)
+	calls := b.callsOf("webhook", "reads")
+	require.Equal(t, full, calls[len(calls)-1].Text)
+	edits := 0
+	for _, c := range calls[1:] {
+		if c.Op == "edit" {
+			edits++
+		}
+	}
+	recorded := 0
+	for _, e := range events {
+		if e.Event != db.EventStreamEdited {
+			continue
+		}
+		var d struct{ Edits int }
+		require.NoError(t, json.Unmarshal(e.Detail, &d))
+		recorded += d.Edits
+	}
+	require.Equal(t, 1, strings.Count(strings.Join(timeline(events), " "), db.EventStreamEdited), "one stream_edited event: %v", timeline(events))
+	// The final call, when it edits, is recorded as handed_off.
+	require.Contains(t, []int{edits, edits - 1}, recorded, "the event counts the edits before the final call")
 }

@@ -32,6 +32,9 @@ type StreamOptions struct {
 	// replies (channels.Info.StreamEditInterval), the bound the
 	// visibility is measured against. Default 250ms.
 	EditInterval time.Duration
+	// CPUProfile, when set, is where the server's CPU profile of the
+	// appends' middle half is written.
+	CPUProfile string
 }
 
 // StreamResult holds the figures of one run.
@@ -181,6 +184,7 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 		res.Failed++
 		mu.Unlock()
 	}
+	profiled := env.profileAfter(ctx, opts.Duration/4, opts.Duration/2, opts.CPUProfile)
 	start := time.Now()
 	for i := range opts.Streams {
 		wg.Go(func() {
@@ -224,6 +228,9 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 		})
 	}
 	wg.Wait()
+	if err := profiled(); err != nil {
+		return res, fmt.Errorf("stream: cpu profile: %w", err)
+	}
 	if firstEr != nil {
 		return res, fmt.Errorf("stream: %d requests failed, the first: %w", res.Failed, firstEr)
 	}

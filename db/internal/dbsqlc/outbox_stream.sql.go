@@ -32,8 +32,9 @@ type OutboxStreamAppendParams struct {
 // Appends text_delta to an open stream whose last append was seq - 1, and
 // takes seq; no row when the stream is not there to take it (not found,
 // not a stream, finished, another seq, or the text would exceed
-// max_bytes: OutboxStreamGet tells which). One short statement: appends
-// come several times a second per stream.
+// max_bytes: OutboxStreamGet tells which). One short statement, sent in
+// one round trip with the tenant setting (db.OutboxStreamAppendCommit):
+// appends come several times a second per stream.
 func (q *Queries) OutboxStreamAppend(ctx context.Context, db DBTX, arg *OutboxStreamAppendParams) (int32, error) {
 	row := db.QueryRow(ctx, OutboxStreamAppend,
 		arg.TextDelta,
@@ -169,6 +170,39 @@ func (q *Queries) OutboxStreamPoll(ctx context.Context, db DBTX, arg *OutboxStre
 		arg.Detail,
 	)
 	var i OutboxStreamPollRow
+	err := row.Scan(
+		&i.Text,
+		&i.RichContent,
+		&i.StreamSeq,
+		&i.StreamFinishedAt,
+	)
+	return i, err
+}
+
+const OutboxStreamRead = `-- name: OutboxStreamRead :one
+SELECT o.text, o.rich_content, o.stream_seq, o.stream_finished_at
+FROM mio.outbox AS o
+WHERE o.tenant_id = $1 AND o.id = $2 AND o.handoff_state = 'sending' AND o.attempt_no = $3
+`
+
+type OutboxStreamReadParams struct {
+	TenantID  uuid.UUID
+	ID        uuid.UUID
+	AttemptNo int32
+}
+
+type OutboxStreamReadRow struct {
+	Text             string
+	RichContent      []byte
+	StreamSeq        *int32
+	StreamFinishedAt *time.Time
+}
+
+// The dispatcher's look at a stream between lease extensions: the text
+// so far, read without a write. No row: the attempt is no longer sending.
+func (q *Queries) OutboxStreamRead(ctx context.Context, db DBTX, arg *OutboxStreamReadParams) (OutboxStreamReadRow, error) {
+	row := db.QueryRow(ctx, OutboxStreamRead, arg.TenantID, arg.ID, arg.AttemptNo)
+	var i OutboxStreamReadRow
 	err := row.Scan(
 		&i.Text,
 		&i.RichContent,
