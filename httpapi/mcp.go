@@ -188,9 +188,14 @@ func (b *mcpServices) Settle(ctx context.Context, consumer string, action mcpser
 func (b *mcpServices) outboxError(err error) error {
 	var invalid *outbox.ValidationError
 	var seq *outbox.StreamSeqError
+	var tooLarge *outbox.TooLargeError
 	switch {
 	case errors.As(err, &invalid):
 		return mcpserver.Errorf(mcpserver.CodeBadRequest, "%s", invalid.Error())
+	case errors.As(err, &tooLarge):
+		return mcpserver.Errorf(mcpserver.CodeBadRequest, "%s", tooLarge.Error())
+	case errors.Is(err, outbox.ErrStreamEmpty):
+		return mcpserver.Errorf(mcpserver.CodeBadRequest, "%s", err.Error())
 	case errors.As(err, &seq):
 		return mcpserver.Errorf(mcpserver.CodeConflict, "%s", seq.Error())
 	case errors.Is(err, outbox.ErrStreamFinished), errors.Is(err, outbox.ErrNotStream):
