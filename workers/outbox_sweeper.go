@@ -93,8 +93,8 @@ func (s *OutboxSweeper) Run(ctx context.Context) {
 
 // Sweep runs one pass in one transaction: it takes the sweeper's lock
 // without waiting (another process holding it: nothing to do), keeps the
-// outbox's statistics fresh, and sweeps every tenant, each in a savepoint
-// of its own so that one tenant's failure leaves the others' jobs.
+// outbox's statistics fresh, and sweeps every tenant. Each step runs in a
+// savepoint of its own, so that a failed one leaves what the others did.
 func (s *OutboxSweeper) Sweep(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	var errs []error
@@ -109,8 +109,11 @@ func (s *OutboxSweeper) Sweep(ctx context.Context) (SweepResult, error) {
 		}
 		// Fresh statistics first: a fast-growing outbox must not be swept
 		// (or dispatched) on the plans of a nearly empty table.
-		if _, err := db.OutboxKeepStats(ctx, tx); err != nil {
-			return fmt.Errorf("outbox statistics: %w", err)
+		if err := inSavepoint(ctx, tx, func(sp pgx.Tx) error {
+			_, err := db.OutboxKeepStats(ctx, sp)
+			return err
+		}); err != nil {
+			errs = append(errs, fmt.Errorf("outbox statistics: %w", err))
 		}
 		tenants, err := db.TenantList(ctx, tx)
 		if err != nil {
@@ -132,28 +135,36 @@ func (s *OutboxSweeper) Sweep(ctx context.Context) (SweepResult, error) {
 }
 
 // sweepTenant enqueues dispatch jobs for one tenant's orphaned rows and
-// prunes its idle rate buckets, in a savepoint of tx, and returns how many
-// rows it enqueued.
+// prunes its idle rate buckets, in tx, and returns how many rows it
+// enqueued.
 func (s *OutboxSweeper) sweepTenant(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) (int, error) {
 	now := s.cfg.Now()
 	p := db.SweepParams{OverdueBefore: now.Add(-s.cfg.Grace), ScanRows: 2 * s.cfg.BatchSize,
 		LeaseEndedBefore: now.Add(-s.cfg.Grace)}
+	if err := db.SetDispatchTenant(ctx, tx, tenantID); err != nil {
+		return 0, err
+	}
 	n := 0
-	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
-		if err := db.SetDispatchTenant(ctx, sp, tenantID); err != nil {
-			return err
-		}
-		var err error
-		if n, err = sweepOutbox(ctx, s.client, sp, tenantID, p, now.Add(-s.cfg.StuckAfter), s.cfg.BatchSize); err != nil {
-			return err
-		}
-		_, err = db.RateBucketPrune(ctx, sp, tenantID, now.Add(-time.Hour), 10_000)
+	if err := inSavepoint(ctx, tx, func(sp pgx.Tx) (err error) {
+		n, err = sweepOutbox(ctx, s.client, sp, tenantID, p, now.Add(-s.cfg.StuckAfter), s.cfg.BatchSize)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	err := inSavepoint(ctx, tx, func(sp pgx.Tx) error {
+		_, err := db.RateBucketPrune(ctx, sp, tenantID, now.Add(-time.Hour), 10_000)
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return n, fmt.Errorf("prune rate buckets: %w", err)
 	}
 	return n, nil
+}
+
+// inSavepoint runs fn in a savepoint of tx, released when fn returns nil
+// and rolled back to otherwise.
+func inSavepoint(ctx context.Context, tx pgx.Tx, fn func(sp pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, tx, fn)
 }
 
 // sweepOutbox enqueues, in tx (scoped to the tenant), a dispatch job for
