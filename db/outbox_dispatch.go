@@ -323,6 +323,27 @@ func RateBucketPrune(ctx context.Context, tx DBTX, tenantID uuid.UUID, before ti
 	return n, translate(err)
 }
 
+// OutboxSweepLockKey is the advisory lock a pass of the outbox sweeper
+// holds for its transaction ("mios" in ASCII), so that the sweepers of
+// several worker processes take turns.
+const OutboxSweepLockKey int64 = 0x6D696F73
+
+// OutboxSweepLock takes OutboxSweepLockKey for the rest of tx without
+// waiting, and reports whether it did (false: another pass holds it).
+func OutboxSweepLock(ctx context.Context, tx DBTX) (bool, error) {
+	ok, err := queries().OutboxSweepLock(ctx, tx, &dbsqlc.OutboxSweepLockParams{LockKey: OutboxSweepLockKey})
+	return ok, translate(err)
+}
+
+// SetDispatchTenant scopes the rest of tx to tenantID with the settings
+// of a BeginDispatch transaction.
+func SetDispatchTenant(ctx context.Context, tx pgx.Tx, tenantID uuid.UUID) error {
+	if err := SetTenant(ctx, tx, tenantID); err != nil {
+		return err
+	}
+	return customPlans(ctx, tx)
+}
+
 // BeginDispatch begins a transaction scoped to tenantID for the
 // dispatcher's batched statements, in one round trip. Its statements are
 // planned for their actual parameters (plan_cache_mode =

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -12,18 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/miohq/mio/admin"
-	"github.com/miohq/mio/channels"
-	"github.com/miohq/mio/channels/builtin"
-	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/db"
-	"github.com/miohq/mio/db/dbtest"
 	"github.com/miohq/mio/httpapi"
 	"github.com/miohq/mio/httpapi/openapi"
 	"github.com/miohq/mio/httpapi/openapi/openapitest"
-	"github.com/miohq/mio/install"
+	"github.com/miohq/mio/install/installtest"
 	"github.com/miohq/mio/metrics"
-	"github.com/miohq/mio/secretbox"
 )
 
 // TestInstallRoutes: a credential-admin begins a Slack install on the
@@ -35,27 +28,18 @@ import (
 func TestInstallRoutes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	env := dbtest.New(t)
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	box, err := secretbox.New(key)
-	require.NoError(t, err)
-	registry := builtin.Registry(builtin.Options{APIBasePolicy: channels.APIBasePolicy{HTTPHosts: []string{"127.0.0.1"}}})
-	svc := admin.New(env.Pool, box, "https://mio.example").WithRegistry(registry)
-	tenant, _, err := svc.TenantCreate(ctx, "t")
-	require.NoError(t, err)
-	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Registry: registry, Admin: svc,
-		Installs: install.New(env.Pool, install.Config{Box: box, Registry: registry, PublicURL: "https://mio.example"})})
+	in := installtest.New(t, "t")
+	svc, fake := in.Admin, in.Slack
+	api := httpapi.New(httpapi.Deps{Pool: in.Env.Pool, Metrics: metrics.New(), Registry: in.Registry, Admin: svc, Installs: in.Installs})
 	adm := httptest.NewServer(openapitest.Handler(t, openapi.Admin, api.AdminHandler()))
 	t.Cleanup(adm.Close)
 	pub := httptest.NewServer(openapitest.Handler(t, openapi.Public, api.PublicHandler()))
 	t.Cleanup(pub.Close)
-	a := &adminAPI{adm: adm, testBundle: &testBundle{env: env}}
-	fake := channelstest.NewFakeSlack(t, false, 0, nil)
+	a := &adminAPI{adm: adm, testBundle: &testBundle{env: in.Env}}
 
 	body := func(returnURL string) string {
-		b, _ := json.Marshal(map[string]any{"tenant_id": tenant.ID, "channel_type": "slack", "display_name": "Acme",
-			"credentials": json.RawMessage(fake.AppCredentials()), "settings": map[string]string{"api_base_url": fake.URL},
+		b, _ := json.Marshal(map[string]any{"tenant_id": in.Tenant, "channel_type": "slack", "display_name": "Acme",
+			"credentials": json.RawMessage(fake.AppCredentials()), "settings": in.SlackSettings(),
 			"webhook_secret": "signing-secret", "return_url": returnURL})
 		return string(b)
 	}
@@ -64,10 +48,8 @@ func TestInstallRoutes(t *testing.T) {
 	cred := a.token(t, db.AdminRoleCredentialAdmin)
 	status, begun := a.call(t, "POST", "/admin/v1/installs", cred, body(""))
 	require.Equal(t, http.StatusCreated, status, begun)
-	require.Equal(t, "https://mio.example/install/slack/callback", begun["redirect_uri"])
-	authURL, err := url.Parse(begun["authorize_url"].(string))
-	require.NoError(t, err)
-	state := authURL.Query().Get("state")
+	require.Equal(t, installtest.PublicURL+"/install/slack/callback", begun["redirect_uri"])
+	state := installtest.State(t, begun["authorize_url"].(string))
 
 	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	callback := func(code, state string) (*http.Response, string) {
@@ -78,7 +60,7 @@ func TestInstallRoutes(t *testing.T) {
 	resp, page := callback(fake.Code, state)
 	require.Equal(t, http.StatusOK, resp.StatusCode, page)
 	require.Contains(t, page, "Acme")
-	accts, err := svc.AccountList(ctx, tenant.ID)
+	accts, err := svc.AccountList(ctx, in.Tenant)
 	require.NoError(t, err)
 	require.Len(t, accts, 1)
 	require.Equal(t, fake.TeamID, accts[0].ExternalID)
@@ -94,8 +76,7 @@ func TestInstallRoutes(t *testing.T) {
 	fake.Code = "slack-code-2"
 	status, begun = a.call(t, "POST", "/admin/v1/installs", cred, body("https://console.example/accounts"))
 	require.Equal(t, http.StatusCreated, status)
-	authURL, _ = url.Parse(begun["authorize_url"].(string))
-	resp, _ = callback("slack-code-2", authURL.Query().Get("state"))
+	resp, _ = callback("slack-code-2", installtest.State(t, begun["authorize_url"].(string)))
 	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
 	require.True(t, strings.HasPrefix(resp.Header.Get("Location"), "https://console.example/accounts?account_id="+accts[0].ID.String()),
 		resp.Header.Get("Location"))

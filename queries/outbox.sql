@@ -163,6 +163,12 @@ WHERE o.tenant_id = @tenant_id AND o.active
 ORDER BY o.next_attempt_at
 LIMIT @scan_rows::int;
 
+-- name: OutboxSweepLock :one
+-- Takes the outbox sweeper's advisory lock (@lock_key) for the rest of the
+-- transaction, without waiting: false when another process's pass holds
+-- it.
+SELECT pg_try_advisory_xact_lock(@lock_key::bigint) AS locked;
+
 -- name: OutboxSetJobs :exec
 UPDATE mio.outbox AS o SET job_id = input.job_id
 FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@job_ids::bigint[]) AS job_id) AS input

@@ -63,7 +63,7 @@ func (d *Dispatcher) sendLane(ctx context.Context, tenantID uuid.UUID, run laneR
 			// same attempt and key. The job's first row comes back with
 			// the job's retry; a handed-on row is given a job of its own,
 			// due when its lease ends (sendAll), instead of waiting for
-			// the sweeper, which runs only under River's leader.
+			// the sweeper's grace and interval.
 			if n > 0 {
 				later = append(later, rescheduled{id: r.cand.ID, accountID: r.cand.AccountID, delay: d.cfg.lease()})
 				err = nil

@@ -48,7 +48,7 @@ type outOpts struct {
 	processes int // dispatcher processes; default 1, 0 with noStart
 	noStart   bool
 	dispatch  workers.DispatchConfig
-	sweep     bool // also run the outbox sweeper (every 100ms)
+	sweep     bool // each process also runs the outbox sweeper (every 100ms)
 }
 
 var outChannels = []string{"slack", "telegram", "discord", "zoho_cliq", "whatsapp", "webhook"}
@@ -124,9 +124,6 @@ func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client
 	}
 	set := workers.NewSet()
 	b.disps = append(b.disps, set.AddDispatch(pool, cfg))
-	if o.sweep {
-		set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{Interval: 100 * time.Millisecond})
-	}
 	client, err := workers.NewClient(pool, set, workers.Config{Work: start})
 	require.NoError(t, err)
 	if start {
@@ -137,7 +134,25 @@ func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client
 			_ = client.Stop(sctx)
 		})
 	}
+	if o.sweep {
+		runSweeper(t, workers.NewOutboxSweeper(pool, client, workers.OutboxSweepConfig{Interval: 100 * time.Millisecond}))
+	}
 	return client
+}
+
+// runSweeper runs s until the test ends, as a worker process does.
+func runSweeper(t *testing.T, s *workers.OutboxSweeper) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // send enqueues one message as POST /v1/outbound does.

@@ -1,12 +1,7 @@
 package workers
 
 import (
-	"context"
-
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/miohq/mio/channels"
 )
@@ -19,13 +14,9 @@ func (w *ArchiveWorker) SetAfterWrite(f func(tenantID uuid.UUID) error) { w.afte
 // before it spools the object to a temporary file.
 func (w *ArchiveWorker) SetSpoolMemory(n int) { w.spoolMemory = n }
 
-// SweepTenant runs one sweep of a tenant as the periodic sweeper does
-// (cfg with its defaults) and returns how many rows it enqueued.
-func SweepTenant(ctx context.Context, pool *pgxpool.Pool, client *river.Client[pgx.Tx], tenantID uuid.UUID, cfg OutboxSweepConfig) (int, error) {
-	cfg.setDefaults()
-	w := &OutboxSweepWorker{Pool: pool, Cfg: cfg}
-	return w.sweepTenant(ctx, client, tenantID)
-}
+// SetAfterLock installs a hook run in a pass that took the sweeper's
+// lock, before it sweeps.
+func (s *OutboxSweeper) SetAfterLock(f func()) { s.afterLock = f }
 
 // HistoryBucket is the bucket the reconciler's history calls of an
 // account of ch take from: its key, rate and burst.

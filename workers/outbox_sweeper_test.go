@@ -3,6 +3,7 @@ package workers_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,9 +74,10 @@ func TestSweeperRecoversLostDispatch(t *testing.T) {
 			sweep := func(moved time.Duration) int {
 				t.Helper()
 				clock := func() time.Time { return start.Add(moved) }
-				n, err := workers.SweepTenant(ctx, b.env.Pool, b.clients[0], b.tenant, workers.OutboxSweepConfig{Now: clock})
+				res, err := workers.NewOutboxSweeper(b.env.Pool, b.clients[0], workers.OutboxSweepConfig{Now: clock}).Sweep(ctx)
 				require.NoError(t, err)
-				return n
+				require.True(t, res.Swept)
+				return res.Enqueued
 			}
 			require.Zero(t, sweep(c.early), "swept before its bound")
 			require.Equal(t, 1, sweep(c.late))
@@ -93,6 +95,103 @@ func TestSweeperRecoversLostDispatch(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("mio-%s", id), calls[0].Key, "the first series")
 		})
 	}
+}
+
+// TestSweepOnePassAtATime: two worker processes' sweepers share the
+// outbox. While one pass holds the sweeper's lock, the other process's
+// pass returns at once without sweeping (it neither waits nor enqueues);
+// once the first has committed, the next pass of either sweeps and finds
+// the row's new job live.
+func TestSweepOnePassAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 300 * time.Millisecond}}
+	b := newOutBundle(t, o)
+	b.clients = append(b.clients, b.newClient(t, o, false))
+	id := b.send(t, "webhook", "sweep-once", "one pass", nil)
+	b.ownerExec(t, `DELETE FROM river.river_job WHERE id = $1`, b.jobOf(t, id))
+
+	later := func() time.Time { return time.Now().Add(time.Minute) } // past the grace
+	first := workers.NewOutboxSweeper(b.env.Pool, b.clients[0], workers.OutboxSweepConfig{Now: later})
+	second := workers.NewOutboxSweeper(b.env.Pool, b.clients[1], workers.OutboxSweepConfig{Now: later})
+	locked, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	letGo := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(letGo) // a failed assertion must not leave the pass holding its connection
+	first.SetAfterLock(func() {
+		close(locked)
+		<-release
+	})
+	type outcome struct {
+		res workers.SweepResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := first.Sweep(ctx)
+		done <- outcome{res, err}
+	}()
+	<-locked
+
+	began := time.Now()
+	res, err := second.Sweep(ctx)
+	require.NoError(t, err)
+	require.False(t, res.Swept, "swept while another process held the lock")
+	require.Zero(t, res.Enqueued)
+	require.Less(t, time.Since(began), 2*time.Second, "waited for the lock")
+
+	letGo()
+	got := <-done
+	require.NoError(t, got.err)
+	require.Equal(t, workers.SweepResult{Swept: true, Enqueued: 1}, got.res)
+
+	first.SetAfterLock(nil)
+	for _, s := range []*workers.OutboxSweeper{second, first} {
+		res, err := s.Sweep(ctx)
+		require.NoError(t, err)
+		require.Equal(t, workers.SweepResult{Swept: true}, res, "the row's new job is live")
+	}
+}
+
+// TestSweepWithoutLeader: a row whose worker died mid-send (sending, its
+// job snoozed far away) gets a new job within the sweeper's grace and
+// interval of its lease's end while River has no leader to run anything
+// (a killed leader's row holds office), from the sweepers of two running
+// worker processes; the new job sends it.
+func TestSweepWithoutLeader(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const lease, grace, interval = 300 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: lease}}
+	b := newOutBundle(t, o)
+	b.ownerExec(t, `INSERT INTO river.river_leader (leader_id, elected_at, expires_at) VALUES ('killed', now(), now() + interval '1 hour')`)
+	id := b.send(t, "webhook", "no-leader", "abandoned", nil)
+	jobID := b.jobOf(t, id)
+	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
+	b.ownerExec(t, `UPDATE river.river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour' WHERE id = $1`, jobID)
+
+	cfg := workers.OutboxSweepConfig{Grace: grace, Interval: interval}
+	for range 2 {
+		client := b.newClient(t, o, true)
+		b.clients = append(b.clients, client)
+		runSweeper(t, workers.NewOutboxSweeper(b.env.Pool, client, cfg))
+	}
+	var leaseUntil time.Time
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT lease_until FROM mio.outbox WHERE id = $1`, id).Scan(&leaseUntil))
+	require.Eventually(t, func() bool {
+		var now int64
+		err := b.owner.QueryRow(ctx, `SELECT job_id FROM mio.outbox WHERE id = $1`, id).Scan(&now)
+		return err == nil && now != jobID
+	}, 10*time.Second, 10*time.Millisecond, "never swept")
+	// The bound: grace + interval, and some slack for the pass itself.
+	require.Less(t, time.Since(leaseUntil), grace+interval+time.Second, "swept late")
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	got, _ := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, got.HandoffState)
+	require.Len(t, b.fake.Calls(), 1, "sent once")
+	var leader string
+	require.NoError(t, b.owner.QueryRow(ctx, `SELECT leader_id FROM river.river_leader`).Scan(&leader))
+	require.Equal(t, "killed", leader, "a River leader was elected")
 }
 
 func (b *outBundle) ownerExec(t *testing.T, sql string, args ...any) {

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -44,8 +45,7 @@ type FakeGoogle struct {
 
 	mu          sync.Mutex
 	lifetime    time.Duration
-	tokens      map[string]time.Time // issued token → expiry
-	requests    int
+	oauth       tokenEndpoint
 	revoked     bool
 	refused     int
 	throttle    int    // the next sends answered 429
@@ -69,8 +69,12 @@ type FakeChatCall struct {
 func NewFakeGoogle(t testing.TB, lifetime time.Duration) *FakeGoogle {
 	f := &FakeGoogle{ClientEmail: "mio@project.iam.gserviceaccount.com", KeyID: "sa-key-1",
 		saKey: rsaKey(t), chatKey: rsaKey(t), oidcKey: rsaKey(t), lifetime: lifetime,
-		tokens: map[string]time.Time{}, byRequestID: map[string]string{}, messages: map[string]string{},
-		media: map[string][]byte{}}
+		byRequestID: map[string]string{}, messages: map[string]string{}, media: map[string][]byte{}}
+	f.oauth = tokenEndpoint{tokens: map[string]time.Time{},
+		refuse: func(w http.ResponseWriter, code, description string) {
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": description})
+		}}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: googleChatIssuer},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &f.chatKey.PublicKey, f.chatKey)
@@ -182,7 +186,7 @@ func (f *FakeGoogle) PutMedia(resource string, data []byte) {
 func (f *FakeGoogle) TokenRequests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.requests
+	return f.oauth.requests
 }
 
 // Refused is how many API calls were answered 401; Throttled how many 429.
@@ -233,24 +237,18 @@ func (f *FakeGoogle) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// token checks the JWT-bearer grant: the assertion signed by the
-// service-account key, issued by its email for the token endpoint, with
-// scope chat.bot and a lifetime of at most an hour.
 func (f *FakeGoogle) token(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests++
-	w.Header().Set("Content-Type", "application/json")
-	refuse := func(code, desc string) {
-		w.WriteHeader(http.StatusBadRequest)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": code, "error_description": desc})
-	}
-	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" {
-		refuse("unsupported_grant_type", "Invalid grant_type")
-		return
-	}
+	f.oauth.serve(w, r, map[string]grant{"urn:ietf:params:oauth:grant-type:jwt-bearer": f.jwtBearer})
+}
+
+// jwtBearer checks the JWT-bearer grant: the assertion signed by the
+// service-account key, issued by its email for the token endpoint, with
+// scope chat.bot and a lifetime of at most an hour. f.mu held.
+func (f *FakeGoogle) jwtBearer(w http.ResponseWriter, form url.Values) {
 	var claims jwt.MapClaims
-	_, err := jwt.ParseWithClaims(r.PostForm.Get("assertion"), &claims, func(t *jwt.Token) (any, error) {
+	_, err := jwt.ParseWithClaims(form.Get("assertion"), &claims, func(t *jwt.Token) (any, error) {
 		if t.Header["kid"] != f.KeyID {
 			return nil, fmt.Errorf("unknown kid")
 		}
@@ -258,17 +256,16 @@ func (f *FakeGoogle) token(w http.ResponseWriter, r *http.Request) {
 	}, jwt.WithValidMethods([]string{"RS256"}), jwt.WithAudience(f.URL+"/token"), jwt.WithIssuer(f.ClientEmail),
 		jwt.WithExpirationRequired(), jwt.WithIssuedAt())
 	if err != nil || f.revoked {
-		refuse("invalid_grant", "Invalid JWT Signature.")
+		f.oauth.refuse(w, "invalid_grant", "Invalid JWT Signature.")
 		return
 	}
 	iat, _ := claims.GetIssuedAt()
 	exp, _ := claims.GetExpirationTime()
 	if claims["scope"] != "https://www.googleapis.com/auth/chat.bot" || iat == nil || exp.Sub(iat.Time) > time.Hour {
-		refuse("invalid_scope", "bad scope or lifetime")
+		f.oauth.refuse(w, "invalid_scope", "bad scope or lifetime")
 		return
 	}
-	tok := fmt.Sprintf("ya29.fake.%d", len(f.tokens)+1)
-	f.tokens[tok] = time.Now().Add(f.lifetime)
+	tok := f.oauth.issue("ya29.fake.%d", time.Now().Add(f.lifetime))
 	_, _ = fmt.Fprintf(w, `{"access_token":%q,"expires_in":%d,"token_type":"Bearer"}`, tok, int(f.lifetime.Seconds()))
 }
 
@@ -277,7 +274,7 @@ func (f *FakeGoogle) api(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if exp, ok := f.tokens[tok]; !ok || !time.Now().Before(exp) {
+	if _, valid := f.oauth.check(tok, time.Now()); !valid {
 		f.refused++
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`))

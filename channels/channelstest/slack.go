@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -28,11 +29,9 @@ type FakeSlack struct {
 	now      func() time.Time
 	rotating bool
 	lifetime time.Duration
-	tokens   map[string]time.Time // issued access token → expiry (zero: never)
-	refresh  map[string]bool      // issued refresh token → spent
-	issued   int
-	requests int
-	reused   int // refresh requests with a spent refresh token
+	oauth    tokenEndpoint
+	refresh  map[string]bool // issued refresh token → spent
+	reused   int             // refresh requests with a spent refresh token
 	sent     int
 	refused  int
 }
@@ -45,7 +44,10 @@ func NewFakeSlack(t testing.TB, rotating bool, lifetime time.Duration, now func(
 		now = time.Now
 	}
 	f := &FakeSlack{ClientID: "1111.2222", ClientSecret: "slack-client-secret", Code: "slack-code", TeamID: "T0TEAM",
-		now: now, rotating: rotating, lifetime: lifetime, tokens: map[string]time.Time{}, refresh: map[string]bool{}}
+		now: now, rotating: rotating, lifetime: lifetime, refresh: map[string]bool{}}
+	f.oauth = tokenEndpoint{basicAuth: true, client: func() (string, string) { return f.ClientID, f.ClientSecret },
+		badClient: "invalid_client_id", badForm: "invalid_arguments", tokens: map[string]time.Time{},
+		refuse: func(w http.ResponseWriter, code, _ string) { _, _ = fmt.Fprintf(w, `{"ok":false,"error":%q}`, code) }}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -63,7 +65,7 @@ func (f *FakeSlack) AppCredentials() json.RawMessage {
 func (f *FakeSlack) TokenRequests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.requests
+	return f.oauth.requests
 }
 
 // Reused is how many refresh requests came with a spent refresh token.
@@ -102,48 +104,45 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 func (f *FakeSlack) token(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests++
-	id, secret, ok := r.BasicAuth()
-	if !ok || id != f.ClientID || secret != f.ClientSecret {
-		_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_client_id"}`))
+	f.oauth.serve(w, r, map[string]grant{"authorization_code": f.exchangeCode, "refresh_token": f.refreshGrant})
+}
+
+// exchangeCode answers the install's code exchange (once), f.mu held.
+func (f *FakeSlack) exchangeCode(w http.ResponseWriter, form url.Values) {
+	if f.Code == "" || form.Get("code") != f.Code {
+		f.oauth.refuse(w, "invalid_code", "")
 		return
 	}
-	if r.ParseForm() != nil {
-		_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_arguments"}`))
-		return
-	}
-	switch r.PostForm.Get("grant_type") {
-	case "authorization_code":
-		if f.Code == "" || r.PostForm.Get("code") != f.Code {
-			_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_code"}`))
-			return
+	f.Code = "" // a code works once
+	f.issueTokens(w)
+}
+
+// refreshGrant spends a refresh token it issued, f.mu held.
+func (f *FakeSlack) refreshGrant(w http.ResponseWriter, form url.Values) {
+	rt := form.Get("refresh_token")
+	spent, known := f.refresh[rt]
+	if !f.rotating || !known || spent {
+		if known {
+			f.reused++
 		}
-		f.Code = "" // a code works once
-	case "refresh_token":
-		rt := r.PostForm.Get("refresh_token")
-		spent, known := f.refresh[rt]
-		if !f.rotating || !known || spent {
-			if known {
-				f.reused++
-			}
-			_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_refresh_token"}`))
-			return
-		}
-		f.refresh[rt] = true
-	default:
-		_, _ = w.Write([]byte(`{"ok":false,"error":"unsupported_grant_type"}`))
+		f.oauth.refuse(w, "invalid_refresh_token", "")
 		return
 	}
-	f.issued++
+	f.refresh[rt] = true
+	f.issueTokens(w)
+}
+
+// issueTokens answers a granted request: a bot token that never expires,
+// or with rotation an expiring one and its refresh token.
+func (f *FakeSlack) issueTokens(w http.ResponseWriter) {
 	if !f.rotating {
-		tok := fmt.Sprintf("xoxb-static-%d", f.issued)
-		f.tokens[tok] = time.Time{}
+		tok := f.oauth.issue("xoxb-static-%d", time.Time{})
 		_, _ = fmt.Fprintf(w, `{"ok":true,"access_token":%q,"token_type":"bot","scope":"chat:write","bot_user_id":"UBOT","app_id":"A1","team":{"id":%q,"name":"Team"},"enterprise":null}`,
 			tok, f.TeamID)
 		return
 	}
-	tok, rt := fmt.Sprintf("xoxe.xoxb-%d", f.issued), fmt.Sprintf("xoxe-1-refresh-%d", f.issued)
-	f.tokens[tok] = f.now().Add(f.lifetime)
+	tok := f.oauth.issue("xoxe.xoxb-%d", f.now().Add(f.lifetime))
+	rt := fmt.Sprintf("xoxe-1-refresh-%d", f.oauth.issued)
 	f.refresh[rt] = false
 	_, _ = fmt.Fprintf(w, `{"ok":true,"access_token":%q,"token_type":"bot","scope":"chat:write","bot_user_id":"UBOT","app_id":"A1","team":{"id":%q,"name":"Team"},"enterprise":null,"refresh_token":%q,"expires_in":%d}`,
 		tok, f.TeamID, rt, int(f.lifetime.Seconds()))
@@ -153,12 +152,12 @@ func (f *FakeSlack) post(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	exp, ok := f.tokens[tok]
+	known, valid := f.oauth.check(tok, f.now())
 	switch {
-	case !ok:
+	case !known:
 		f.refused++
 		_, _ = w.Write([]byte(`{"ok":false,"error":"invalid_auth"}`))
-	case !exp.IsZero() && !f.now().Before(exp):
+	case !valid:
 		f.refused++
 		_, _ = w.Write([]byte(`{"ok":false,"error":"token_expired"}`))
 	default:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,9 +42,7 @@ type FakeTeams struct {
 	mu           sync.Mutex
 	lifetime     time.Duration
 	endorsements []string
-	tokens       map[string]time.Time // issued token → expiry
-	issued       int
-	tokenReqs    int
+	oauth        tokenEndpoint
 	keyReqs      int
 	revoked      bool
 	limitNext    int // the next connector calls answered 429
@@ -75,7 +74,15 @@ func NewFakeTeams(t testing.TB, lifetime time.Duration) *FakeTeams {
 	forger, err := rsa.GenerateKey(rand.Reader, 2048)
 	require.NoError(t, err)
 	f := &FakeTeams{AppID: "00000000-0000-0000-0000-00000000a11d", ClientSecret: "client~secret", KeyID: "fake-key-1",
-		key: key, forger: forger, lifetime: lifetime, endorsements: []string{"msteams"}, tokens: map[string]time.Time{}}
+		key: key, forger: forger, lifetime: lifetime, endorsements: []string{"msteams"}}
+	f.oauth = tokenEndpoint{client: func() (string, string) { return f.AppID, f.ClientSecret }, tokens: map[string]time.Time{},
+		refuse: func(w http.ResponseWriter, code, description string) {
+			if code != "invalid_client" {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": code})
+				return
+			}
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": code, "error_description": description})
+		}}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -188,7 +195,7 @@ func (f *FakeTeams) Calls() []TeamsCall {
 func (f *FakeTeams) TokenRequests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.tokenReqs
+	return f.oauth.requests
 }
 
 // KeyRequests is how many key set requests arrived.
@@ -243,20 +250,20 @@ func (f *FakeTeams) keys(w http.ResponseWriter) {
 func (f *FakeTeams) token(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.tokenReqs++
-	if r.ParseForm() != nil || r.PostForm.Get("grant_type") != "client_credentials" ||
-		r.PostForm.Get("scope") != "https://api.botframework.com/.default" {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type"})
+	f.oauth.serve(w, r, map[string]grant{"client_credentials": f.clientCredentials})
+}
+
+// clientCredentials issues a Bot Connector token to the app, f.mu held.
+func (f *FakeTeams) clientCredentials(w http.ResponseWriter, form url.Values) {
+	if form.Get("scope") != "https://api.botframework.com/.default" {
+		f.oauth.refuse(w, "unsupported_grant_type", "")
 		return
 	}
-	if f.revoked || r.PostForm.Get("client_id") != f.AppID || r.PostForm.Get("client_secret") != f.ClientSecret {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client",
-			"error_description": "AADSTS7000215: Invalid client secret provided."})
+	if f.revoked || !f.oauth.formClient(form) {
+		f.oauth.refuse(w, "invalid_client", "AADSTS7000215: Invalid client secret provided.")
 		return
 	}
-	f.issued++
-	tok := fmt.Sprintf("eyJ0eXAi.fake-access.%d", f.issued)
-	f.tokens[tok] = time.Now().Add(f.lifetime)
+	tok := f.oauth.issue("eyJ0eXAi.fake-access.%d", time.Now().Add(f.lifetime))
 	writeJSON(w, http.StatusOK, map[string]any{"token_type": "Bearer", "expires_in": int(f.lifetime.Seconds()),
 		"ext_expires_in": int(f.lifetime.Seconds()), "access_token": tok})
 }
@@ -266,7 +273,7 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if exp, ok := f.tokens[tok]; !ok || !time.Now().Before(exp) {
+	if _, valid := f.oauth.check(tok, time.Now()); !valid {
 		f.refused++
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Authorization has been denied for this request."})
 		return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -27,9 +28,7 @@ type FakeZoho struct {
 
 	mu       sync.Mutex
 	lifetime time.Duration
-	tokens   map[string]time.Time // issued token → expiry
-	issued   int
-	requests int
+	oauth    tokenEndpoint
 	revoked  bool
 	fail     int // the next token requests answered 500
 	sent     int
@@ -43,7 +42,10 @@ type FakeZoho struct {
 // test's end.
 func NewFakeZoho(t testing.TB, lifetime time.Duration) *FakeZoho {
 	f := &FakeZoho{ClientID: "1000.CLIENT", ClientSecret: "client-secret", RefreshToken: "1000.refresh", Code: "1000.code",
-		lifetime: lifetime, tokens: map[string]time.Time{}}
+		lifetime: lifetime}
+	f.oauth = tokenEndpoint{client: func() (string, string) { return f.ClientID, f.ClientSecret }, tokens: map[string]time.Time{},
+		fault:  f.failing,
+		refuse: func(w http.ResponseWriter, code, _ string) { _, _ = fmt.Fprintf(w, `{"error":%q}`, code) }}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -77,9 +79,7 @@ func (f *FakeZoho) FailNext(n int) {
 func (f *FakeZoho) ExpireAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for tok := range f.tokens {
-		f.tokens[tok] = time.Time{}
-	}
+	f.oauth.expireAll()
 }
 
 // RefuseSends answers every send 401, whatever its token.
@@ -101,14 +101,14 @@ func (f *FakeZoho) OnToken(fn func()) {
 func (f *FakeZoho) TokenRequests() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.requests
+	return f.oauth.requests
 }
 
 // Issued is how many access tokens the fake issued.
 func (f *FakeZoho) Issued() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.issued
+	return f.oauth.issued
 }
 
 // Sent is how many messages were accepted; Refused how many sends were
@@ -146,50 +146,47 @@ func (f *FakeZoho) token(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.requests++
-	if f.fail > 0 {
-		f.fail--
-		http.Error(w, "internal error", http.StatusInternalServerError)
+	f.oauth.serve(w, r, map[string]grant{"authorization_code": f.exchangeCode, "refresh_token": f.refreshGrant})
+}
+
+// failing answers a token request 500 while FailNext's count lasts, f.mu
+// held.
+func (f *FakeZoho) failing(w http.ResponseWriter) bool {
+	if f.fail == 0 {
+		return false
+	}
+	f.fail--
+	http.Error(w, "internal error", http.StatusInternalServerError)
+	return true
+}
+
+// refreshGrant issues an access token for the refresh token, f.mu held.
+func (f *FakeZoho) refreshGrant(w http.ResponseWriter, form url.Values) {
+	if !f.oauth.formClient(form) {
+		f.oauth.refuse(w, "invalid_client", "")
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	if r.ParseForm() == nil && r.PostForm.Get("grant_type") == "authorization_code" {
-		f.exchangeCode(w, r)
+	if f.revoked || form.Get("refresh_token") != f.RefreshToken {
+		f.oauth.refuse(w, "invalid_code", "")
 		return
 	}
-	if r.PostForm.Get("grant_type") != "refresh_token" {
-		_, _ = w.Write([]byte(`{"error":"unsupported_grant_type"}`))
-		return
-	}
-	if r.PostForm.Get("client_id") != f.ClientID || r.PostForm.Get("client_secret") != f.ClientSecret {
-		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
-		return
-	}
-	if f.revoked || r.PostForm.Get("refresh_token") != f.RefreshToken {
-		_, _ = w.Write([]byte(`{"error":"invalid_code"}`))
-		return
-	}
-	f.issued++
-	tok := fmt.Sprintf("1000.access.%d", f.issued)
-	f.tokens[tok] = time.Now().Add(f.lifetime)
+	tok := f.oauth.issue("1000.access.%d", time.Now().Add(f.lifetime))
 	_, _ = fmt.Fprintf(w, `{"access_token":%q,"api_domain":"https://www.zohoapis.com","token_type":"Bearer","expires_in":%d}`,
 		tok, int(f.lifetime.Seconds()))
 }
 
 // exchangeCode answers an authorization code exchange, f.mu held.
-func (f *FakeZoho) exchangeCode(w http.ResponseWriter, r *http.Request) {
-	if r.PostForm.Get("client_id") != f.ClientID || r.PostForm.Get("client_secret") != f.ClientSecret {
-		_, _ = w.Write([]byte(`{"error":"invalid_client"}`))
+func (f *FakeZoho) exchangeCode(w http.ResponseWriter, form url.Values) {
+	if !f.oauth.formClient(form) {
+		f.oauth.refuse(w, "invalid_client", "")
 		return
 	}
-	if f.Code == "" || r.PostForm.Get("code") != f.Code || r.PostForm.Get("redirect_uri") == "" {
-		_, _ = w.Write([]byte(`{"error":"invalid_code"}`))
+	if f.Code == "" || form.Get("code") != f.Code || form.Get("redirect_uri") == "" {
+		f.oauth.refuse(w, "invalid_code", "")
 		return
 	}
 	f.Code = ""
-	f.issued++
-	tok := fmt.Sprintf("1000.access.%d", f.issued)
-	f.tokens[tok] = time.Now().Add(f.lifetime)
+	tok := f.oauth.issue("1000.access.%d", time.Now().Add(f.lifetime))
 	_, _ = fmt.Fprintf(w, `{"access_token":%q,"refresh_token":%q,"api_domain":"https://www.zohoapis.com","token_type":"Bearer","expires_in":%d}`,
 		tok, f.RefreshToken, int(f.lifetime.Seconds()))
 }
@@ -198,7 +195,7 @@ func (f *FakeZoho) message(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Zoho-oauthtoken ")
-	if exp, ok := f.tokens[tok]; !ok || !time.Now().Before(exp) || f.refuseSends {
+	if _, valid := f.oauth.check(tok, time.Now()); !valid || f.refuseSends {
 		f.refused++
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"code":"oauthtoken_invalid","message":"Invalid OAuth token."}`))

@@ -159,12 +159,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	set.AddInboxPartitions(&workers.InboxPartitionsWorker{Pool: pool, Logger: log.With("component", "inbox_partitions")}, time.Hour)
 	set.AddConsumerRing(pool, time.Minute, log.With("component", "consumer_ring"))
 	addMediaWorkers(set, cfg, pool, store, registry, accts, metrics.NewMedia(m.Registry), log, tp)
-	// Outbound: dispatch, the outbox sweeper (orphaned and requeued rows), delivery receipts.
+	// Outbound: dispatch, delivery receipts (the outbox sweeper runs
+	// beside River, below).
 	outMetrics := metrics.NewOutbound(m.Registry)
 	dispatcher := set.AddDispatch(pool, workers.DispatchConfig{Accounts: accts, Metrics: outMetrics,
 		Logger: log.With("component", "dispatch"), TracerProvider: tp, SendTimeout: cfg.SendTimeout,
 		StreamTimeout: cfg.StreamTimeout})
-	set.AddOutboxSweeper(pool, workers.OutboxSweepConfig{StuckAfter: dispatcher.JobTimeout() + time.Minute})
 	set.AddReceipts(pool, workers.ReceiptsConfig{Metrics: outMetrics})
 	reconciler := set.AddReconcile(pool, accts, registry, workers.ReconcileConfig{Interval: cfg.ReconcileInterval,
 		ActiveWithin: cfg.ReconcileWindow, Metrics: metrics.NewReconcile(m.Registry), Logger: log.With("component", "reconcile")})
@@ -294,10 +294,23 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	}
 
 	working := workers.Works(set, wcfg)
+	// Every worker process sweeps the outbox (orphaned and requeued rows),
+	// one at a time under the sweeper's lock.
+	sweepDone := make(chan struct{})
+	sweepCtx, stopSweep := context.WithCancel(context.Background())
+	defer stopSweep()
 	if working {
 		if err := riverClient.Start(ctx); err != nil {
 			return fmt.Errorf("start river: %w", err)
 		}
+		sweeper := workers.NewOutboxSweeper(pool, riverClient, workers.OutboxSweepConfig{
+			StuckAfter: dispatcher.JobTimeout() + time.Minute, Logger: log.With("component", "outbox_sweeper")})
+		go func() {
+			defer close(sweepDone)
+			sweeper.Run(sweepCtx)
+		}()
+	} else {
+		close(sweepDone)
 	}
 	log.Info("mio serving", "public_addr", publicAddr, "admin_addr", adminAddr, "role", cfg.Role, "workers", set.Len())
 	if onListen != nil {
@@ -321,6 +334,8 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	ingester.Stop()
 	stopReplies()
 	stopSender()
+	stopSweep()
+	<-sweepDone // its pass enqueues through River's client
 	if working {
 		if err := riverClient.Stop(sctx); err != nil {
 			log.Warn("river did not stop gracefully; cancelling jobs", "err", err)

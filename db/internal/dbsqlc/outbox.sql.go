@@ -954,6 +954,24 @@ func (q *Queries) OutboxSweepCandidates(ctx context.Context, db DBTX, arg *Outbo
 	return items, nil
 }
 
+const OutboxSweepLock = `-- name: OutboxSweepLock :one
+SELECT pg_try_advisory_xact_lock($1::bigint) AS locked
+`
+
+type OutboxSweepLockParams struct {
+	LockKey int64
+}
+
+// Takes the outbox sweeper's advisory lock (@lock_key) for the rest of the
+// transaction, without waiting: false when another process's pass holds
+// it.
+func (q *Queries) OutboxSweepLock(ctx context.Context, db DBTX, arg *OutboxSweepLockParams) (bool, error) {
+	row := db.QueryRow(ctx, OutboxSweepLock, arg.LockKey)
+	var locked bool
+	err := row.Scan(&locked)
+	return locked, err
+}
+
 const OutboxTraceparents = `-- name: OutboxTraceparents :many
 SELECT id, traceparent FROM mio.outbox
 WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND traceparent <> ''
