@@ -51,6 +51,18 @@ type FakeTeams struct {
 	calls        []TeamsCall
 	limited      []time.Time
 	refused      int
+	streams      map[string]*TeamsStream
+}
+
+// TeamsStream is one streamed bot message as the fake holds it: its
+// conversation, the text of its last update (each carries the whole
+// text) or of its final message, its last streamSequence, and whether
+// the final message came.
+type TeamsStream struct {
+	Conversation string
+	Text         string
+	Sequence     int
+	Final        bool
 }
 
 // TeamsCall is one Bot Connector call the fake accepted.
@@ -283,6 +295,10 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &call.Activity)
 	}
+	if code, msg := f.streamed(call); code != "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		return
+	}
 	f.calls = append(f.calls, call)
 	switch r.Method {
 	case http.MethodDelete:
@@ -293,6 +309,73 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, map[string]string{"id": fmt.Sprintf("17000000%05d", len(f.calls))})
 	}
+}
+
+// Stream returns a copy of stream id (nil: none).
+func (f *FakeTeams) Stream(id string) *TeamsStream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.streams[id]
+	if !ok {
+		return nil
+	}
+	c := *s
+	return &c
+}
+
+// streamed checks an activity with a streaminfo entity as Teams does and
+// keeps its stream: streaming only in personal chats (conversation ids
+// "a:…"); the first update is a typing activity without streamId and
+// sequence 1, whose answer's id is the streamId; later updates name an
+// open stream with a higher sequence; the final one is a message. It
+// returns the error code of a refused activity ("" when accepted or not
+// streamed).
+func (f *FakeTeams) streamed(call TeamsCall) (code, msg string) {
+	var info map[string]any
+	if es, ok := call.Activity["entities"].([]any); ok {
+		for _, e := range es {
+			if m, ok := e.(map[string]any); ok && m["type"] == "streaminfo" {
+				info = m
+			}
+		}
+	}
+	if info == nil || call.Method != http.MethodPost {
+		return "", ""
+	}
+	conv := strings.TrimSuffix(strings.TrimPrefix(call.Path, "/v3/conversations/"), "/activities")
+	if !strings.HasPrefix(conv, "a:") {
+		return "BadArgument", "streaming is supported in one-on-one chats only"
+	}
+	if f.streams == nil {
+		f.streams = map[string]*TeamsStream{}
+	}
+	id, _ := info["streamId"].(string)
+	seq, _ := info["streamSequence"].(float64)
+	text, _ := call.Activity["text"].(string)
+	kind, _ := info["streamType"].(string)
+	typ, _ := call.Activity["type"].(string)
+	s, open := f.streams[id]
+	switch {
+	case kind != "informative" && kind != "streaming" && kind != "final":
+		return "BadArgument", "unknown streamType"
+	case id == "" && (kind == "final" || typ != "typing" || seq != 1):
+		return "BadArgument", "a stream starts with a typing activity of sequence 1"
+	case id == "":
+		f.streams[fmt.Sprintf("17000000%05d", len(f.calls)+1)] = &TeamsStream{Conversation: conv, Text: text, Sequence: 1}
+		return "", ""
+	case !open || s.Final:
+		return "ContentStreamNotAllowed", "the stream is not open"
+	case kind == "final" && typ != "message":
+		return "BadArgument", "a stream ends with a message activity"
+	case kind != "final" && (typ != "typing" || int(seq) <= s.Sequence):
+		return "ContentStreamSequenceOrderPreConditionFailed", "the sequence is out of order"
+	}
+	s.Text = text
+	if seq > 0 {
+		s.Sequence = int(seq)
+	}
+	s.Final = kind == "final"
+	return "", ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
