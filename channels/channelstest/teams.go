@@ -295,8 +295,8 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &call.Activity)
 	}
-	if code, msg := f.streamed(call); code != "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	if status, code, msg := f.streamed(call); code != "" {
+		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
 		return
 	}
 	f.calls = append(f.calls, call)
@@ -327,10 +327,11 @@ func (f *FakeTeams) Stream(id string) *TeamsStream {
 // keeps its stream: streaming only in personal chats (conversation ids
 // "a:…"); the first update is a typing activity without streamId and
 // sequence 1, whose answer's id is the streamId; later updates name an
-// open stream with a higher sequence; the final one is a message. It
-// returns the error code of a refused activity ("" when accepted or not
-// streamed).
-func (f *FakeTeams) streamed(call TeamsCall) (code, msg string) {
+// open stream with a higher sequence and contain the text streamed so
+// far; the final one is a message. It returns the status and error code
+// of a refused activity ("" when accepted or not streamed).
+func (f *FakeTeams) streamed(call TeamsCall) (status int, code, msg string) {
+	const bad, forbidden = http.StatusBadRequest, http.StatusForbidden
 	var info map[string]any
 	if es, ok := call.Activity["entities"].([]any); ok {
 		for _, e := range es {
@@ -340,11 +341,11 @@ func (f *FakeTeams) streamed(call TeamsCall) (code, msg string) {
 		}
 	}
 	if info == nil || call.Method != http.MethodPost {
-		return "", ""
+		return 0, "", ""
 	}
 	conv := strings.TrimSuffix(strings.TrimPrefix(call.Path, "/v3/conversations/"), "/activities")
 	if !strings.HasPrefix(conv, "a:") {
-		return "BadArgument", "streaming is supported in one-on-one chats only"
+		return bad, "BadArgument", "streaming is supported in one-on-one chats only"
 	}
 	if f.streams == nil {
 		f.streams = map[string]*TeamsStream{}
@@ -357,25 +358,27 @@ func (f *FakeTeams) streamed(call TeamsCall) (code, msg string) {
 	s, open := f.streams[id]
 	switch {
 	case kind != "informative" && kind != "streaming" && kind != "final":
-		return "BadArgument", "unknown streamType"
+		return bad, "BadArgument", "unknown streamType"
 	case id == "" && (kind == "final" || typ != "typing" || seq != 1):
-		return "BadArgument", "a stream starts with a typing activity of sequence 1"
+		return bad, "BadArgument", "a stream starts with a typing activity of sequence 1"
 	case id == "":
 		f.streams[fmt.Sprintf("17000000%05d", len(f.calls)+1)] = &TeamsStream{Conversation: conv, Text: text, Sequence: 1}
-		return "", ""
+		return 0, "", ""
 	case !open || s.Final:
-		return "ContentStreamNotAllowed", "the stream is not open"
+		return forbidden, "ContentStreamNotAllowed", "the stream is not open"
 	case kind == "final" && typ != "message":
-		return "BadArgument", "a stream ends with a message activity"
+		return bad, "BadArgument", "a stream ends with a message activity"
 	case kind != "final" && (typ != "typing" || int(seq) <= s.Sequence):
-		return "ContentStreamSequenceOrderPreConditionFailed", "the sequence is out of order"
+		return bad, "BadArgument", "the sequence is out of order"
+	case kind == "streaming" && !strings.HasPrefix(text, s.Text):
+		return forbidden, "ContentStreamNotAllowed", "Request streamed content should contain the previously streamed content"
 	}
 	s.Text = text
 	if seq > 0 {
 		s.Sequence = int(seq)
 	}
 	s.Final = kind == "final"
-	return "", ""
+	return 0, "", ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
