@@ -255,3 +255,32 @@ func TestStreamFortySecondsEveryChannel(t *testing.T) {
 	}
 	require.Zero(t, b.fake.Invalid(), "every stream call was well formed")
 }
+
+// TestStreamNativeRefused: a native stream the platform refuses to open
+// (a permanent error from chat.startStream: an app without its AI
+// features) falls back to one message sent and edited, ending with the
+// complete text.
+func TestStreamNativeRefused(t *testing.T) {
+	t.Parallel()
+	conv := nativeConversation("slack", 20)
+	script := func(channel, conversation string, n int) action {
+		if conversation == conv && n == 1 {
+			return actPermanent
+		}
+		return actOK
+	}
+	b := newOutBundle(t, outOpts{script: script, dispatch: streamDispatch(workers.DispatchConfig{})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "slack", conv, "")
+	parts, full := deltas(40)
+	appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState, "%s %v", row.LastError, timeline(events))
+	calls := b.callsOf("slack", conv)
+	require.Equal(t, "send", calls[0].Op, "the refused start was not recorded; the message was sent")
+	for _, c := range calls[1:] {
+		require.Equal(t, "edit", c.Op)
+	}
+	require.Equal(t, full, calls[len(calls)-1].Text)
+}
