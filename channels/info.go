@@ -20,6 +20,9 @@ const (
 	CapSource      = "source"
 	CapInstall     = "install"
 	CapStreaming   = "streaming"
+	// CapNativeStreaming: streamed replies use the platform's own
+	// streaming where the conversation allows it (Streamer).
+	CapNativeStreaming = "native_streaming"
 	// CapInteractions: clicks on rich_content buttons come back as
 	// interaction envelopes.
 	CapInteractions = "interactions"
@@ -88,7 +91,7 @@ func APIBaseURLField(def string) Field {
 
 // Info is what an adapter says about its channel. Capabilities that an
 // optional interface stands for (Editor, Deleter, Typer, Reactor,
-// AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
+// Streamer, AttachmentFetcher, HistoryReader, HistoryPager, Source) are not
 // declared here: Describe derives them from the adapter and its Outbound,
 // so they cannot drift.
 type Info struct {
@@ -180,6 +183,7 @@ func Describe(ch Channel) Description {
 	_, reads := ch.(HistoryReader)
 	_, pages := ch.(HistoryPager)
 	_, installs := ch.(Installer)
+	_, native := info.Outbound.(Streamer)
 	var list []string
 	for _, c := range []struct {
 		name string
@@ -188,7 +192,7 @@ func Describe(ch Channel) Description {
 		{CapEdit, caps.Edit}, {CapDelete, del}, {CapTyping, typing}, {CapHistory, reads || pages},
 		{CapReceipts, caps.Receipts}, {CapRichContent, info.RichContent},
 		{CapAttachments, caps.Attachments}, {CapThreads, caps.Threads}, {CapStreaming, caps.Edit},
-		{CapSource, source}, {CapInstall, installs},
+		{CapNativeStreaming, native}, {CapSource, source}, {CapInstall, installs},
 		{CapInteractions, caps.Interactions}, {CapReactions, caps.Reactions},
 	} {
 		if c.on {

@@ -16,6 +16,19 @@ type editingSender struct{ plainSender }
 func (*editingSender) Edit(context.Context, *OutboundMessage) (*SendResult, error) { return nil, nil }
 func (*editingSender) Typing(context.Context, *TypingSignal) error                 { return nil }
 
+type streamingSender struct{ editingSender }
+
+func (*streamingSender) Streams(*OutboundMessage) bool { return true }
+func (*streamingSender) StreamStart(context.Context, *OutboundMessage) (*SendResult, error) {
+	return nil, nil
+}
+func (*streamingSender) StreamAppend(context.Context, *OutboundMessage, StreamShown) error {
+	return nil
+}
+func (*streamingSender) StreamStop(context.Context, *OutboundMessage, StreamShown) (*SendResult, error) {
+	return nil, nil
+}
+
 type deletingSender struct{ plainSender }
 
 func (*deletingSender) Delete(context.Context, string, string) error { return nil }
@@ -36,7 +49,8 @@ func (sourceChannel) RunSource(context.Context, SourceDeps) error { return nil }
 
 // TestDescribeDerivesCapabilities: edit, delete, typing and reactions
 // come from the interfaces the adapter's sender implements (streaming from
-// Editor: a streamed reply grows by edits) and source from the
+// Editor: a streamed reply grows by edits; native_streaming from
+// Streamer) and source from the
 // adapter's, not from a declaration; declared ones are listed as
 // declared.
 func TestDescribeDerivesCapabilities(t *testing.T) {
@@ -53,6 +67,10 @@ func TestDescribeDerivesCapabilities(t *testing.T) {
 	require.Equal(t, []string{CapEdit, CapTyping, CapThreads, CapStreaming, CapSource}, rich.Capabilities)
 	require.Equal(t, "Rich", rich.DisplayName)
 	require.True(t, CapabilitiesOf(infoChannel{Info{Outbound: (*editingSender)(nil)}}).Edit)
+
+	// native_streaming from Streamer.
+	native := Describe(infoChannel{Info{Outbound: (*streamingSender)(nil)}})
+	require.Equal(t, []string{CapEdit, CapTyping, CapStreaming, CapNativeStreaming}, native.Capabilities)
 
 	deleting := Describe(infoChannel{Info{Outbound: (*deletingSender)(nil)}})
 	require.Equal(t, []string{CapDelete}, deleting.Capabilities)

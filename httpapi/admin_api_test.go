@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -596,6 +597,10 @@ func TestAdminChannelTypes(t *testing.T) {
 	require.Equal(t, "Discord", bySlug["discord"]["display_name"])
 	require.ElementsMatch(t, []any{"edit", "typing", "history", "rich_content", "attachments", "streaming", "source", "install", "interactions", "reactions"}, bySlug["discord"]["capabilities"])
 	require.ElementsMatch(t, []any{"receipts", "rich_content", "attachments", "interactions", "reactions"}, bySlug["whatsapp"]["capabilities"])
+	for slug, it := range bySlug {
+		native := slug == "slack" || slug == "telegram" || slug == "teams"
+		require.Equal(t, native, slices.Contains(it["capabilities"].([]any), any("native_streaming")), slug)
+	}
 	require.Equal(t, []any{map[string]any{"key": "account", "per_sec": 30.0, "burst": 30.0},
 		map[string]any{"key": "conversation", "per_sec": 1.0, "burst": 3.0}}, bySlug["telegram"]["default_rate_limits"])
 	require.Empty(t, bySlug["webhook"]["default_rate_limits"])

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,18 +28,25 @@ const (
 // call is one request the fake received.
 type call struct {
 	Channel      string
-	Op           string // send, edit or react
+	Op           string // send, edit, react, draft, stream_start, stream_append or stream_stop
 	Conversation string
-	Text         string
-	Key          string // webhook-id (webhook channel), nonce (discord)
-	EditID       string // the provider id an edit names
-	At           time.Time
+	// Text is the text sent; for a native stream's calls, the text the
+	// stream shows after the call.
+	Text   string
+	Key    string // webhook-id (webhook channel), nonce (discord)
+	EditID string // the provider id an edit names
+	At     time.Time
 }
 
-// fakeProviders speaks the send and edit endpoints of all six channels
-// under one server: /slack, /telegram, /discord, /zoho, /whatsapp (API
-// bases) and /webhook (endpoint URLs). script decides each call's fate
-// from (channel, conversation, n-th call of that conversation).
+// fakeProviders speaks the send and edit endpoints of every channel
+// under one server: /slack, /telegram, /discord, /zoho, /whatsapp,
+// /teams, /google (API bases; /token answers the token requests of Teams
+// and Google Chat) and /webhook (endpoint URLs), and the native
+// streaming of Slack (chat.startStream, chat.appendStream,
+// chat.stopStream), Telegram (sendMessageDraft) and Teams (typing
+// activities with a streaminfo entity, then the final message). script
+// decides each call's fate from (channel, conversation, n-th call of
+// that conversation).
 type fakeProviders struct {
 	srv    *httptest.Server
 	script func(channel, conversation string, n int) action
@@ -47,11 +55,16 @@ type fakeProviders struct {
 	calls []call
 	count map[string]int
 	seq   int64
+	// streams is the text of each open Slack stream (by ts); stopped
+	// marks the ones ended.
+	streams map[string]string
+	stopped map[string]bool
+	invalid int
 }
 
 func newFakeProviders(t testing.TB, script func(channel, conversation string, n int) action) *fakeProviders {
 	t.Helper()
-	f := &fakeProviders{script: script, count: map[string]int{}, seq: 1000}
+	f := &fakeProviders{script: script, count: map[string]int{}, seq: 1000, streams: map[string]string{}, stopped: map[string]bool{}}
 	if f.script == nil {
 		f.script = func(string, string, int) action { return actOK }
 	}
@@ -64,7 +77,16 @@ func (f *fakeProviders) apiBase() map[string]string {
 	return map[string]string{
 		"slack": f.srv.URL + "/slack", "telegram": f.srv.URL + "/telegram", "discord": f.srv.URL + "/discord",
 		"zoho_cliq": f.srv.URL + "/zoho", "whatsapp": f.srv.URL + "/whatsapp",
+		"teams": f.srv.URL + "/teams", "google_chat": f.srv.URL + "/google",
 	}
+}
+
+// Invalid is how many native stream calls lacked a required field or
+// named no open stream.
+func (f *fakeProviders) Invalid() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.invalid
 }
 
 // Calls returns the calls received so far.
@@ -94,8 +116,20 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 	c := call{Op: "send", At: time.Now()}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch parts[0] {
+	case "token":
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"fake-token","token_type":"Bearer","expires_in":3600}`)
+		return
 	case "slack":
 		c.Channel, c.Conversation, c.Text = "slack", str(m["channel"]), str(m["text"])
+		switch parts[len(parts)-1] {
+		case "chat.startStream":
+			c.Op, c.Text = "stream_start", str(m["markdown_text"])
+		case "chat.appendStream":
+			c.Op, c.EditID, c.Text = "stream_append", str(m["ts"]), str(m["markdown_text"])
+		case "chat.stopStream":
+			c.Op, c.EditID, c.Text = "stream_stop", str(m["ts"]), str(m["markdown_text"])
+		}
 		if strings.HasSuffix(r.URL.Path, "chat.update") {
 			c.Op, c.EditID = "edit", str(m["ts"])
 		}
@@ -104,6 +138,9 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	case "telegram":
 		c.Channel, c.Conversation, c.Text = "telegram", str(m["chat_id"]), str(m["text"])
+		if strings.HasSuffix(r.URL.Path, "sendMessageDraft") {
+			c.Op, c.EditID = "draft", str(m["draft_id"])
+		}
 		if strings.HasSuffix(r.URL.Path, "editMessageText") {
 			c.Op, c.EditID = "edit", str(m["message_id"])
 		}
@@ -122,6 +159,30 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if len(parts) > 6 && parts[5] == "reactions" { // .../{mid}/reactions/{emoji}/@me
 			c.Op, c.EditID, c.Text = "react", parts[4], parts[6]
+		}
+	case "teams": // /teams/v3/conversations/{id}/activities[/{aid}]
+		c.Channel, c.Text = "teams", str(m["text"])
+		c.Conversation, _ = url.PathUnescape(parts[3])
+		if r.Method == http.MethodPut {
+			c.Op, c.EditID = "edit", parts[5]
+		}
+		if es, ok := m["entities"].([]any); ok && len(es) == 1 {
+			e, _ := es[0].(map[string]any)
+			c.EditID = str(e["streamId"])
+			switch {
+			case str(e["type"]) != "streaminfo":
+			case str(e["streamType"]) == "final" && str(m["type"]) == "message":
+				c.Op = "stream_stop"
+			case str(e["streamType"]) == "streaming" && str(m["type"]) == "typing" && c.EditID == "":
+				c.Op = "stream_start"
+			case str(e["streamType"]) == "streaming" && str(m["type"]) == "typing":
+				c.Op = "stream_append"
+			}
+		}
+	case "google": // /google/v1/spaces/{id}/messages[/{mid}]
+		c.Channel, c.Conversation, c.Text = "google_chat", "spaces/"+parts[3], str(m["text"])
+		if r.Method == http.MethodPatch {
+			c.Op, c.EditID = "edit", strings.Join(parts[2:], "/")
 		}
 	case "zoho": // /zoho/api/v3/chats/{id}/messages
 		c.Channel, c.Conversation, c.Text = "zoho_cliq", parts[4], str(m["text"])
@@ -161,6 +222,13 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if act == actOK && c.Channel == "slack" && strings.HasPrefix(c.Op, "stream_") {
+		if !f.slackStream(&c, m, id) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"ok":false,"error":"invalid_arguments"}`)
+			return
+		}
+	}
 	if act == actOK {
 		// Recorded before answering: what the platform received.
 		f.mu.Lock()
@@ -168,6 +236,36 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 	}
 	f.answer(w, c, act, id)
+}
+
+// slackStream checks a Slack stream call's required fields (channel;
+// ts and markdown_text to append; ts to stop) against the stream it names
+// and keeps the stream's text: c.Text becomes the text the message shows
+// after the call. False: Slack would refuse the call.
+func (f *fakeProviders) slackStream(c *call, m map[string]any, id int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ok := c.Conversation != ""
+	switch c.Op {
+	case "stream_start":
+		c.EditID = strconv.FormatInt(id, 10) + ".000100" // the ts answered
+		f.streams[c.EditID] = c.Text
+	case "stream_append":
+		_, open := f.streams[c.EditID]
+		ok = ok && open && !f.stopped[c.EditID] && m["markdown_text"] != nil
+		f.streams[c.EditID] += c.Text
+	case "stream_stop":
+		_, open := f.streams[c.EditID]
+		ok = ok && open && !f.stopped[c.EditID]
+		f.streams[c.EditID] += c.Text
+		f.stopped[c.EditID] = true
+	}
+	if !ok {
+		f.invalid++
+		return false
+	}
+	c.Text = f.streams[c.EditID]
+	return true
 }
 
 func (f *fakeProviders) answer(w http.ResponseWriter, c call, act action, id int64) {
@@ -180,7 +278,7 @@ func (f *fakeProviders) answer(w http.ResponseWriter, c call, act action, id int
 		w.Header().Set("Retry-After", "1")
 	}
 	pid := strconv.FormatInt(id, 10)
-	if c.Op == "edit" {
+	if c.EditID != "" && c.Op != "react" && c.Op != "draft" {
 		pid = c.EditID
 	}
 	switch c.Channel {
@@ -199,6 +297,10 @@ func (f *fakeProviders) answer(w http.ResponseWriter, c call, act action, id int
 	case "telegram":
 		switch act {
 		case actOK:
+			if c.Op == "draft" {
+				reply(200, `{"ok":true,"result":true}`)
+				return
+			}
 			reply(200, fmt.Sprintf(`{"ok":true,"result":{"message_id":%s,"chat":{"id":%s},"date":1,"text":"x"}}`, pid, c.Conversation))
 		case actRateLimit:
 			reply(429, `{"ok":false,"error_code":429,"description":"Too Many Requests: retry after 1","parameters":{"retry_after":1}}`)
@@ -217,6 +319,32 @@ func (f *fakeProviders) answer(w http.ResponseWriter, c call, act action, id int
 			reply(500, `{"message":"500: Internal Server Error","code":0}`)
 		case actPermanent:
 			reply(403, `{"message":"Missing Permissions","code":50013}`)
+		}
+	case "teams":
+		switch act {
+		case actOK:
+			reply(201, fmt.Sprintf(`{"id":%q}`, pid))
+		case actRateLimit:
+			reply(429, `{"error":{"code":"TooManyRequests","message":"throttled"}}`)
+		case actServerErr:
+			reply(502, `{"error":{"code":"ServiceError","message":"bad gateway"}}`)
+		case actPermanent:
+			reply(403, `{"error":{"code":"BotNotInConversationRoster","message":"not in the conversation"}}`)
+		}
+	case "google_chat":
+		name := c.Conversation + "/messages/" + pid
+		if c.Op == "edit" {
+			name = c.EditID
+		}
+		switch act {
+		case actOK:
+			reply(200, fmt.Sprintf(`{"name":%q,"text":%q}`, name, c.Text))
+		case actRateLimit:
+			reply(429, `{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}`)
+		case actServerErr:
+			reply(503, `{"error":{"code":503,"message":"unavailable","status":"UNAVAILABLE"}}`)
+		case actPermanent:
+			reply(403, `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`)
 		}
 	case "zoho_cliq":
 		switch act {

@@ -56,11 +56,14 @@ func (d *Dispatcher) attempt(ctx context.Context, tenantID uuid.UUID, res claimR
 		}
 		op, call = "react", rc.React
 	} else if isStream(c) {
-		streamed, streamTimedOut, err = d.stream(ctx, tenantID, c, acct, msg)
+		var stop sendFunc
+		streamed, stop, streamTimedOut, err = d.stream(ctx, tenantID, c, acct, msg)
 		if err != nil {
 			return fin, err
 		}
-		if msg.EditProviderMessageID != "" {
+		if stop != nil {
+			op, call = "stream_stop", stop
+		} else if msg.EditProviderMessageID != "" {
 			op, call = "edit", acct.Outbound.(channels.Editor).Edit
 		}
 	} else if c.EditOf != nil {

@@ -48,7 +48,12 @@ type streamRun struct {
 	c        *db.ClaimCandidate
 	acct     *accounts.Account
 	editor   channels.Editor // nil: the channel cannot edit
-	every    time.Duration
+	// native is the platform's own streaming, when the adapter has it and
+	// the conversation qualifies (nil: the message is sent and edited).
+	native channels.Streamer
+	// calls counts the native calls this run made.
+	calls int
+	every time.Duration
 	// providerID is the message the stream grows ("" until it is sent).
 	providerID string
 	// shown is the text the message shows; known is false after a
@@ -71,6 +76,9 @@ type streamRun struct {
 	// edits counts the edits not yet recorded: they are recorded as one
 	// stream_edited event when the lease is next extended.
 	edits int
+	// op is the operation of the newest unrecorded edit ("edit" or a
+	// native stream's append).
+	op string
 	// renewAt is when a look next extends the lease; looks before it
 	// only read the row.
 	renewAt  time.Time
@@ -88,14 +96,25 @@ type streamRun struct {
 // edited message's). stream returns the final message for attempt to
 // send: msg with the complete final text, as an edit of the message when
 // there is one; pre is set instead when the message already shows it.
+//
+// Where the adapter streams natively (channels.Streamer) and the
+// conversation qualifies, the message is a native stream instead: opened
+// with StreamStart, grown with StreamAppend at the same rate, and stop
+// is the final call (StreamStop with the complete final text). A run
+// that resumes a native stream goes on appending where the platform
+// allows it (else its adapter answers channels.ErrStreamLost and only the
+// final call is made, which shows the final text by an edit).
 func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.ClaimCandidate, acct *accounts.Account,
-	msg *channels.OutboundMessage) (pre *channels.SendResult, timedOut bool, err error) {
+	msg *channels.OutboundMessage) (pre *channels.SendResult, stop sendFunc, timedOut bool, err error) {
 	s := &streamRun{d: d, tenantID: tenantID, c: c, acct: acct, every: d.streamEvery[acct.ChannelType],
 		providerID: c.EditProviderMessageID, known: c.EditProviderMessageID == "", next: time.Now()}
 	if s.every <= 0 {
 		s.every = channels.DefaultStreamEditInterval
 	}
 	s.editor, _ = acct.Outbound.(channels.Editor)
+	if st, ok := acct.Outbound.(channels.Streamer); ok && st.Streams(msg) {
+		s.native = st
+	}
 	deadline := c.CreatedAt.Add(d.cfg.StreamTimeout)
 	// A run whose job ends before the stream hands it over in time for
 	// the final call.
@@ -106,12 +125,12 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 	for {
 		look, err := s.see(ctx)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 		if !look.Finished && !time.Now().Before(deadline) {
 			ok, err := s.timeOut(ctx)
 			if err != nil {
-				return nil, false, err
+				return nil, nil, false, err
 			}
 			if !ok {
 				continue // finished meanwhile: look again
@@ -121,20 +140,21 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 		if look.Finished {
 			if s.edits > 0 {
 				if _, err := s.look(ctx, d.cfg.lease()); err != nil {
-					return nil, false, err
+					return nil, nil, false, err
 				}
 			}
 			if err := s.waitNext(ctx); err != nil {
-				return nil, false, err
+				return nil, nil, false, err
 			}
-			return s.final(msg, look), s.timedOut, nil
+			pre, stop := s.final(msg, look)
+			return pre, stop, s.timedOut, nil
 		}
 		if !stopAt.IsZero() && time.Now().After(stopAt) {
-			return nil, false, s.handOver(ctx)
+			return nil, nil, false, s.handOver(ctx)
 		}
 		if s.due(look.Text) {
 			if err := s.show(ctx, msg, look.Text); err != nil {
-				return nil, false, err
+				return nil, nil, false, err
 			}
 			if s.record.providerID != "" {
 				// The message was just sent: record its id at once, so
@@ -143,7 +163,7 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 			}
 		}
 		if err := s.sleep(ctx, deadline); err != nil {
-			return nil, false, err
+			return nil, nil, false, err
 		}
 	}
 }
@@ -173,7 +193,7 @@ func (s *streamRun) see(ctx context.Context) (*db.StreamLook, error) {
 func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLook, error) {
 	if s.edits > 0 && s.record.event == "" {
 		s.record.event = db.EventStreamEdited
-		s.record.detail, _ = json.Marshal(map[string]any{"edits": s.edits, "bytes": len(s.shown)})
+		s.record.detail, _ = json.Marshal(map[string]any{"edits": s.edits, "bytes": len(s.shown), "operation": s.op})
 	}
 	var look *db.StreamLook
 	now := time.Now()
@@ -226,7 +246,7 @@ func (s *streamRun) due(text string) bool {
 		return false
 	}
 	// A channel that cannot edit sends the final text only.
-	return s.editor != nil
+	return s.editor != nil || s.native != nil
 }
 
 // show sends the message (the first time) or edits it to text, once the
@@ -241,10 +261,16 @@ func (s *streamRun) show(ctx context.Context, msg *channels.OutboundMessage, tex
 	}
 	m := *msg
 	m.Text = text
+	first := s.providerID == ""
 	op, call := "send", s.acct.Outbound.Send
-	if s.providerID != "" {
-		op, call = "edit", s.editor.Edit
+	if !first {
 		m.EditProviderMessageID = s.providerID
+	}
+	switch {
+	case s.native != nil:
+		op, call = s.nativeCall()
+	case !first:
+		op, call = "edit", s.editor.Edit
 	}
 	if err := s.d.takeSendSlot(ctx); err != nil {
 		return err
@@ -262,17 +288,26 @@ func (s *streamRun) show(ctx context.Context, msg *channels.OutboundMessage, tex
 	switch {
 	case err == nil:
 		s.shown, s.known = text, true
-		if op == "send" {
+		if s.native != nil {
+			s.calls++
+		}
+		if first {
 			s.providerID = res.ProviderMessageID
 			s.record.providerID, s.record.event = res.ProviderMessageID, db.EventStreamOpened
-			s.record.detail, _ = json.Marshal(map[string]any{"provider_message_id": res.ProviderMessageID})
+			s.record.detail, _ = json.Marshal(map[string]any{"provider_message_id": res.ProviderMessageID, "operation": op})
 		} else {
 			s.edits++
+			s.op = op
 		}
 	case errors.As(err, &rl):
 		s.next = time.Now().Add(max(rl.RetryAfter, s.every))
 		s.d.cfg.Logger.Info("stream: rate limited", "message_id", s.c.ID, "retry_after", rl.RetryAfter.String())
-	case errors.As(err, &perm) && op == "edit":
+	case errors.As(err, &perm) && first && s.native != nil:
+		// The platform refused to stream here (a Slack app without its
+		// AI features, say): the message is sent and edited instead.
+		s.native = nil
+		s.d.cfg.Logger.Warn("stream: native streaming refused; editing instead", "message_id", s.c.ID, "err", errorText(err))
+	case errors.As(err, &perm) && !first:
 		s.stuck = true
 		s.d.cfg.Logger.Warn("stream: edit failed; only the final text will be sent", "message_id", s.c.ID, "err", errorText(err))
 	default:
@@ -315,9 +350,24 @@ func (s *streamRun) takeTokens(ctx context.Context) (time.Duration, error) {
 	return 0, nil
 }
 
+// nativeCall is the native call that shows the text so far: StreamStart
+// the first time, StreamAppend after.
+func (s *streamRun) nativeCall() (string, sendFunc) {
+	if s.providerID == "" {
+		return "stream_start", s.native.StreamStart
+	}
+	shown := channels.StreamShown{Text: s.shown, Calls: s.calls, Lost: !s.known}
+	return "stream_append", func(ctx context.Context, m *channels.OutboundMessage) (*channels.SendResult, error) {
+		if err := s.native.StreamAppend(ctx, m, shown); err != nil {
+			return nil, err
+		}
+		return &channels.SendResult{ProviderMessageID: m.EditProviderMessageID}, nil
+	}
+}
+
 // final is the message that ends the stream, or the result of the call
-// that already shows it.
-func (s *streamRun) final(msg *channels.OutboundMessage, look *db.StreamLook) *channels.SendResult {
+// that already shows it, or the native stream's StreamStop.
+func (s *streamRun) final(msg *channels.OutboundMessage, look *db.StreamLook) (*channels.SendResult, sendFunc) {
 	msg.Text = look.Text
 	msg.RichContent = nil
 	if len(look.RichContent) > 0 {
@@ -326,14 +376,27 @@ func (s *streamRun) final(msg *channels.OutboundMessage, look *db.StreamLook) *c
 			msg.RichContent = &rc
 		}
 	}
+	if s.native != nil {
+		if s.providerID == "" {
+			return nil, nil // no stream was opened: the final text is sent
+		}
+		msg.EditProviderMessageID = s.providerID
+		shown := channels.StreamShown{Text: s.shown, Calls: s.calls, Lost: !s.known}
+		return nil, func(ctx context.Context, m *channels.OutboundMessage) (*channels.SendResult, error) {
+			return s.native.StreamStop(ctx, m, shown)
+		}
+	}
 	if s.providerID != "" && s.known && !s.stuck && s.shown == msg.Text && msg.RichContent == nil {
-		return &channels.SendResult{ProviderMessageID: s.providerID}
+		return &channels.SendResult{ProviderMessageID: s.providerID}, nil
 	}
 	if s.providerID != "" && s.editor != nil {
 		msg.EditProviderMessageID = s.providerID
 	}
-	return nil
+	return nil, nil
 }
+
+// sendFunc is one provider call of a message.
+type sendFunc = func(context.Context, *channels.OutboundMessage) (*channels.SendResult, error)
 
 // waitNext waits until the edit interval allows the next call.
 func (s *streamRun) waitNext(ctx context.Context) error {

@@ -57,7 +57,7 @@ const streamEvery = 100 * time.Millisecond
 
 func streamDispatch(cfg workers.DispatchConfig) workers.DispatchConfig {
 	cfg.StreamEditIntervals = map[string]time.Duration{}
-	for _, ct := range outChannels {
+	for _, ct := range allChannels {
 		cfg.StreamEditIntervals[ct] = streamEvery
 	}
 	return cfg
@@ -104,9 +104,27 @@ func deltas(n int) ([]string, string) {
 	return out, strings.Join(out, "")
 }
 
-// TestStreamEditsAtTheChannelRate: on every channel a stream of 40 deltas
-// (one every 10 ms, ten per edit interval) reaches the platform as one
-// message sent and then edited, never sooner than the edit interval after
+// editConversation is a conversation of channel ct that streams by
+// edits: a Slack channel, a Telegram group, a Teams channel, a Google
+// Chat space (i tells the tests' conversations apart).
+func editConversation(ct string, i int) string {
+	switch ct {
+	case "slack":
+		return fmt.Sprintf("C%d", 4200+i)
+	case "telegram":
+		return fmt.Sprint(-4200 - i)
+	case "teams":
+		return fmt.Sprintf("19:%d@thread.tacv2", 4200+i)
+	case "google_chat":
+		return fmt.Sprintf("spaces/S%d", 4200+i)
+	}
+	return fmt.Sprint(4200 + i) // a chat id and a snowflake
+}
+
+// TestStreamEditsAtTheChannelRate: on every channel, in a conversation
+// without native streaming, a stream of 40 deltas (one every 10 ms, ten
+// per edit interval) reaches the platform as one message sent and then
+// edited, never sooner than the edit interval after
 // the previous call (the fake answers 429 to a call that comes sooner:
 // none does), the newest text each time, ending with exactly the
 // concatenation. A channel that cannot edit (WhatsApp, Zoho Cliq) gets one
@@ -119,9 +137,8 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 	parts, full := deltas(40)
 	var wg sync.WaitGroup
 	ids := map[string]uuid.UUID{}
-	for i, ct := range outChannels {
-		conv := fmt.Sprint(4200 + i) // a chat id and a snowflake
-		id := b.openStream(t, ct, conv, "")
+	for i, ct := range allChannels {
+		id := b.openStream(t, ct, editConversation(ct, i), "")
 		ids[ct] = id
 		wg.Go(func() { appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond) })
 	}
@@ -133,7 +150,7 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 	b.waitTerminal(t, all, 20*time.Second)
 	require.Zero(t, rate.Limited(), "no call came sooner than the edit interval")
 
-	for _, ct := range outChannels {
+	for _, ct := range allChannels {
 		o, events := b.get(t, ids[ct])
 		require.Equal(t, db.HandoffHandedOff, o.HandoffState, "%s: %s %v", ct, o.LastError, timeline(events))
 		conv := o.ConversationID
@@ -146,7 +163,14 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 			continue
 		}
 		require.Equal(t, "send", calls[0].Op, ct)
-		require.GreaterOrEqual(t, len(calls), 3, "%s: the text grew in several edits", ct)
+		if ct == "google_chat" {
+			// Its per-space bucket (one write a second) holds the edits of
+			// a stream this short back: the message is sent, then edited
+			// to the final text once or twice.
+			require.GreaterOrEqual(t, len(calls), 2, ct)
+		} else {
+			require.GreaterOrEqual(t, len(calls), 3, "%s: the text grew in several edits", ct)
+		}
 		require.Less(t, len(calls), 20, "%s: deltas were coalesced", ct)
 		for i, c := range calls[1:] {
 			require.Equal(t, "edit", c.Op, ct)

@@ -3,8 +3,11 @@ package workers_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
+	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/channels/builtin"
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/db/dbtest"
@@ -53,6 +57,10 @@ type outOpts struct {
 
 var outChannels = []string{"slack", "telegram", "discord", "zoho_cliq", "whatsapp", "webhook"}
 
+// allChannels are every channel's accounts the bundle holds: the stream
+// tests cover Teams and Google Chat as well.
+var allChannels = append(slices.Clone(outChannels), "teams", "google_chat")
+
 func newOutBundle(t *testing.T, o outOpts) *outBundle {
 	t.Helper()
 	ctx := context.Background()
@@ -66,8 +74,9 @@ func newOutBundle(t *testing.T, o outOpts) *outBundle {
 	require.NoError(t, err)
 	b := &outBundle{env: env, box: box, tenant: tenant.ID, accounts: map[string]uuid.UUID{}, owner: env.OwnerPool(t)}
 	b.fake = newFakeProviders(t, o.script)
+	reg := b.registry()
 	whsec := "whsec_" + base64.StdEncoding.EncodeToString(key)
-	for _, ct := range outChannels {
+	for _, ct := range allChannels {
 		p := admin.AccountCreateParams{TenantID: tenant.ID, ChannelType: ct, WebhookSecret: "secret-" + ct}
 		switch ct {
 		case "slack":
@@ -84,6 +93,14 @@ func newOutBundle(t *testing.T, o outOpts) *outBundle {
 		case "webhook":
 			p.WebhookSecret = whsec
 			p.Settings = json.RawMessage(fmt.Sprintf(`{"endpoint_url":%q}`, b.fake.srv.URL+"/webhook/in"))
+		case "teams":
+			p.Registry = reg // its token endpoint is plain http
+			p.Credentials = json.RawMessage(`{"app_id":"00000000-0000-0000-0000-00000000a11d","client_secret":"teams-secret"}`)
+			p.Settings = json.RawMessage(fmt.Sprintf(`{"token_url":%q}`, b.fake.srv.URL+"/token"))
+		case "google_chat":
+			p.Registry = reg
+			p.Credentials = googleKey(t, b.fake.srv.URL+"/token")
+			p.Settings = json.RawMessage(fmt.Sprintf(`{"token_url":%q,"project_number":"1234"}`, b.fake.srv.URL+"/token"))
 		}
 		a, err := svc.AccountCreate(ctx, p)
 		require.NoError(t, err, ct)
@@ -114,8 +131,7 @@ func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	cfg := o.dispatch
-	cfg.Accounts = accounts.NewResolver(pool, accounts.ResolverConfig{Box: b.box,
-		Registry: builtin.Registry(builtin.Options{APIBase: b.fake.apiBase()})})
+	cfg.Accounts = accounts.NewResolver(pool, accounts.ResolverConfig{Box: b.box, Registry: b.registry()})
 	if cfg.SendTimeout == 0 {
 		cfg.SendTimeout = 300 * time.Millisecond
 	}
@@ -153,6 +169,29 @@ func runSweeper(t *testing.T, s *workers.OutboxSweeper) {
 		cancel()
 		<-done
 	})
+}
+
+// registry is every adapter pointed at the fake (its token endpoint is
+// plain http).
+func (b *outBundle) registry() *channels.Registry {
+	return builtin.Registry(builtin.Options{APIBase: b.fake.apiBase(), APIBasePolicy: channels.APIBasePolicy{AllowHTTP: true}})
+}
+
+// googleRSA is the key of every bundle's Google Chat account.
+var googleRSA = sync.OnceValues(func() (*rsa.PrivateKey, error) { return rsa.GenerateKey(rand.Reader, 2048) })
+
+// googleKey is a Google service-account key file whose token_uri is uri.
+func googleKey(t testing.TB, uri string) json.RawMessage {
+	t.Helper()
+	key, err := googleRSA()
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	b, err := json.Marshal(map[string]string{"type": "service_account", "project_id": "mio-test", "private_key_id": "k1",
+		"private_key":  string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})),
+		"client_email": "mio@mio-test.iam.gserviceaccount.com", "client_id": "1234", "token_uri": uri})
+	require.NoError(t, err)
+	return b
 }
 
 // send enqueues one message as POST /v1/outbound does.

@@ -18,7 +18,10 @@ import (
 // once — Slack revokes a refresh token when it issues the next one — and
 // POST /chat.postMessage accepts only a token it issued that has not
 // expired (ok:false token_expired otherwise). The client authenticates
-// with HTTP Basic. Point an account's api_base_url at URL.
+// with HTTP Basic. It also speaks AI-app streaming (slack_stream.go):
+// chat.startStream, chat.appendStream and chat.stopStream, and
+// chat.update of the streamed messages, with their documented rate
+// tiers. Point an account's api_base_url at URL.
 type FakeSlack struct {
 	URL string
 	// ClientID, ClientSecret are the app's client; Code the install's
@@ -34,6 +37,11 @@ type FakeSlack struct {
 	reused   int             // refresh requests with a spent refresh token
 	sent     int
 	refused  int
+	// streams holds chat.startStream's messages by ts; calls the times of
+	// each method's recent calls (its rate window); limited counts 429s.
+	streams map[string]*SlackStream
+	calls   map[string][]time.Time
+	limited int
 }
 
 // NewFakeSlack starts a fake closed at the test's end. With rotating its
@@ -44,9 +52,10 @@ func NewFakeSlack(t testing.TB, rotating bool, lifetime time.Duration, now func(
 		now = time.Now
 	}
 	f := &FakeSlack{ClientID: "1111.2222", ClientSecret: "slack-client-secret", Code: "slack-code", TeamID: "T0TEAM",
-		now: now, rotating: rotating, lifetime: lifetime, refresh: map[string]bool{}}
+		now: now, rotating: rotating, lifetime: lifetime, refresh: map[string]bool{},
+		streams: map[string]*SlackStream{}, calls: map[string][]time.Time{}}
 	f.oauth = tokenEndpoint{basicAuth: true, client: func() (string, string) { return f.ClientID, f.ClientSecret },
-		badClient: "invalid_client_id", badForm: "invalid_arguments", tokens: map[string]time.Time{},
+		badClient: "invalid_client_id", badForm: "invalid_arguments", tokens: map[string]time.Time{StaticBotToken: {}},
 		refuse: func(w http.ResponseWriter, code, _ string) { _, _ = fmt.Fprintf(w, `{"ok":false,"error":%q}`, code) }}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
@@ -96,6 +105,8 @@ func (f *FakeSlack) serve(w http.ResponseWriter, r *http.Request) {
 		f.token(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/chat.postMessage":
 		f.post(w, r)
+	case r.Method == http.MethodPost && slackStreamRates[strings.TrimPrefix(r.URL.Path, "/")] > 0:
+		f.stream(w, r, strings.TrimPrefix(r.URL.Path, "/"))
 	default:
 		http.NotFound(w, r)
 	}

@@ -50,6 +50,18 @@ type FakeTeams struct {
 	calls        []TeamsCall
 	limited      []time.Time
 	refused      int
+	streams      map[string]*TeamsStream
+}
+
+// TeamsStream is one streamed bot message as the fake holds it: its
+// conversation, the text of its last update (each carries the whole
+// text) or of its final message, its last streamSequence, and whether
+// the final message came.
+type TeamsStream struct {
+	Conversation string
+	Text         string
+	Sequence     int
+	Final        bool
 }
 
 // TeamsCall is one Bot Connector call the fake accepted.
@@ -290,6 +302,10 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	if len(raw) > 0 {
 		_ = json.Unmarshal(raw, &call.Activity)
 	}
+	if status, code, msg := f.streamed(call); code != "" {
+		writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+		return
+	}
 	f.calls = append(f.calls, call)
 	switch r.Method {
 	case http.MethodDelete:
@@ -300,6 +316,76 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, map[string]string{"id": fmt.Sprintf("17000000%05d", len(f.calls))})
 	}
+}
+
+// Stream returns a copy of stream id (nil: none).
+func (f *FakeTeams) Stream(id string) *TeamsStream {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.streams[id]
+	if !ok {
+		return nil
+	}
+	c := *s
+	return &c
+}
+
+// streamed checks an activity with a streaminfo entity as Teams does and
+// keeps its stream: streaming only in personal chats (conversation ids
+// "a:…"); the first update is a typing activity without streamId and
+// sequence 1, whose answer's id is the streamId; later updates name an
+// open stream with a higher sequence and contain the text streamed so
+// far; the final one is a message. It returns the status and error code
+// of a refused activity ("" when accepted or not streamed).
+func (f *FakeTeams) streamed(call TeamsCall) (status int, code, msg string) {
+	const bad, forbidden = http.StatusBadRequest, http.StatusForbidden
+	var info map[string]any
+	if es, ok := call.Activity["entities"].([]any); ok {
+		for _, e := range es {
+			if m, ok := e.(map[string]any); ok && m["type"] == "streaminfo" {
+				info = m
+			}
+		}
+	}
+	if info == nil || call.Method != http.MethodPost {
+		return 0, "", ""
+	}
+	conv := strings.TrimSuffix(strings.TrimPrefix(call.Path, "/v3/conversations/"), "/activities")
+	if !strings.HasPrefix(conv, "a:") {
+		return bad, "BadArgument", "streaming is supported in one-on-one chats only"
+	}
+	if f.streams == nil {
+		f.streams = map[string]*TeamsStream{}
+	}
+	id, _ := info["streamId"].(string)
+	seq, _ := info["streamSequence"].(float64)
+	text, _ := call.Activity["text"].(string)
+	kind, _ := info["streamType"].(string)
+	typ, _ := call.Activity["type"].(string)
+	s, open := f.streams[id]
+	switch {
+	case kind != "informative" && kind != "streaming" && kind != "final":
+		return bad, "BadArgument", "unknown streamType"
+	case id == "" && (kind == "final" || typ != "typing" || seq != 1):
+		return bad, "BadArgument", "a stream starts with a typing activity of sequence 1"
+	case id == "":
+		f.streams[fmt.Sprintf("17000000%05d", len(f.calls)+1)] = &TeamsStream{Conversation: conv, Text: text, Sequence: 1}
+		return 0, "", ""
+	case !open || s.Final:
+		return forbidden, "ContentStreamNotAllowed", "the stream is not open"
+	case kind == "final" && typ != "message":
+		return bad, "BadArgument", "a stream ends with a message activity"
+	case kind != "final" && (typ != "typing" || int(seq) <= s.Sequence):
+		return bad, "BadArgument", "the sequence is out of order"
+	case kind == "streaming" && !strings.HasPrefix(text, s.Text):
+		return forbidden, "ContentStreamNotAllowed", "Request streamed content should contain the previously streamed content"
+	}
+	s.Text = text
+	if seq > 0 {
+		s.Sequence = int(seq)
+	}
+	s.Final = kind == "final"
+	return 0, "", ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -13,8 +13,10 @@ import (
 
 // FakeTelegram is a local Bot API server for one bot: it queues updates
 // for getUpdates (long polling, with Telegram's offset confirmation and
-// its 409 when two getUpdates run at once), and records sendMessage and
-// editMessageText calls. Point an account's api_base_url at URL.
+// its 409 when two getUpdates run at once), and records sendMessage,
+// editMessageText and sendMessageDraft calls (a draft needs a private
+// chat, a non-zero draft_id and text, and answers true). Point an
+// account's api_base_url at URL.
 type FakeTelegram struct {
 	URL string
 
@@ -105,6 +107,15 @@ func (f *FakeTelegram) serve(w http.ResponseWriter, r *http.Request) {
 		id := f.nextMsgID
 		f.nextMsgID++
 		f.mu.Unlock()
+		if method == "sendMessageDraft" {
+			if num(body["chat_id"]) <= 0 || num(body["draft_id"]) == 0 || body["text"] == nil {
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = fmt.Fprint(w, `{"ok":false,"error_code":400,"description":"Bad Request: invalid draft"}`)
+				return
+			}
+			_, _ = fmt.Fprint(w, `{"ok":true,"result":true}`)
+			return
+		}
 		if method == "editMessageText" {
 			id = int64(num(body["message_id"]))
 		}

@@ -25,6 +25,16 @@ type outActivity struct {
 	TextFormat  string          `json:"textFormat,omitempty"`
 	ReplyToID   string          `json:"replyToId,omitempty"`
 	Attachments []outAttachment `json:"attachments,omitempty"`
+	Entities    []streamInfo    `json:"entities,omitempty"`
+}
+
+// streamInfo is the streaminfo entity of a streamed reply's activities
+// (stream.go).
+type streamInfo struct {
+	Type           string `json:"type"` // "streaminfo"
+	StreamID       string `json:"streamId,omitempty"`
+	StreamType     string `json:"streamType"` // informative, streaming or final
+	StreamSequence int    `json:"streamSequence,omitempty"`
 }
 
 type outAttachment struct {
