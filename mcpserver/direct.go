@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -207,17 +208,34 @@ func (d *direct) encode(id jsonrpc.ID, res *mcp.CallToolResult, sessionless bool
 	if err != nil {
 		return nil, err
 	}
-	head, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Result: json.RawMessage("0")})
-	if err != nil {
+	b := make([]byte, 0, len(result)+96)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if b, err = appendID(b, id); err != nil {
 		return nil, err
 	}
-	head = head[:len(head)-len(`0}`)]
-	b := make([]byte, 0, len(head)+len(result)+len(`,"resultType":"complete"}`))
-	b = append(append(b, head...), result...)
+	b = append(append(b, `,"result":`...), result...)
 	if sessionless {
 		b = append(b[:len(b)-1], `,"resultType":"complete"}`...)
 	}
 	return append(b, '}'), nil
+}
+
+// appendID appends a request id as the SDK's envelope has it: an
+// integer, or a string encoded by encoding/json without HTML escaping.
+func appendID(b []byte, id jsonrpc.ID) ([]byte, error) {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case string:
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return nil, err
+		}
+		return append(b, bytes.TrimRight(buf.Bytes(), "\n")...), nil
+	}
+	return nil, fmt.Errorf("request id %v: want an integer or a string", id.Raw())
 }
 
 // writeError writes a JSON-RPC error response as the SDK does: a

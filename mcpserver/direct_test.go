@@ -215,7 +215,7 @@ func TestDirectMatchesSDK(t *testing.T) {
 	old := protocols[1].header("get_message")
 	args := map[string]any{"id": msgID}
 	for name, body := range map[string]string{
-		"string id":       callBody(`a<b>"c"é`, "get_message", args, nil),
+		"string id":       callBody("a<b>\"c\"é\u2028\x01", "get_message", args, nil),
 		"fractional id":   `{"jsonrpc":"2.0","id":7.0,"method":"tools/call","params":{"name":"get_message","arguments":{"id":"` + msgID.(string) + `"}}}`,
 		"spaces":          " \n{ \"jsonrpc\" : \"2.0\", \"id\" : 8, \"method\" : \"tools/call\", \"params\" : { \"name\" : \"get_message\" , \"arguments\" : { \"id\" : \"" + msgID.(string) + "\" } } }\n",
 		"old meta":        callBody(9, "get_message", args, map[string]any{mcp.MetaKeyProtocolVersion: "2025-06-18", "progressToken": 3}),
