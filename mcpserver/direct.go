@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -145,8 +146,11 @@ func (d *direct) parse(h http.Header, version string, body []byte) (*jsonrpc.Req
 	if !ok || call.Method != "tools/call" || !call.IsCall() || !isObject(call.Params) {
 		return nil, nil, false
 	}
+	// The SDK matches member names exactly (encoding/json would take
+	// "Name" for "name"); encoding/json/v2 does too, and refuses what the
+	// SDK might read otherwise (duplicate names, invalid UTF-8).
 	var p mcp.CallToolParamsRaw
-	if err := json.Unmarshal(call.Params, &p); err != nil || p.InputResponses != nil || p.RequestState != "" ||
+	if err := jsonv2.Unmarshal(call.Params, &p); err != nil || p.InputResponses != nil || p.RequestState != "" ||
 		len(p.Arguments) > 0 && !isObject(p.Arguments) {
 		return nil, nil, false
 	}
@@ -185,7 +189,7 @@ func remarshals(v, into any) bool {
 		return false
 	}
 	b, err := json.Marshal(v)
-	return err == nil && json.Unmarshal(b, into) == nil
+	return err == nil && jsonv2.Unmarshal(b, into) == nil
 }
 
 // encode writes the JSON-RPC response of a tool's result: the envelope as

@@ -220,6 +220,7 @@ func TestDirectMatchesSDK(t *testing.T) {
 		"spaces":          " \n{ \"jsonrpc\" : \"2.0\", \"id\" : 8, \"method\" : \"tools/call\", \"params\" : { \"name\" : \"get_message\" , \"arguments\" : { \"id\" : \"" + msgID.(string) + "\" } } }\n",
 		"old meta":        callBody(9, "get_message", args, map[string]any{mcp.MetaKeyProtocolVersion: "2025-06-18", "progressToken": 3}),
 		"no meta version": callBody(10, "get_message", args, map[string]any{"k": []any{1, "x"}}),
+		"member cased":    `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"get_message","Arguments":{"id":"` + msgID.(string) + `"}}}`,
 	} {
 		t.Run("served/"+name, func(t *testing.T) { same(t, true, http.MethodPost, old, body) })
 	}
@@ -250,11 +251,22 @@ func TestDirectMatchesSDK(t *testing.T) {
 		return out
 	}
 	sessHeader := sess.header("get_message")
+	for name, meta := range map[string]map[string]any{
+		"member cased":       metaWith(mcp.MetaKeyClientInfo, map[string]any{"Name": 5, "name": "raw", "version": "v0"}),
+		"no client info":     metaWith(mcp.MetaKeyClientInfo, nil),
+		"capabilities cased": metaWith(mcp.MetaKeyClientCapabilities, map[string]any{"Roots": "x", "roots": map[string]any{}}),
+	} {
+		t.Run("served/sessionless "+name, func(t *testing.T) {
+			same(t, true, http.MethodPost, sessHeader, callBody(12, "get_message", args, meta))
+		})
+	}
 	for name, c := range map[string]struct {
 		method string
 		header map[string]string
 		body   string
 	}{
+		"name cased":                {http.MethodPost, old, `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"Name":"get_message","arguments":{}}}`},
+		"duplicate name":            {http.MethodPost, old, `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"nope","name":"get_message","arguments":{}}}`},
 		"unknown tool":              {http.MethodPost, sess.header("nope"), callBody(20, "nope", args, sess.meta)},
 		"Mcp-Name differs":          {http.MethodPost, sess.header("get_send_status"), callBody(21, "get_message", args, sess.meta)},
 		"no Mcp-Method":             {http.MethodPost, withHeader(sessHeader, "Mcp-Method", ""), callBody(22, "get_message", args, sess.meta)},
