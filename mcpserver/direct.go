@@ -50,8 +50,11 @@ func NewHTTPHandler(opts Options, sopts mcp.StreamableHTTPOptions) http.Handler 
 	if !sopts.DisableLocalhostProtection || sopts.EventStore != nil {
 		return sdk
 	}
+	// The SDK refuses bodies above its limit (413); without one (below 0)
+	// it reads any, and the direct path leaves those above the default to
+	// it rather than allocate what a Content-Length claims.
 	limit := sopts.MaxRequestBodyBytes
-	if limit == 0 {
+	if limit <= 0 {
 		limit = mcp.DefaultMaxRequestBodyBytes
 	}
 	return &direct{sdk: sdk, tools: tools.handlers, limit: limit, impl: impl}
@@ -61,15 +64,14 @@ func NewHTTPHandler(opts Options, sopts mcp.StreamableHTTPOptions) http.Handler 
 type direct struct {
 	sdk   http.Handler
 	tools map[string]mcp.ToolHandler
-	limit int64 // the SDK's request body limit; ≤ 0: none
+	limit int64 // the largest body it serves
 	impl  *mcp.Implementation
 }
 
 // protocolVersions are the versions the direct path serves: those the SDK
 // negotiates (TestDirectVersionsAreSDKs). From versionSessionless on, a
-// request
-// carries its version, client info and capabilities in _meta, and its
-// method and tool name in headers as well.
+// request carries its version, client info and capabilities in _meta,
+// and its method and tool name in headers as well.
 var protocolVersions = []string{versionSessionless, "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 const versionSessionless = "2026-07-28"
@@ -94,7 +96,7 @@ func (d *direct) serve(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost || len(r.Header.Values("Last-Event-ID")) > 0 ||
 		version != "" && !slices.Contains(protocolVersions, version) ||
 		baseMediaType(r.Header.Get("Content-Type")) != "application/json" || !acceptsBoth(r.Header.Values("Accept")) ||
-		r.ContentLength <= 0 || d.limit > 0 && r.ContentLength > d.limit {
+		r.ContentLength <= 0 || r.ContentLength > d.limit {
 		return false
 	}
 	body := make([]byte, r.ContentLength)

@@ -265,6 +265,7 @@ func TestDirectMatchesSDK(t *testing.T) {
 		header map[string]string
 		body   string
 	}{
+		"body over the limit":       {http.MethodPost, old, callBody(17, "get_message", map[string]any{"id": strings.Repeat("x", mcp.DefaultMaxRequestBodyBytes)}, nil)},
 		"name cased":                {http.MethodPost, old, `{"jsonrpc":"2.0","id":19,"method":"tools/call","params":{"Name":"get_message","arguments":{}}}`},
 		"duplicate name":            {http.MethodPost, old, `{"jsonrpc":"2.0","id":18,"method":"tools/call","params":{"name":"nope","name":"get_message","arguments":{}}}`},
 		"unknown tool":              {http.MethodPost, sess.header("nope"), callBody(20, "nope", args, sess.meta)},
