@@ -33,14 +33,13 @@ import (
 // MIO_MCP_ALLOWED_ORIGINS is refused with 403 (the MCP transport's DNS
 // rebinding rule); requests without Origin (agents, CLIs) pass.
 func (s *Server) mcpHandler() http.Handler {
-	srv := mcpserver.New(mcpserver.Options{Backend: s.mcpBackend, Logger: s.log, Version: s.version})
 	// The SDK's localhost rule (a loopback listener answers only loopback
 	// Host names) is off: it would refuse every request a reverse proxy on
 	// the same host forwards with the public name, and it guards servers
 	// without credentials, while every request here carries an API token
 	// (a rebinding page has none) and browsers are held to the Origin list.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: s.log, DisableLocalhostProtection: true})
+	h := mcpserver.NewHTTPHandler(mcpserver.Options{Backend: s.mcpBackend, Logger: s.log, Version: s.version},
+		mcp.StreamableHTTPOptions{Logger: s.log, DisableLocalhostProtection: true})
 	// The SDK hands the verified token's info to every handler: it carries
 	// the principal authenticate found.
 	carry := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {

@@ -32,7 +32,7 @@ import (
 //     transport reads every tool's schema on every call (for parameter
 //     headers), and encoding a *jsonschema.Schema each time was 3 to 6 %
 //     of the server's CPU of a pull.
-func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+func addTool[In, Out any](srv toolAdder, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	schema, ok := t.InputSchema.(*jsonschema.Schema)
 	if !ok {
 		panic("mcpserver: input schema of " + t.Name + " is not a *jsonschema.Schema")
@@ -82,6 +82,23 @@ func addTool[In, Out any](srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In,
 		}
 		return res, nil
 	})
+}
+
+// toolAdder registers a tool: the SDK server, or toolSet.
+type toolAdder interface {
+	AddTool(t *mcp.Tool, h mcp.ToolHandler)
+}
+
+// toolSet registers tools with the SDK server and keeps their handlers by
+// name for the HTTP transport's direct path (direct.go).
+type toolSet struct {
+	srv      *mcp.Server
+	handlers map[string]mcp.ToolHandler
+}
+
+func (ts *toolSet) AddTool(t *mcp.Tool, h mcp.ToolHandler) {
+	ts.srv.AddTool(t, h)
+	ts.handlers[t.Name] = h
 }
 
 func toolError(err error) *mcp.CallToolResult {

@@ -38,6 +38,13 @@ type server struct {
 
 // New returns the MCP server with every tool and resource.
 func New(opts Options) *mcp.Server {
+	srv, _, _ := build(opts)
+	return srv
+}
+
+// build returns the MCP server, its tools' handlers by name and what it
+// reports about itself.
+func build(opts Options) (*mcp.Server, *toolSet, *mcp.Implementation) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -45,14 +52,16 @@ func New(opts Options) *mcp.Server {
 		opts.Version = "dev"
 	}
 	s := &server{backend: opts.Backend, log: opts.Logger}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "mio", Title: "MIO", Version: opts.Version}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: "mio", Title: "MIO", Version: opts.Version}
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       opts.Logger,
 	})
-	s.addTools(srv)
+	tools := &toolSet{srv: srv, handlers: map[string]mcp.ToolHandler{}}
+	s.addTools(tools)
 	s.addResources(srv)
 	srv.AddReceivingMiddleware(encodeResults)
-	return srv
+	return srv, tools, impl
 }
 
 // instructions tell the model how the tools fit together.

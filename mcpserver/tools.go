@@ -155,7 +155,7 @@ func bounds(min, max float64) func(*jsonschema.Schema) {
 }
 
 // addTools registers every tool.
-func (s *server) addTools(srv *mcp.Server) {
+func (s *server) addTools(srv toolAdder) {
 	idsBound := func(p map[string]*jsonschema.Schema) {
 		p["delivery_ids"].MinItems, p["delivery_ids"].MaxItems = ptr(1), ptr(MaxSettleIDs)
 	}
