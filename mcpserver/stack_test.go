@@ -63,10 +63,10 @@ type tenant struct {
 	// dispatched: there are no workers).
 	telegram uuid.UUID
 	secret   string
-	agent   string // consume, produce, read
-	consume string
-	produce string
-	read    string
+	agent    string // consume, produce, read
+	consume  string
+	produce  string
+	read     string
 }
 
 type syncBuffer struct {
