@@ -212,7 +212,7 @@ func (s *server) addTools(srv *mcp.Server) {
 	addTool(srv, tool[reactIn, sentOut]("react", "React to a message",
 		"Add an emoji reaction to a message of a conversation, or take it back with remove. Queued like a message, in "+
 			"order after what was sent before it to the conversation; get_send_status takes its outbound_id. A channel that "+
-			"cannot react (Teams, Google Chat, Zoho Cliq, webhook) answers capability_missing. Needs the produce role.",
+			"cannot react (Google Chat, Zoho Cliq, webhook) answers capability_missing. Needs the produce role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}, nil), s.react)
 	addTool(srv, tool[idIn, Outbound]("get_send_status", "Get send status",
 		"Where a sent message or reply is: handoff_state queued, sending, handed_off (the platform took it) or dead "+

@@ -65,8 +65,9 @@ func (e *e2e) pullNone(t *testing.T, channel string, d time.Duration) {
 // (answerCallbackQuery), Discord's request with a deferred update (type
 // 6), Teams' invoke with its invoke response, Google Chat's event with
 // an empty message and Slack's and WhatsApp's with 200.
-// Then POST /v1/reactions reaches each platform once, and a channel
-// without reactions is refused with 422.
+// Then POST /v1/reactions reaches each platform once (Teams at the
+// conversation's service URL), and a channel without reactions is
+// refused with 422.
 func TestEndToEndInteractions(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
@@ -117,7 +118,10 @@ func TestEndToEndInteractions(t *testing.T) {
 			acked(t, "whatsapp", body, map[string]string{"X-Hub-Signature-256": whatsapp.Sign(e.waSecret, body)}, "")
 		},
 		"teams": func(t *testing.T) {
-			body := readTestdata(t, "teams", "invoke_action_execute.json")
+			// The activity's service URL is the fake's (a regional one), so
+			// the reaction below goes there.
+			body := bytes.ReplaceAll(readTestdata(t, "teams", "invoke_action_execute.json"),
+				[]byte("https://smba.trafficmanager.net/emea/"), []byte(e.teams.URL+"/emea/"))
 			acked(t, "teams", body, map[string]string{"Authorization": e.teams.Sign(t, body, time.Now(), channelstest.TokenOptions{})},
 				`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`)
 		},
@@ -149,8 +153,9 @@ func TestEndToEndInteractions(t *testing.T) {
 		"slack":    {"C0CA5", "1717171717.000200", "thumbsup"},
 		"telegram": {"4242", "1370", "👍"},
 		"discord":  {"881207955029110858", "1240183690000000000", "👍"},
+		"teams":    {"a:1XJKJMvc5GBtc2JwZq0oj8tHZmzrQgFmB39ATiQWA85gQtHieVkKilBZ9XHoq9j7Zaqt7CZ-NJWi7me2kHTL3Bw", "1714564980123", "👍"},
 	}
-	for _, ch := range []string{"slack", "telegram", "discord"} {
+	for _, ch := range []string{"slack", "telegram", "discord", "teams"} {
 		t.Run(ch+" reaction", func(t *testing.T) {
 			tg := targets[ch]
 			sent, err := e.api.React(context.Background(), envelope.ReactionCommand{IdempotencyKey: ch + "-react",
@@ -171,6 +176,14 @@ func TestEndToEndInteractions(t *testing.T) {
 					calls = append(calls, fmt.Sprint(c.Body["chat_id"], " ", c.Body["message_id"], " ", c.Body["reaction"]))
 				}
 				require.Equal(t, []string{"4242 1370 [map[emoji:👍 type:emoji]]"}, calls)
+			case "teams":
+				for _, c := range e.teams.Calls() {
+					if strings.Contains(c.Path, "/reactions/") {
+						calls = append(calls, c.Method+" "+c.Region+" "+c.Path)
+					}
+				}
+				require.Equal(t, []string{"PUT emea /v3/conversations/" + tg.conv + "/activities/1714564980123/reactions/like"}, calls,
+					"at the service URL of the conversation's invoke")
 			default:
 				for _, c := range e.fakes.received(ch) {
 					if strings.HasPrefix(c.Op, "react") {
