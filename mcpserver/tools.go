@@ -60,7 +60,7 @@ type (
 		Consumer       string                    `json:"consumer,omitempty" jsonschema:"the consumer the delivery came from (default mcp)"`
 		DeliveryID     string                    `json:"delivery_id" jsonschema:"the delivery to answer, from pull_messages"`
 		Text           string                    `json:"text,omitempty" jsonschema:"the answer (text, rich_content or attachments required)"`
-		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, value}]}"`
+		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, action_id, value}], selects: [{action_id, placeholder, options: [{label, value}]}]}; a click or choice comes back as an interaction message"`
 		Attachments    []envelope.SendAttachment `json:"attachments,omitempty" jsonschema:"files to send by URL (http or https)"`
 		IdempotencyKey string                    `json:"idempotency_key,omitempty" jsonschema:"default reply:<delivery_id>, so that calling reply twice sends once"`
 	}
@@ -69,7 +69,7 @@ type (
 		ConversationID string                    `json:"conversation_id" jsonschema:"the platform's conversation id: a message's conversation.id"`
 		ThreadID       string                    `json:"thread_id,omitempty" jsonschema:"answer in this thread"`
 		Text           string                    `json:"text,omitempty" jsonschema:"the message (text, rich_content or attachments required)"`
-		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, value}]}"`
+		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, action_id, value}], selects: [{action_id, placeholder, options: [{label, value}]}]}; a click or choice comes back as an interaction message"`
 		Attachments    []envelope.SendAttachment `json:"attachments,omitempty" jsonschema:"files to send by URL (http or https)"`
 		EditOf         string                    `json:"edit_of,omitempty" jsonschema:"an earlier outbound_id to edit instead of sending a new message"`
 		IdempotencyKey string                    `json:"idempotency_key,omitempty" jsonschema:"the same key sends once however often it is used (default: a new key per call)"`
