@@ -91,7 +91,17 @@ func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error)
 		if rows, err = buttonRows(rc.Buttons); err != nil {
 			return "", nil, nil, err
 		}
-		for _, sel := range rc.Selects {
+		ids := map[string]bool{}
+		for _, r := range rows {
+			for _, c := range r.Components {
+				ids[c.CustomID] = true
+			}
+		}
+		for i, sel := range rc.Selects {
+			if ids[sel.ActionID] {
+				return "", nil, nil, fmt.Errorf("select %d: action_id %q is another component's custom_id", i, sel.ActionID)
+			}
+			ids[sel.ActionID] = true
 			rows = append(rows, selectRow(sel))
 		}
 		if len(rows) > maxActionRows {
