@@ -122,3 +122,38 @@ func Truncate(s string, n int) string {
 	r := []rune(s)
 	return string(r[:n-1]) + "…"
 }
+
+// SelectButtons returns rc's buttons followed by one callback button per
+// option of each select (envelope.RichSelect.Button), for platforms that
+// render a select menu as buttons.
+func SelectButtons(rc *envelope.RichContent) []envelope.RichButton {
+	if len(rc.Selects) == 0 {
+		return rc.Buttons
+	}
+	out := append([]envelope.RichButton(nil), rc.Buttons...)
+	for _, s := range rc.Selects {
+		for _, o := range s.Options {
+			out = append(out, s.Button(o))
+		}
+	}
+	return out
+}
+
+// SelectsText lists selects as text for platforms without menus: per
+// select its placeholder (else its action id), then one "• label" line
+// per option.
+func SelectsText(selects []envelope.RichSelect) string {
+	var parts []string
+	for _, s := range selects {
+		head := s.Placeholder
+		if head == "" {
+			head = s.ActionID
+		}
+		lines := []string{head + ":"}
+		for _, o := range s.Options {
+			lines = append(lines, "• "+o.Label)
+		}
+		parts = append(parts, strings.Join(lines, "\n"))
+	}
+	return strings.Join(parts, "\n\n")
+}

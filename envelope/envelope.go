@@ -276,13 +276,39 @@ type SendAttachment struct {
 }
 
 // RichContent is the portable rich outbound model: a card with a title,
-// blocks and buttons. Adapters render it natively where the platform can
-// (Slack blocks, Telegram inline keyboard, Discord components) and fall
-// back to Text elsewhere.
+// blocks, buttons and select menus. Adapters render it natively where the
+// platform can (Slack blocks, Telegram inline keyboard, Discord
+// components) and fall back to Text elsewhere.
 type RichContent struct {
 	Title   string       `json:"title,omitempty"`
 	Blocks  []RichBlock  `json:"blocks,omitempty"`
 	Buttons []RichButton `json:"buttons,omitempty"`
+	Selects []RichSelect `json:"selects,omitempty"`
+}
+
+// RichSelect is a select menu: the person picks one of Options, and the
+// choice comes back as an interaction envelope carrying ActionID and the
+// option's Value (also in Values). Where a platform has no menu it is
+// rendered as one button per option (Telegram) or listed as text.
+type RichSelect struct {
+	// Type is "select" or empty.
+	Type        string       `json:"type,omitempty"`
+	ActionID    string       `json:"action_id"`
+	Placeholder string       `json:"placeholder,omitempty"`
+	Options     []RichOption `json:"options"`
+}
+
+// RichOption is one choice of a select menu.
+type RichOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// Button returns the callback button that stands for option o of select
+// s where a platform renders a menu as buttons: its click reports the
+// select's action id and the option's value.
+func (s RichSelect) Button(o RichOption) RichButton {
+	return RichButton{Label: o.Label, ActionID: s.ActionID, Value: o.Value}
 }
 
 // Rich block types.

@@ -246,6 +246,20 @@ func (b *mcpServices) Send(ctx context.Context, cmd envelope.SendCommand) (*mcps
 	return &mcpserver.Sent{ID: sent.ID, HandoffState: string(sent.HandoffState)}, nil
 }
 
+func (b *mcpServices) React(ctx context.Context, cmd envelope.ReactionCommand) (*mcpserver.Sent, error) {
+	if err := b.need(db.RoleProduce); err != nil {
+		return nil, err
+	}
+	if channel, ok := b.s.cannotReact(ctx, b.p.TenantID, cmd.AccountID); ok {
+		return nil, mcpserver.Errorf(mcpserver.CodeCapabilityMissing, "%s", noReactions(channel))
+	}
+	sent, err := b.s.outbox.React(ctx, b.p.TenantID, &cmd)
+	if err != nil {
+		return nil, b.outboxError(err)
+	}
+	return &mcpserver.Sent{ID: sent.ID, HandoffState: string(sent.HandoffState)}, nil
+}
+
 func (b *mcpServices) StreamAppend(ctx context.Context, id uuid.UUID, seq int, delta string) error {
 	if err := b.need(db.RoleProduce); err != nil {
 		return err

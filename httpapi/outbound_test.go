@@ -276,7 +276,19 @@ func TestOutboundBadInput(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	// A bad select is a 400 whose message names the field.
+	for field, rich := range map[string]string{
+		"rich_content.selects[0].action_id":        `{"selects":[{"options":[{"label":"EU","value":"eu"}]}]}`,
+		"rich_content.selects[0].options[1].value": `{"selects":[{"action_id":"region","options":[{"label":"EU","value":"eu"},{"label":"US"}]}]}`,
+	} {
+		status, m := o.send(t, o.a, cmd("x18", acct, `,"rich_content":`+rich))
+		require.Equal(t, http.StatusBadRequest, status, m)
+		require.Contains(t, m["error"].(map[string]any)["message"], field)
+	}
 	require.Equal(t, before, o.counts(t), "nothing written")
+	status, m = o.send(t, o.a, cmd("x19", acct, `,"rich_content":{"selects":[{"action_id":"region","placeholder":"Pick a region",`+
+		`"options":[{"label":"EU","value":"eu"},{"label":"US","value":"us"}]}]}`))
+	require.Equal(t, http.StatusAccepted, status, m)
 
 	// An edit of a message of the same conversation is fine.
 	status, m = o.send(t, o.a, cmd("x16", acct, fmt.Sprintf(`,"edit_of":%q`, orig)))

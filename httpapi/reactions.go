@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -21,15 +22,9 @@ func (s *Server) postReaction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenantID := principalFrom(r.Context()).TenantID
-	if s.accounts != nil && cmd.AccountID != uuid.Nil {
-		// An account that cannot be resolved is left to the outbox, which
-		// says why (no such account, not active).
-		acct, err := s.accounts.Outbound(r.Context(), tenantID, cmd.AccountID)
-		if err == nil && !acct.Capabilities.Reactions {
-			writeError(w, http.StatusUnprocessableEntity, "capability_missing",
-				"the "+acct.ChannelType+" channel has no reactions capability: it cannot react to messages")
-			return
-		}
+	if channel, ok := s.cannotReact(r.Context(), tenantID, cmd.AccountID); ok {
+		writeError(w, http.StatusUnprocessableEntity, "capability_missing", noReactions(channel))
+		return
 	}
 	sent, err := s.outbox.React(r.Context(), tenantID, &cmd)
 	switch {
@@ -41,4 +36,25 @@ func (s *Server) postReaction(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Location", "/v1/outbound/"+sent.ID.String())
 		writeJSON(w, http.StatusAccepted, sendAccepted{ID: sent.ID, HandoffState: sent.HandoffState})
 	}
+}
+
+// cannotReact returns the channel type of account when it is an account
+// whose channel has no reactions capability. An account that cannot be
+// resolved is left to the outbox, which says why (no such account, not
+// active).
+func (s *Server) cannotReact(ctx context.Context, tenantID, account uuid.UUID) (string, bool) {
+	if s.accounts == nil || account == uuid.Nil {
+		return "", false
+	}
+	acct, err := s.accounts.Outbound(ctx, tenantID, account)
+	if err != nil || acct.Capabilities.Reactions {
+		return "", false
+	}
+	return acct.ChannelType, true
+}
+
+// noReactions is the capability_missing message of a channel that cannot
+// react.
+func noReactions(channel string) string {
+	return "the " + channel + " channel has no reactions capability: it cannot react to messages"
 }

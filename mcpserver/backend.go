@@ -44,6 +44,10 @@ type Backend interface {
 	// StreamFinish ends the streamed reply id: text, when not nil,
 	// replaces what was appended; seq, when not 0, is the last append's.
 	StreamFinish(ctx context.Context, id uuid.UUID, seq int, text *string, rich json.RawMessage) error
+	// React queues a reaction (POST /v1/reactions); a channel without
+	// the reactions capability is an *Error with Code
+	// CodeCapabilityMissing.
+	React(ctx context.Context, cmd envelope.ReactionCommand) (*Sent, error)
 	// SendStatus returns an outbound message with its timeline.
 	SendStatus(ctx context.Context, id uuid.UUID) (*Outbound, error)
 	// Typing shows the bot as typing; it returns the outcome ("sent",
@@ -166,6 +170,8 @@ const (
 	CodeLeaseLost   = "lease_lost"
 	CodeConflict    = "conflict"
 	CodeUnavailable = "unavailable"
+	// CodeCapabilityMissing: the account's channel cannot do it.
+	CodeCapabilityMissing = "capability_missing"
 )
 
 // Error is a failure the agent can act on; Message says what to do.

@@ -135,6 +135,15 @@ func (b *ClientBackend) Send(ctx context.Context, cmd envelope.SendCommand) (*Se
 	return &Sent{ID: s.ID, HandoffState: s.HandoffState}, nil
 }
 
+// React implements Backend.
+func (b *ClientBackend) React(ctx context.Context, cmd envelope.ReactionCommand) (*Sent, error) {
+	s, err := b.c.React(ctx, cmd)
+	if err != nil {
+		return nil, apiError(err)
+	}
+	return &Sent{ID: s.ID, HandoffState: s.HandoffState}, nil
+}
+
 // StreamAppend implements Backend.
 func (b *ClientBackend) StreamAppend(ctx context.Context, id uuid.UUID, seq int, delta string) error {
 	if err := b.c.StreamAppend(ctx, id, seq, delta); err != nil {

@@ -148,6 +148,52 @@ func TestMCPPullReplyHistory(t *testing.T) {
 	}
 }
 
+// TestMCPReact: react queues a reaction like POST /v1/reactions (the
+// same idempotency key twice is one outbox row), takes it back with
+// remove, and
+// an account whose channel cannot react answers capability_missing with
+// nothing written.
+func TestMCPReact(t *testing.T) {
+	t.Parallel()
+	st := newStack(t)
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			cs := st.connect(t, tr, st.a.agent)
+			args := map[string]any{"account_id": st.a.telegram.String(), "conversation_id": "chat-" + tr, "message_id": "42", "emoji": "👍",
+				"idempotency_key": "r-" + tr}
+			before := st.count(t, "mio.outbox")
+			r1 := ok(t, cs, "react", args)
+			require.Equal(t, "queued", r1["handoff_state"])
+			r2 := ok(t, cs, "react", args)
+			require.Equal(t, r1["outbound_id"], r2["outbound_id"], "the same key twice is one reaction")
+			delete(args, "idempotency_key")
+			args["remove"] = true
+			r3 := ok(t, cs, "react", args)
+			require.NotEqual(t, r1["outbound_id"], r3["outbound_id"])
+			require.Equal(t, before+2, st.count(t, "mio.outbox"))
+			status := ok(t, cs, "get_send_status", map[string]any{"id": r3["outbound_id"]})
+			require.Equal(t, "chat-"+tr, status["conversation_id"])
+
+			msg := fails(t, cs, "react", map[string]any{"account_id": st.a.account.String(), "conversation_id": "c",
+				"message_id": "1", "emoji": "👍"})
+			require.Contains(t, msg, "webhook channel has no reactions capability")
+			require.Equal(t, before+2, st.count(t, "mio.outbox"))
+			for field, a := range map[string]map[string]any{
+				"account_id":      {"account_id": "x", "conversation_id": "c", "message_id": "1", "emoji": "👍"},
+				"conversation_id": {"account_id": st.a.telegram.String(), "message_id": "1", "emoji": "👍"},
+				"message_id":      {"account_id": st.a.telegram.String(), "conversation_id": "c", "emoji": "👍"},
+				"emoji":           {"account_id": st.a.telegram.String(), "conversation_id": "c", "message_id": "1"},
+			} {
+				require.Contains(t, fails(t, cs, "react", a), field)
+			}
+			// Another tenant's account is no account.
+			require.Contains(t, fails(t, st.connect(t, tr, st.b.agent), "react", map[string]any{"account_id": st.a.telegram.String(),
+				"conversation_id": "c", "message_id": "1", "emoji": "👍"}), "account")
+			require.Contains(t, fails(t, st.connect(t, tr, st.a.read), "react", args), "produce")
+		})
+	}
+}
+
 // TestMCPSettle: ack, release (delivered again) and extend report per id;
 // an unknown id is ok false, not an error.
 func TestMCPSettle(t *testing.T) {

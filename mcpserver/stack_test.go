@@ -59,11 +59,14 @@ type stack struct {
 type tenant struct {
 	id      uuid.UUID
 	account uuid.UUID
-	secret  string
-	agent   string // consume, produce, read
-	consume string
-	produce string
-	read    string
+	// telegram is an account of a channel that reacts (nothing is
+	// dispatched: there are no workers).
+	telegram uuid.UUID
+	secret   string
+	agent    string // consume, produce, read
+	consume  string
+	produce  string
+	read     string
 }
 
 type syncBuffer struct {
@@ -97,9 +100,13 @@ func newStack(t *testing.T, allowedOrigins ...string) *stack {
 		tn, _, err := svc.TenantCreate(ctx, name)
 		require.NoError(t, err)
 		secret := "whsec_" + base64.StdEncoding.EncodeToString(key)
-		acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook", WebhookSecret: secret})
+		acct, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "webhook", WebhookSecret: secret,
+			Settings: json.RawMessage(`{"endpoint_url":"https://agent.example/mio"}`)})
 		require.NoError(t, err)
-		out := tenant{id: tn.ID, account: acct.ID, secret: secret}
+		tg, err := svc.AccountCreate(ctx, admin.AccountCreateParams{TenantID: tn.ID, ChannelType: "telegram",
+			ExternalID: "bot-" + name, Credentials: json.RawMessage(`{"bot_token":"123456:mcp-test"}`), WebhookSecret: "tg-secret"})
+		require.NoError(t, err)
+		out := tenant{id: tn.ID, account: acct.ID, telegram: tg.ID, secret: secret}
 		for _, r := range []struct {
 			to    *string
 			roles []db.Role

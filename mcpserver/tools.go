@@ -60,7 +60,7 @@ type (
 		Consumer       string                    `json:"consumer,omitempty" jsonschema:"the consumer the delivery came from (default mcp)"`
 		DeliveryID     string                    `json:"delivery_id" jsonschema:"the delivery to answer, from pull_messages"`
 		Text           string                    `json:"text,omitempty" jsonschema:"the answer (text, rich_content or attachments required)"`
-		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, value}]}"`
+		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, action_id, value}], selects: [{action_id, placeholder, options: [{label, value}]}]}; a click or choice comes back as an interaction message"`
 		Attachments    []envelope.SendAttachment `json:"attachments,omitempty" jsonschema:"files to send by URL (http or https)"`
 		IdempotencyKey string                    `json:"idempotency_key,omitempty" jsonschema:"default reply:<delivery_id>, so that calling reply twice sends once"`
 	}
@@ -69,7 +69,7 @@ type (
 		ConversationID string                    `json:"conversation_id" jsonschema:"the platform's conversation id: a message's conversation.id"`
 		ThreadID       string                    `json:"thread_id,omitempty" jsonschema:"answer in this thread"`
 		Text           string                    `json:"text,omitempty" jsonschema:"the message (text, rich_content or attachments required)"`
-		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, value}]}"`
+		RichContent    json.RawMessage           `json:"rich_content,omitempty" jsonschema:"optional card: {title, blocks: [{type: text, text}], buttons: [{label, action_id, value}], selects: [{action_id, placeholder, options: [{label, value}]}]}; a click or choice comes back as an interaction message"`
 		Attachments    []envelope.SendAttachment `json:"attachments,omitempty" jsonschema:"files to send by URL (http or https)"`
 		EditOf         string                    `json:"edit_of,omitempty" jsonschema:"an earlier outbound_id to edit instead of sending a new message"`
 		IdempotencyKey string                    `json:"idempotency_key,omitempty" jsonschema:"the same key sends once however often it is used (default: a new key per call)"`
@@ -105,6 +105,14 @@ type (
 	streamFinishOut struct {
 		OutboundID uuid.UUID `json:"outbound_id"`
 		Finished   bool      `json:"finished"`
+	}
+	reactIn struct {
+		AccountID      string `json:"account_id" jsonschema:"a message's account_id"`
+		ConversationID string `json:"conversation_id" jsonschema:"a message's conversation.id"`
+		MessageID      string `json:"message_id" jsonschema:"the platform's id of the message to react to: an inbound message's platform message id (a reaction's or interaction's message_id, an edit's edit_of.platform_message_id) or a send's provider_message_id"`
+		Emoji          string `json:"emoji" jsonschema:"the emoji: the character itself (Telegram, Discord, WhatsApp) or the platform's name (Slack thumbsup)"`
+		Remove         bool   `json:"remove,omitempty" jsonschema:"take the bot's reaction back instead of adding it"`
+		IdempotencyKey string `json:"idempotency_key,omitempty" jsonschema:"the same key reacts once however often it is used (default: a new key per call)"`
 	}
 	idIn struct {
 		ID string `json:"id" jsonschema:"the id (a UUID)"`
@@ -201,6 +209,11 @@ func (s *server) addTools(srv toolAdder) {
 		"End a streamed answer: the platform shows the complete text (text, when given, replaces what was appended). "+
 			"Not finished within the server's stream timeout, it is finished with the text so far. Needs the produce role.",
 		mcp.ToolAnnotations{DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)}, nil), s.streamFinish)
+	addTool(srv, tool[reactIn, sentOut]("react", "React to a message",
+		"Add an emoji reaction to a message of a conversation, or take it back with remove. Queued like a message, in "+
+			"order after what was sent before it to the conversation; get_send_status takes its outbound_id. A channel that "+
+			"cannot react (Google Chat, Zoho Cliq, webhook) answers capability_missing. Needs the produce role.",
+		mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(true)}, nil), s.react)
 	addTool(srv, tool[idIn, Outbound]("get_send_status", "Get send status",
 		"Where a sent message or reply is: handoff_state queued, sending, handed_off (the platform took it) or dead "+
 			"(see last_error), and provider_state (delivered, read on channels that report it). Needs the read or produce role.",
@@ -221,7 +234,7 @@ func (s *server) addTools(srv toolAdder) {
 
 // ToolNames are the tools New registers, in order.
 var ToolNames = []string{"pull_messages", "ack_messages", "release_messages", "extend_lease", "reply", "send_message",
-	"stream_start", "stream_append", "stream_finish", "get_send_status", "show_typing", "get_message", "conversation_history"}
+	"stream_start", "stream_append", "stream_finish", "react", "get_send_status", "show_typing", "get_message", "conversation_history"}
 
 func (s *server) open(ctx context.Context, req *mcp.CallToolRequest) (Backend, error) {
 	return s.backend(ctx, req.Extra)
@@ -415,6 +428,35 @@ func (s *server) send(ctx context.Context, req *mcp.CallToolRequest, in sendIn) 
 	sent, err := b.Send(ctx, cmd)
 	if err != nil {
 		return nil, sentOut{}, s.fail(ctx, "send_message", err)
+	}
+	return nil, sentOut{OutboundID: sent.ID, HandoffState: sent.HandoffState}, nil
+}
+
+func (s *server) react(ctx context.Context, req *mcp.CallToolRequest, in reactIn) (*mcp.CallToolResult, sentOut, error) {
+	account, err := parseID("account_id", in.AccountID)
+	if err != nil {
+		return nil, sentOut{}, err
+	}
+	switch {
+	case in.ConversationID == "":
+		return nil, sentOut{}, Errorf(CodeBadRequest, "conversation_id: required (a message's conversation.id)")
+	case in.MessageID == "":
+		return nil, sentOut{}, Errorf(CodeBadRequest, "message_id: required (the platform's id of the message)")
+	case in.Emoji == "":
+		return nil, sentOut{}, Errorf(CodeBadRequest, "emoji: required")
+	}
+	b, err := s.open(ctx, req)
+	if err != nil {
+		return nil, sentOut{}, s.fail(ctx, "react", err)
+	}
+	key := in.IdempotencyKey
+	if key == "" {
+		key = "mcp:" + uuid.NewString()
+	}
+	sent, err := b.React(ctx, envelope.ReactionCommand{IdempotencyKey: key, AccountID: account,
+		ConversationID: in.ConversationID, MessageID: in.MessageID, Emoji: in.Emoji, Remove: in.Remove})
+	if err != nil {
+		return nil, sentOut{}, s.fail(ctx, "react", err)
 	}
 	return nil, sentOut{OutboundID: sent.ID, HandoffState: sent.HandoffState}, nil
 }

@@ -24,6 +24,10 @@ const (
 	maxRichBlocks     = 50
 	maxRichButtons    = 25
 	maxActionID       = 255
+	maxRichSelects    = 5
+	maxSelectOptions  = 25
+	maxSelectText     = 100
+	maxOptionLabel    = 75
 )
 
 // ValidationError is a SendCommand that cannot be sent; nothing was
@@ -149,7 +153,69 @@ func decodeRich(raw json.RawMessage) (*envelope.RichContent, error) {
 			return nil, err
 		}
 	}
+	if len(rc.Selects) > maxRichSelects {
+		return nil, invalid("rich_content.selects", "rich_content has at most %d selects", maxRichSelects)
+	}
+	for i, s := range rc.Selects {
+		if err := checkSelect(i, s); err != nil {
+			return nil, err
+		}
+	}
 	return rc, nil
+}
+
+// checkSelect checks select i: a known type, an action id as a button's
+// (checkActionID), a placeholder and 1 to maxSelectOptions options with a
+// label and a distinct value each, within the limits every platform's
+// menu takes (Discord's 100 characters for a label or value, Slack's 75
+// for an option's text).
+func checkSelect(i int, s envelope.RichSelect) error {
+	field := func(name string) string { return fmt.Sprintf("rich_content.selects[%d].%s", i, name) }
+	switch {
+	case s.Type != "" && s.Type != "select":
+		return invalid(field("type"), "rich_content.selects[%d].type %q: want select", i, s.Type)
+	case strings.TrimSpace(s.ActionID) == "":
+		return invalid(field("action_id"), "rich_content.selects[%d].action_id is required", i)
+	case utf8.RuneCountInString(s.Placeholder) > maxSelectText:
+		return invalid(field("placeholder"), "rich_content.selects[%d].placeholder is longer than %d characters", i, maxSelectText)
+	case len(s.Options) == 0 || len(s.Options) > maxSelectOptions:
+		return invalid(field("options"), "rich_content.selects[%d] needs 1 to %d options", i, maxSelectOptions)
+	}
+	if err := checkActionID(field("action_id"), s.ActionID); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(s.Options))
+	for j, o := range s.Options {
+		opt := func(name string) string { return fmt.Sprintf("rich_content.selects[%d].options[%d].%s", i, j, name) }
+		switch {
+		case strings.TrimSpace(o.Label) == "":
+			return invalid(opt("label"), "%s is required", opt("label"))
+		case utf8.RuneCountInString(o.Label) > maxOptionLabel:
+			return invalid(opt("label"), "%s is longer than %d characters", opt("label"), maxOptionLabel)
+		case o.Value == "":
+			return invalid(opt("value"), "%s is required", opt("value"))
+		case utf8.RuneCountInString(o.Value) > maxSelectText:
+			return invalid(opt("value"), "%s is longer than %d characters", opt("value"), maxSelectText)
+		case seen[o.Value]:
+			return invalid(opt("value"), "%s %q repeats an earlier option's value", opt("value"), o.Value)
+		}
+		seen[o.Value] = true
+	}
+	return nil
+}
+
+// checkActionID checks an action id that travels in a platform's
+// callback string (envelope.RichButton.CallbackData).
+func checkActionID(field, id string) error {
+	switch {
+	case len(id) > maxActionID:
+		return invalid(field, "%s is longer than %d bytes", field, maxActionID)
+	case strings.Contains(id, envelope.CallbackSeparator):
+		return invalid(field, "%s may not contain %q: it separates the action id from the value in Telegram's and Discord's callbacks", field, envelope.CallbackSeparator)
+	case strings.ContainsFunc(id, func(r rune) bool { return r < ' ' || r == 0x7f }):
+		return invalid(field, "%s may not contain control characters", field)
+	}
+	return nil
 }
 
 // checkButton checks button i: a label (or text), a known type and

@@ -66,6 +66,30 @@ func TestSendValidation(t *testing.T) {
 		{"rich URL button with an action id", func(c *envelope.SendCommand) {
 			c.RichContent = json.RawMessage(`{"buttons":[{"text":"a","action_id":"x","url":"https://a.example"}]}`)
 		}, "rich_content.buttons[0].action_id", "reports no action", nil},
+		{"rich select without action id", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"options":[{"label":"EU","value":"eu"}]}]}`)
+		}, "rich_content.selects[0].action_id", "action_id is required", nil},
+		{"rich select action id with the separator", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region:x","options":[{"label":"EU","value":"eu"}]}]}`)
+		}, "rich_content.selects[0].action_id", `may not contain ":"`, nil},
+		{"rich select without options", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region","options":[]}]}`)
+		}, "rich_content.selects[0].options", "needs 1 to 25 options", nil},
+		{"rich select option without label", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region","options":[{"label":"EU","value":"eu"},{"value":"us"}]}]}`)
+		}, "rich_content.selects[0].options[1].label", "label is required", nil},
+		{"rich select option without value", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region","options":[{"label":"EU"}]}]}`)
+		}, "rich_content.selects[0].options[0].value", "value is required", nil},
+		{"rich select options repeating a value", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region","options":[{"label":"EU","value":"eu"},{"label":"Europe","value":"eu"}]}]}`)
+		}, "rich_content.selects[0].options[1].value", "repeats an earlier option", nil},
+		{"rich select of unknown type", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"type":"multi","action_id":"region","options":[{"label":"EU","value":"eu"}]}]}`)
+		}, "rich_content.selects[0].type", `"multi": want select`, nil},
+		{"rich select option unknown field", func(c *envelope.SendCommand) {
+			c.RichContent = json.RawMessage(`{"selects":[{"action_id":"region","options":[{"label":"EU","value":"eu","emoji":"x"}]}]}`)
+		}, "rich_content", `unknown field "emoji"`, nil},
 		{"empty message", func(c *envelope.SendCommand) { c.Text, c.RichContent = " ", json.RawMessage("null") }, "", "needs text, rich_content or attachments", nil},
 		{"unknown account", func(c *envelope.SendCommand) { c.AccountID = uuid.New() }, "account_id", "no such account", outbox.ErrAccountNotFound},
 		{"another tenant's account", func(c *envelope.SendCommand) { c.AccountID = b.b.account }, "account_id", "no such account", outbox.ErrAccountNotFound},

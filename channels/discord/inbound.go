@@ -273,6 +273,10 @@ func (in *inbound) parseStored(it *interaction, body []byte, reply []byte) (*cha
 		// A click on a button (or a choice in a select) MIO rendered: its
 		// custom_id is the action id and value (RichButton.CallbackData).
 		action, value := envelope.SplitCallbackData(it.Data.CustomID)
+		if value == "" && len(it.Data.Values) == 1 {
+			// A select's custom_id is its action id; the choice is the value.
+			value = it.Data.Values[0]
+		}
 		msg.Kind = envelope.KindInteraction
 		msg.Interaction = &envelope.Interaction{ActionID: action, Value: value, Values: it.Data.Values, MessageID: msg.ReplyToSourceID}
 	case typeModalSubmit:

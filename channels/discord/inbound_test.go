@@ -268,6 +268,20 @@ func TestParse(t *testing.T) {
 			},
 		},
 		{
+			name: "a select MIO rendered: the choice is the value", fixture: "component_select_region.json",
+			wantReply: `{"type":6}`,
+			want: &envelope.Message{
+				SourceMessageID: "1240183712345678902",
+				Conversation:    supportNoTitle,
+				ReplyToSourceID: "1240183690000000001",
+				Sender:          envelope.Sender{ID: "53908232506183680", DisplayName: "ada"},
+				Text:            "region=eu-west",
+				SentAt:          time.Date(2024, 5, 15, 6, 7, 18, 522e6, time.UTC),
+				Kind:            envelope.KindInteraction,
+				Interaction:     &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"}, MessageID: "1240183690000000001"},
+			},
+		},
+		{
 			name: "string select", fixture: "component_select.json",
 			wantReply: `{"type":6}`,
 			want: &envelope.Message{

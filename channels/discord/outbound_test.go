@@ -207,6 +207,17 @@ func TestSendInvalidMessages(t *testing.T) {
 		{name: "duplicate button values", msg: with(func(m *channels.OutboundMessage) {
 			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Label: "A", Value: "x"}, {Label: "B", Value: "x"}}}
 		})},
+		{name: "a select's action id is a button's custom id", msg: with(func(m *channels.OutboundMessage) {
+			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Label: "A", ActionID: "region"}},
+				Selects: []envelope.RichSelect{{ActionID: "region", Options: []envelope.RichOption{{Label: "EU", Value: "eu"}}}}}
+		})},
+		{name: "buttons and selects over five action rows", msg: with(func(m *channels.OutboundMessage) {
+			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Label: "A", ActionID: "a"}}}
+			for i := range 5 {
+				m.RichContent.Selects = append(m.RichContent.Selects, envelope.RichSelect{ActionID: fmt.Sprint("s", i),
+					Options: []envelope.RichOption{{Label: "EU", Value: "eu"}}})
+			}
+		})},
 		{name: "custom id too long", msg: with(func(m *channels.OutboundMessage) {
 			m.RichContent = &envelope.RichContent{Buttons: []envelope.RichButton{{Label: "A", Value: strings.Repeat("x", maxCustomID+1)}}}
 		})},
@@ -325,6 +336,8 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
 			{Label: "Reject", ActionID: "reject", Value: "run-42", Style: envelope.ButtonDanger},
 		},
+		Selects: []envelope.RichSelect{{ActionID: "region", Placeholder: "Pick a region",
+			Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}},
 	}
 	_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
 	require.NoError(t, err)

@@ -23,6 +23,8 @@ const (
 	maxButtonURL        = 512
 	componentActionRow  = 1
 	componentButton     = 2
+	componentStringSel  = 3
+	maxActionRows       = 5
 	buttonStylePrimary  = 1
 	buttonStyleDanger   = 4
 	buttonStyleLink     = 5
@@ -43,12 +45,21 @@ type actionRow struct {
 	Components []buttonObject `json:"components"`
 }
 
+// buttonObject is a button (componentButton) or a string select
+// (componentStringSel: custom_id, placeholder and options).
 type buttonObject struct {
-	Type     int    `json:"type"` // componentButton
-	Style    int    `json:"style"`
-	Label    string `json:"label"`
-	URL      string `json:"url,omitempty"`
-	CustomID string `json:"custom_id,omitempty"`
+	Type        int            `json:"type"`
+	Style       int            `json:"style,omitempty"`
+	Label       string         `json:"label,omitempty"`
+	URL         string         `json:"url,omitempty"`
+	CustomID    string         `json:"custom_id,omitempty"`
+	Placeholder string         `json:"placeholder,omitempty"`
+	Options     []selectOption `json:"options,omitempty"`
+}
+
+type selectOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
 }
 
 // render returns the content, embeds and components of msg. Content is
@@ -58,7 +69,8 @@ type buttonObject struct {
 // description; the first image) plus one embed per further image, and its
 // buttons become action rows: link buttons (style 5) for URL buttons,
 // primary (or, styled so, danger) buttons whose custom_id is the action
-// id and value (envelope.RichButton.CallbackData) for the others.
+// id and value (envelope.RichButton.CallbackData) for the others; each
+// select is an action row holding a string select.
 func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error) {
 	content := msg.Text
 	for _, a := range msg.Attachments {
@@ -78,6 +90,22 @@ func render(msg *channels.OutboundMessage) (string, []embed, []actionRow, error)
 		}
 		if rows, err = buttonRows(rc.Buttons); err != nil {
 			return "", nil, nil, err
+		}
+		ids := map[string]bool{}
+		for _, r := range rows {
+			for _, c := range r.Components {
+				ids[c.CustomID] = true
+			}
+		}
+		for i, sel := range rc.Selects {
+			if ids[sel.ActionID] {
+				return "", nil, nil, fmt.Errorf("select %d: action_id %q is another component's custom_id", i, sel.ActionID)
+			}
+			ids[sel.ActionID] = true
+			rows = append(rows, selectRow(sel))
+		}
+		if len(rows) > maxActionRows {
+			return "", nil, nil, fmt.Errorf("%d action rows of buttons and selects, Discord allows %d", len(rows), maxActionRows)
 		}
 	}
 	if strings.TrimSpace(content) == "" && len(embeds) == 0 {
@@ -139,6 +167,17 @@ func cardEmbeds(rc *envelope.RichContent) ([]embed, error) {
 		return nil, fmt.Errorf("card renders to %d embeds, Discord allows %d", len(out), maxEmbeds)
 	}
 	return out, nil
+}
+
+// selectRow is the action row of a string select: its custom_id is the
+// select's action id; the interaction reports the chosen option in
+// values.
+func selectRow(s envelope.RichSelect) actionRow {
+	sel := buttonObject{Type: componentStringSel, CustomID: s.ActionID, Placeholder: s.Placeholder}
+	for _, o := range s.Options {
+		sel.Options = append(sel.Options, selectOption{Label: o.Label, Value: o.Value})
+	}
+	return actionRow{Type: componentActionRow, Components: []buttonObject{sel}}
 }
 
 // buttonRows lays buttons out in action rows of maxButtonsPerRow.

@@ -122,10 +122,11 @@ func (c *Channel) Type() string { return envelope.ChannelGoogleChat }
 // message writes per minute per project.
 func (c *Channel) Info() channels.Info {
 	return channels.Info{
-		DisplayName: "Google Chat",
-		Outbound:    (*outbound)(nil),
-		Threads:     true,
-		RichContent: true,
+		DisplayName:  "Google Chat",
+		Outbound:     (*outbound)(nil),
+		Threads:      true,
+		RichContent:  true,
+		Interactions: true,
 		RateLimits: []channels.RateLimit{
 			{Scope: channels.ScopeConversation, PerSec: 1, Burst: 1},
 			{Scope: channels.ScopeAccount, PerSec: 50, Burst: 50},

@@ -124,6 +124,17 @@ type event struct {
 			Value string `json:"value"`
 		} `json:"parameters"`
 	} `json:"action"`
+	// Common is the event's common object: on a card click the invoked
+	// function, its parameters and the card's inputs.
+	Common *struct {
+		InvokedFunction string            `json:"invokedFunction"`
+		Parameters      map[string]string `json:"parameters"`
+		FormInputs      map[string]struct {
+			StringInputs *struct {
+				Value []string `json:"value"`
+			} `json:"stringInputs"`
+		} `json:"formInputs"`
+	} `json:"common"`
 }
 
 type message struct {
@@ -171,8 +182,8 @@ var emptyReply = &channels.Reply{Status: 200, ContentType: channels.MediaTypeJSO
 // Parse turns one event into at most one message. MESSAGE (and
 // ADDED_TO_SPACE when the app was added by a mention, which carries the
 // message) stores the message, its dedup key the message's resource name
-// (with its lastUpdateTime for an edit); CARD_CLICKED stores the clicked
-// action as text; REMOVED_FROM_SPACE and other events store nothing.
+// (with its lastUpdateTime for an edit); CARD_CLICKED is an interaction
+// (cardClicked); REMOVED_FROM_SPACE and other events store nothing.
 func (in *inbound) Parse(_ context.Context, req *channels.Request) (*channels.Parsed, error) {
 	if req == nil {
 		return nil, channels.BadRequestf("google_chat: no request")
@@ -264,12 +275,42 @@ func (in *inbound) message(ev *event, raw []byte) (*channels.Parsed, error) {
 	return &channels.Parsed{Messages: []envelope.Message{msg}, Reply: emptyReply, Ignored: skipped}, nil
 }
 
-// cardClicked stores a click as a message whose text is the action's
-// method name and its parameters ("approve id=42"). Chat gives a click no
-// id: the dedup key is a digest of the event.
+// cardClicked maps a click as an interaction: the action id and value
+// are the parameters MIO's card actions carry ("action_id", "value"; a
+// select's "input" names the selectionInput whose choice in formInputs is
+// the value), else the invoked function (common.invokedFunction, or the
+// deprecated action.actionMethodName) and no value, for a card MIO did not
+// render. The click's message is the card's. Chat gives a click no id:
+// the dedup key is a digest of the event.
 func (in *inbound) cardClicked(ev *event, raw []byte) (*channels.Parsed, error) {
-	if ev.Action == nil || ev.Action.ActionMethodName == "" {
+	params := map[string]string{}
+	function := ""
+	if ev.Action != nil {
+		function = ev.Action.ActionMethodName
+		for _, p := range ev.Action.Parameters {
+			params[p.Key] = p.Value
+		}
+	}
+	if ev.Common != nil {
+		if ev.Common.InvokedFunction != "" {
+			function = ev.Common.InvokedFunction
+		}
+		for k, v := range ev.Common.Parameters {
+			params[k] = v
+		}
+	}
+	it := &envelope.Interaction{ActionID: params[paramActionID], Value: params[paramValue]}
+	if it.ActionID == "" {
+		it.ActionID = function
+	}
+	if it.ActionID == "" {
 		return nil, channels.BadRequestf("google_chat: CARD_CLICKED event has no action")
+	}
+	if name := params[paramInput]; name != "" && ev.Common != nil {
+		if fi, ok := ev.Common.FormInputs[name]; ok && fi.StringInputs != nil && len(fi.StringInputs.Value) > 0 {
+			it.Value = fi.StringInputs.Value[0]
+			it.Values = fi.StringInputs.Value
+		}
 	}
 	var sp *space
 	if ev.Message != nil {
@@ -282,27 +323,42 @@ func (in *inbound) cardClicked(ev *event, raw []byte) (*channels.Parsed, error) 
 	if ev.User == nil || ev.User.Name == "" {
 		return nil, channels.BadRequestf("google_chat: CARD_CLICKED event has no user")
 	}
-	parts := []string{ev.Action.ActionMethodName}
-	for _, p := range ev.Action.Parameters {
-		parts = append(parts, p.Key+"="+p.Value)
-	}
 	sum := sha256.Sum256(raw)
 	msg := envelope.Message{
 		ChannelType:     envelope.ChannelGoogleChat,
+		Kind:            envelope.KindInteraction,
+		Interaction:     it,
 		SourceMessageID: "card_clicked:" + hex.EncodeToString(sum[:16]),
 		Conversation:    conv,
 		Sender:          toSender(ev.User),
-		Text:            strings.Join(parts, " "),
+		Text:            it.Value,
 		SentAt:          parseTime(ev.EventTime),
 		Raw:             raw,
 	}
+	if _, ours := params[paramActionID]; !ours {
+		// Another card's action: its name and parameters as text.
+		msg.Text = foreignActionText(ev, function)
+	}
 	if ev.Message != nil {
 		msg.ReplyToSourceID = ev.Message.Name
+		it.MessageID = ev.Message.Name
 		if ev.Message.Thread != nil {
 			msg.ThreadID = ev.Message.Thread.Name
 		}
 	}
 	return &channels.Parsed{Messages: []envelope.Message{msg}, Reply: emptyReply}, nil
+}
+
+// foreignActionText is the text of a click on a card MIO did not render:
+// the method name and its parameters ("approve order=42").
+func foreignActionText(ev *event, function string) string {
+	parts := []string{function}
+	if ev.Action != nil {
+		for _, p := range ev.Action.Parameters {
+			parts = append(parts, p.Key+"="+p.Value)
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 // conversation is the message's space, else the event's: a DM

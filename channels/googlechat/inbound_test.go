@@ -197,10 +197,24 @@ func TestParseFixtures(t *testing.T) {
 	require.Equal(t, "spaces/AAAAdRk7Z1M/messages/UxJ6C0t1sRE.UxJ6C0t1sRE", m.ReplyToSourceID)
 
 	m = parse("card_clicked.json").Messages[0]
-	require.Equal(t, "approve order=42", m.Text)
+	require.Equal(t, "approve order=42", m.Text, "another card's action: its name and parameters")
+	require.Equal(t, envelope.KindInteraction, m.Kind)
+	require.Equal(t, &envelope.Interaction{ActionID: "approve", MessageID: "spaces/AAAAdRk7Z1M/messages/bOt.bOt"}, m.Interaction)
 	require.Equal(t, "users/112233445566778899000", m.Sender.ID)
 	require.Equal(t, "spaces/AAAAdRk7Z1M/messages/bOt.bOt", m.ReplyToSourceID)
 	require.Regexp(t, `^card_clicked:[0-9a-f]{32}$`, m.SourceMessageID)
+
+	p = parse("card_clicked_button.json")
+	require.Equal(t, emptyReply, p.Reply, "the synchronous answer, written after the commit")
+	m = p.Messages[0]
+	require.Equal(t, envelope.KindInteraction, m.Kind)
+	require.Equal(t, &envelope.Interaction{ActionID: "approve", Value: "run-42", MessageID: "spaces/AAAAdRk7Z1M/messages/bOt.bOt"}, m.Interaction)
+	require.Equal(t, "run-42", m.Text)
+
+	m = parse("card_clicked_select.json").Messages[0]
+	require.Equal(t, &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"},
+		MessageID: "spaces/AAAAdRk7Z1M/messages/bOt.bOt"}, m.Interaction)
+	require.Equal(t, "eu-west", m.Text)
 
 	for _, name := range []string{"added_to_space.json", "removed_from_space.json"} {
 		p = parse(name)

@@ -249,7 +249,10 @@ func TestRenderGolden(t *testing.T) {
 				{Type: envelope.BlockTable, Rows: [][]string{{"item", "qty"}, {"apple", "3"}}},
 				{Type: envelope.BlockImage, URL: "https://img.example/p.png", Alt: "photo"},
 			},
-			Buttons: []envelope.RichButton{{Label: "Track", URL: "https://track.example/42"}, {Label: "Approve", Value: "approve"}, {Label: ""}},
+			Buttons: []envelope.RichButton{{Label: "Track", URL: "https://track.example/42"}, {Label: "Approve", Value: "approve"}, {Label: ""},
+				{Label: "Ship", ActionID: "ship", Value: "order-42"}},
+			Selects: []envelope.RichSelect{{ActionID: "region", Placeholder: "Pick a region",
+				Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}},
 		}}},
 		{"card_only.json", channels.OutboundMessage{RichContent: &envelope.RichContent{Title: "Only a card"}}},
 		{"attachments.json", channels.OutboundMessage{Text: "files", Attachments: []envelope.SendAttachment{

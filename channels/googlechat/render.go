@@ -43,11 +43,28 @@ type section struct {
 	Widgets []widget `json:"widgets"`
 }
 
-// widget is one of textParagraph, image, buttonList.
+// widget is one of textParagraph, image, buttonList, selectionInput.
 type widget struct {
-	TextParagraph *textParagraph `json:"textParagraph,omitempty"`
-	Image         *image         `json:"image,omitempty"`
-	ButtonList    *buttonList    `json:"buttonList,omitempty"`
+	TextParagraph  *textParagraph  `json:"textParagraph,omitempty"`
+	Image          *image          `json:"image,omitempty"`
+	ButtonList     *buttonList     `json:"buttonList,omitempty"`
+	SelectionInput *selectionInput `json:"selectionInput,omitempty"`
+}
+
+// selectionInput is a select's DROPDOWN: choosing calls onChangeAction,
+// a CARD_CLICKED event with the choice in common.formInputs[name].
+type selectionInput struct {
+	Name           string          `json:"name"`
+	Label          string          `json:"label,omitempty"`
+	Type           string          `json:"type"`
+	Items          []selectionItem `json:"items"`
+	OnChangeAction *action         `json:"onChangeAction"`
+}
+
+type selectionItem struct {
+	Text     string `json:"text"`
+	Value    string `json:"value"`
+	Selected bool   `json:"selected"`
 }
 
 type textParagraph struct {
@@ -69,7 +86,8 @@ type button struct {
 }
 
 // onClick opens a link or calls the app back: a CARD_CLICKED event whose
-// actionMethodName is the button's value.
+// invoked function (actionMethodName) is the button's action id and whose
+// parameters carry "action_id" and "value".
 type onClick struct {
 	OpenLink *openLink `json:"openLink,omitempty"`
 	Action   *action   `json:"action,omitempty"`
@@ -80,8 +98,22 @@ type openLink struct {
 }
 
 type action struct {
-	Function string `json:"function"`
+	Function   string        `json:"function"`
+	Parameters []actionParam `json:"parameters,omitempty"`
 }
+
+type actionParam struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Keys of the parameters MIO's card actions carry (inbound.go reads them).
+const (
+	paramActionID = "action_id"
+	paramValue    = "value"
+	// paramInput names the selectionInput whose choice is the value.
+	paramInput = "input"
+)
 
 // render builds the message body of msg: its text with one line per
 // attachment URL (Chat takes no attachment by URL), cut at
@@ -89,8 +121,9 @@ type action struct {
 // header, one widget per block (text and labels as paragraphs, lists as
 // bulleted lines, tables as aligned lines, images as images) and the
 // buttons in a button list — URL buttons open the link, callback buttons
-// send a CARD_CLICKED event naming their value. A message with neither
-// text nor a card is refused.
+// send a CARD_CLICKED event naming their action id and value — and each
+// select as a DROPDOWN selectionInput. A message with neither text nor a
+// card is refused.
 func render(msg *channels.OutboundMessage) (*chatMessage, error) {
 	var parts []string
 	if strings.TrimSpace(msg.Text) != "" {
@@ -98,7 +131,7 @@ func render(msg *channels.OutboundMessage) (*chatMessage, error) {
 	}
 	parts = append(parts, channels.AttachmentLines(msg.Attachments)...)
 	body := &chatMessage{Text: channels.Truncate(strings.Join(parts, "\n"), MaxTextLength)}
-	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0) {
+	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0 || len(rc.Selects) > 0) {
 		c := card{Sections: []section{{Widgets: widgets(rc)}}}
 		if t := strings.TrimSpace(rc.Title); t != "" {
 			c.Header = &cardHeader{Title: t}
@@ -142,12 +175,23 @@ func widgets(rc *envelope.RichContent) []widget {
 		case b.Label == "":
 		case b.URL != "":
 			buttons = append(buttons, button{Text: b.Label, OnClick: onClick{OpenLink: &openLink{URL: b.URL}}})
-		case b.Value != "":
-			buttons = append(buttons, button{Text: b.Label, OnClick: onClick{Action: &action{Function: b.Value}}})
+		default:
+			id, value := envelope.SplitCallbackData(b.CallbackData())
+			buttons = append(buttons, button{Text: b.Label, OnClick: onClick{Action: &action{Function: id,
+				Parameters: []actionParam{{Key: paramActionID, Value: id}, {Key: paramValue, Value: value}}}}})
 		}
 	}
 	if len(buttons) > 0 {
 		ws = append(ws, widget{ButtonList: &buttonList{Buttons: buttons}})
+	}
+	for _, sel := range rc.Selects {
+		in := &selectionInput{Name: sel.ActionID, Label: sel.Placeholder, Type: "DROPDOWN",
+			OnChangeAction: &action{Function: sel.ActionID,
+				Parameters: []actionParam{{Key: paramActionID, Value: sel.ActionID}, {Key: paramInput, Value: sel.ActionID}}}}
+		for _, o := range sel.Options {
+			in.Items = append(in.Items, selectionItem{Text: o.Label, Value: o.Value})
+		}
+		ws = append(ws, widget{SelectionInput: in})
 	}
 	return ws
 }

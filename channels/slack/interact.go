@@ -121,6 +121,7 @@ func parseInteraction(body []byte) (*channels.Parsed, error) {
 		it := &envelope.Interaction{ActionID: a.ActionID, Value: a.Value, MessageID: messageTS}
 		if a.SelectedOption != nil {
 			it.Value = a.SelectedOption.Value
+			it.Values = []string{it.Value}
 		}
 		for _, o := range a.SelectedOptions {
 			it.Values = append(it.Values, o.Value)

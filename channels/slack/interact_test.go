@@ -52,6 +52,30 @@ func TestParseBlockActions(t *testing.T) {
 
 // TestParseOtherInteractionPayloads: payload types other than
 // block_actions are answered 200 and stored as nothing.
+// TestParseStaticSelect: a choice in a static_select MIO rendered is an
+// interaction of the select's action id, the chosen option's value in
+// value and values.
+func TestParseStaticSelect(t *testing.T) {
+	t.Parallel()
+	var form []byte
+	for _, fx := range channelstest.ReadFixtures(t, "testdata") {
+		if fx.Name == "block_actions_static_select.form" {
+			form = fx.Body
+		}
+	}
+	require.NotNil(t, form)
+	req := signedRequest(form)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	got, err := newTestInbound(t, nil, "").Parse(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, got.Messages, 1)
+	m := got.Messages[0]
+	require.Equal(t, envelope.KindInteraction, m.Kind)
+	require.Equal(t, &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"}, MessageID: "1717171717.000200"}, m.Interaction)
+	require.Equal(t, "eu-west", m.Text)
+	require.Equal(t, "12466734323.1395872398.5c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f", m.SourceMessageID)
+}
+
 func TestParseOtherInteractionPayloads(t *testing.T) {
 	t.Parallel()
 	req := signedRequest([]byte("payload=" + url.QueryEscape(`{"type":"view_submission","trigger_id":"t"}`)))

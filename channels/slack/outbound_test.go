@@ -358,6 +358,10 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
 			{Label: "Reject", ActionID: "reject", Value: "run-42", Style: envelope.ButtonDanger},
 		},
+		Selects: []envelope.RichSelect{
+			{ActionID: "region", Placeholder: "Pick a region", Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}},
+			{ActionID: "size", Options: []envelope.RichOption{{Label: "Small", Value: "s"}}},
+		},
 	}
 	tests := []struct {
 		name   string

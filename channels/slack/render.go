@@ -47,8 +47,18 @@ type (
 		AltText  string `json:"alt_text"`
 	}
 	actionsBlock struct {
-		Type     string         `json:"type"` // actions
-		Elements []buttonObject `json:"elements"`
+		Type     string `json:"type"`     // actions
+		Elements []any  `json:"elements"` // buttonObject, staticSelect
+	}
+	staticSelect struct {
+		Type        string         `json:"type"` // static_select
+		ActionID    string         `json:"action_id"`
+		Placeholder textObject     `json:"placeholder"`
+		Options     []optionObject `json:"options"`
+	}
+	optionObject struct {
+		Text  textObject `json:"text"`
+		Value string     `json:"value"`
 	}
 	buttonObject struct {
 		Type     string     `json:"type"` // button
@@ -103,8 +113,8 @@ func render(msg *channels.OutboundMessage) (string, []any, error) {
 
 // cardBlocks renders a card: a header for the title, a section per text,
 // list and table block (tables as a monospaced mrkdwn code block), a
-// context block per label, an image block per image and actions blocks
-// for the buttons.
+// context block per label, an image block per image, actions blocks
+// for the buttons and one actions block per select.
 func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 	var out []any
 	if t := strings.TrimSpace(rc.Title); t != "" {
@@ -131,7 +141,7 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 			}
 		}
 	}
-	var row []buttonObject
+	var row []any
 	actionIDs := make(map[string]bool, len(rc.Buttons))
 	for i, btn := range rc.Buttons {
 		if btn.Label == "" {
@@ -170,7 +180,32 @@ func cardBlocks(rc *envelope.RichContent) ([]any, error) {
 	if len(row) > 0 {
 		out = append(out, actionsBlock{Type: "actions", Elements: row})
 	}
+	for i, sel := range rc.Selects {
+		if actionIDs[sel.ActionID] {
+			return nil, fmt.Errorf("select %d: action_id %q repeats: Slack needs the action ids of a message unique", i, sel.ActionID)
+		}
+		actionIDs[sel.ActionID] = true
+		out = append(out, actionsBlock{Type: "actions", Elements: []any{staticSelectOf(sel)}})
+	}
 	return out, nil
+}
+
+// DefaultPlaceholder is a select's placeholder when the agent gives none.
+const DefaultPlaceholder = "Choose…"
+
+// staticSelectOf renders a select as a static_select: the choice comes
+// back in block_actions as selected_option (interact.go).
+func staticSelectOf(sel envelope.RichSelect) staticSelect {
+	ph := sel.Placeholder
+	if ph == "" {
+		ph = DefaultPlaceholder
+	}
+	out := staticSelect{Type: "static_select", ActionID: sel.ActionID,
+		Placeholder: textObject{Type: "plain_text", Text: channels.Truncate(ph, maxButtonText)}}
+	for _, o := range sel.Options {
+		out.Options = append(out.Options, optionObject{Text: textObject{Type: "plain_text", Text: channels.Truncate(o.Label, maxButtonText)}, Value: o.Value})
+	}
+	return out
 }
 
 // blockMrkdwn renders a text, list or table block (and the text of an
@@ -233,7 +268,7 @@ func withAttachments(text string, atts []envelope.SendAttachment) string {
 }
 
 func isEmptyRich(rc *envelope.RichContent) bool {
-	return rc == nil || (strings.TrimSpace(rc.Title) == "" && len(rc.Blocks) == 0 && len(rc.Buttons) == 0)
+	return rc == nil || (strings.TrimSpace(rc.Title) == "" && len(rc.Blocks) == 0 && len(rc.Buttons) == 0 && len(rc.Selects) == 0)
 }
 
 // fallbackText renders a card as plain text (Slack's notification

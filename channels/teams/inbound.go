@@ -22,7 +22,20 @@ const (
 	ActivityMessageUpdate      = "messageUpdate"
 	ActivityMessageDelete      = "messageDelete"
 	ActivityConversationUpdate = "conversationUpdate"
+	ActivityInvoke             = "invoke"
+	ActivityMessageReaction    = "messageReaction"
 )
+
+// InvokeAdaptiveCardAction is the name of the invoke activity an Adaptive
+// Card Action.Execute sends.
+const InvokeAdaptiveCardAction = "adaptiveCard/action"
+
+// invokeReply is the answer to an adaptiveCard/action invoke, written
+// after the click is committed: HTTP 200 with an Adaptive Card invoke
+// response of statusCode 200 carrying a message, which the client shows
+// in place of an error and which leaves the card as it is.
+var invokeReply = &channels.Reply{Status: 200, ContentType: channels.MediaTypeJSON,
+	Body: []byte(`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`)}
 
 // Attachment content types MIO stores.
 const (
@@ -64,8 +77,23 @@ type activity struct {
 	MembersAdded []account     `json:"membersAdded"`
 	MembersGone  []account     `json:"membersRemoved"`
 	// Value is an Adaptive Card Action.Submit's data (with the card's
-	// inputs) on the message activity the click sends.
+	// inputs) on the message activity the click sends, and an invoke's
+	// value ({"action": {"type", "verb", "data"}, "trigger"} for
+	// adaptiveCard/action).
 	Value json.RawMessage `json:"value"`
+	// Name names an invoke activity.
+	Name string `json:"name"`
+	// ReactionsAdded and ReactionsRemoved are a messageReaction's
+	// reactions, on the message replyToId names.
+	ReactionsAdded   []reaction `json:"reactionsAdded"`
+	ReactionsRemoved []reaction `json:"reactionsRemoved"`
+}
+
+// reaction is a messageReaction's reaction: its type is Teams' name
+// ("like", "heart", "laugh", "surprised", "sad", "angry", or a newer
+// reaction id such as "1f440_eyes").
+type reaction struct {
+	Type string `json:"type"`
 }
 
 type account struct {
@@ -197,7 +225,11 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 		return nil, channels.BadRequestf("teams: malformed activity: %v", err)
 	}
 	switch act.Type {
-	case ActivityMessage, ActivityMessageUpdate, ActivityMessageDelete:
+	case ActivityMessage, ActivityMessageUpdate, ActivityMessageDelete, ActivityMessageReaction:
+	case ActivityInvoke:
+		if act.Name != InvokeAdaptiveCardAction {
+			return &channels.Parsed{Ignored: []string{"teams: invoke " + boundText(act.Name)}}, nil
+		}
 	case "":
 		return nil, channels.BadRequestf("teams: activity without type")
 	case ActivityConversationUpdate:
@@ -216,12 +248,28 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	if in.trusted.trusts(act.ServiceURL) {
 		in.services.remember(ctx, in.tenant, in.account, msg.Conversation.ID, act.ServiceURL)
 	}
+	switch act.Type {
+	case ActivityInvoke:
+		if err := executed(&msg, act.Value); err != nil {
+			return nil, err
+		}
+		return &channels.Parsed{Messages: []envelope.Message{msg}, Reply: invokeReply}, nil
+	case ActivityMessageReaction:
+		if act.ReplyToID == "" {
+			return nil, channels.BadRequestf("teams: messageReaction activity without replyToId")
+		}
+		msgs := reactions(msg, &act)
+		if len(msgs) == 0 {
+			return &channels.Parsed{Ignored: []string{"teams: messageReaction without reactions"}}, nil
+		}
+		return &channels.Parsed{Messages: msgs}, nil
+	}
 	return &channels.Parsed{Messages: []envelope.Message{msg}}, nil
 }
 
 // message maps a message, messageUpdate or messageDelete activity.
 func (in *inbound) message(act *activity) (envelope.Message, error) {
-	if act.ID == "" {
+	if act.ID == "" && act.Type != ActivityMessageReaction {
 		return envelope.Message{}, channels.BadRequestf("teams: %s activity without id", act.Type)
 	}
 	if act.Conversation == nil || act.Conversation.ID == "" {
@@ -273,7 +321,7 @@ func (in *inbound) message(act *activity) (envelope.Message, error) {
 	if msg.Sender.ID == "" && !msg.Deleted {
 		return envelope.Message{}, channels.BadRequestf("teams: %s activity without from.id", act.Type)
 	}
-	if !msg.Deleted {
+	if !msg.Deleted && act.Type != ActivityInvoke && act.Type != ActivityMessageReaction {
 		botID := ""
 		if act.Recipient != nil {
 			botID = act.Recipient.ID
@@ -312,6 +360,79 @@ func submitted(msg *envelope.Message, value json.RawMessage) {
 	if strings.TrimSpace(msg.Text) == "" {
 		msg.Text = msg.Interaction.Value
 	}
+}
+
+// executed makes msg the interaction of an adaptiveCard/action invoke: an
+// Action.Execute MIO rendered carries {"action_id", "value"} in its data
+// (its verb is the action id too); a select's Action.Execute names in
+// "input" the Input.ChoiceSet whose chosen value Teams adds to the data.
+// The click's card is the message replyToId names. An Action.Execute of
+// another card, without an action id or verb, is refused.
+func executed(msg *envelope.Message, value json.RawMessage) error {
+	var v struct {
+		Action struct {
+			Type string                     `json:"type"`
+			Verb string                     `json:"verb"`
+			Data map[string]json.RawMessage `json:"data"`
+		} `json:"action"`
+	}
+	if len(value) == 0 || json.Unmarshal(value, &v) != nil {
+		return channels.BadRequestf("teams: adaptiveCard/action invoke without an action")
+	}
+	str := func(k string) string {
+		var s string
+		_ = json.Unmarshal(v.Action.Data[k], &s)
+		return s
+	}
+	action := str("action_id")
+	if action == "" {
+		action = v.Action.Verb
+	}
+	if action == "" {
+		return channels.BadRequestf("teams: adaptiveCard/action invoke without a verb or action_id")
+	}
+	in := &envelope.Interaction{ActionID: action, Value: str("value"), MessageID: msg.ReplyToSourceID}
+	if input := str("input"); input != "" {
+		in.Value = str(input)
+		in.Values = []string{in.Value}
+	}
+	msg.Kind = envelope.KindInteraction
+	msg.Interaction = in
+	msg.Text = in.Value
+	msg.PlatformMessageID = ""
+	return nil
+}
+
+// reactions maps a messageReaction activity to one reaction envelope per
+// reaction added or removed, on the message replyToId names. The dedup
+// key is the activity's id (else its timestamp and sender), the
+// reaction's type and its direction.
+func reactions(base envelope.Message, act *activity) []envelope.Message {
+	key := act.ID
+	if key == "" {
+		key = act.ReplyToID + ":" + base.Sender.ID + ":" + act.Timestamp
+	}
+	var out []envelope.Message
+	add := func(rs []reaction, added bool) {
+		dir := ":removed"
+		if added {
+			dir = ":added"
+		}
+		for _, r := range rs {
+			if r.Type == "" {
+				continue
+			}
+			m := base
+			m.SourceMessageID = key + ":reaction:" + r.Type + dir
+			m.PlatformMessageID = ""
+			m.Kind = envelope.KindReaction
+			m.Reaction = &envelope.Reaction{Emoji: r.Type, Added: added, MessageID: act.ReplyToID}
+			out = append(out, m)
+		}
+	}
+	add(act.ReactionsAdded, true)
+	add(act.ReactionsRemoved, false)
+	return out
 }
 
 // conversationType maps conversationType: personal is a DM, groupChat a

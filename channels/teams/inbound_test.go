@@ -220,6 +220,43 @@ func TestParseFixtures(t *testing.T) {
 		require.Equal(t, "run-42", m.Text)
 		require.Equal(t, "1:1pA3sUbMiTcL1cKvAlUeXWbTZyJY5FPyWQzAcAHcbQ", m.SourceMessageID)
 	})
+	t.Run("an Action.Execute clicked: an invoke answered after the commit", func(t *testing.T) {
+		p := parse(t, "invoke_action_execute.json")
+		require.Len(t, p.Messages, 1)
+		m := p.Messages[0]
+		require.Equal(t, envelope.KindInteraction, m.Kind)
+		require.Equal(t, &envelope.Interaction{ActionID: "approve", Value: "run-42", MessageID: "1714564980123"}, m.Interaction)
+		require.Equal(t, "f:7a1c2e3b-9d4f-4b8e-a6c5-2f1e0d9c8b7a", m.SourceMessageID)
+		require.Equal(t, megan, m.Sender.ID)
+		require.Equal(t, personalConv, m.Conversation.ID)
+		require.Empty(t, m.PlatformMessageID)
+		require.NotNil(t, p.Reply, "the Bot Framework waits for an invoke response")
+		require.Equal(t, 200, p.Reply.Status)
+		require.JSONEq(t, `{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`, string(p.Reply.Body))
+	})
+	t.Run("a select chosen: the Input.ChoiceSet's value", func(t *testing.T) {
+		m := one(t, "invoke_select.json")
+		require.Equal(t, &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"}, MessageID: "1714564980123"}, m.Interaction)
+	})
+	t.Run("reactions added and removed", func(t *testing.T) {
+		p := parse(t, "message_reaction.json")
+		require.Len(t, p.Messages, 2)
+		require.Nil(t, p.Reply)
+		for i, want := range []struct {
+			key string
+			r   envelope.Reaction
+		}{
+			{"f:1f0c7d8e-4a2b-4c6d-9e8f-0a1b2c3d4e5f:reaction:like:added", envelope.Reaction{Emoji: "like", Added: true, MessageID: "1714564980123"}},
+			{"f:1f0c7d8e-4a2b-4c6d-9e8f-0a1b2c3d4e5f:reaction:heart:removed", envelope.Reaction{Emoji: "heart", MessageID: "1714564980123"}},
+		} {
+			m := p.Messages[i]
+			require.Equal(t, envelope.KindReaction, m.Kind)
+			require.Equal(t, want.key, m.SourceMessageID)
+			require.Equal(t, &want.r, m.Reaction)
+			require.Equal(t, megan, m.Sender.ID)
+			require.Empty(t, m.PlatformMessageID)
+		}
+	})
 	t.Run("members added", func(t *testing.T) {
 		p := parse(t, "conversation_update_members_added.json")
 		require.Empty(t, p.Messages)

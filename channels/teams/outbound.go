@@ -35,6 +35,7 @@ const (
 //	POST   {base}/v3/conversations/{conversation}/activities/{activity}   reply in a thread
 //	PUT    {base}/v3/conversations/{conversation}/activities/{activity}   edit
 //	DELETE {base}/v3/conversations/{conversation}/activities/{activity}   delete
+//	PUT|DELETE …/activities/{activity}/reactions/{type}                   react (react.go)
 //
 // A 401 renews the token once and sends again.
 type outbound struct {

@@ -176,6 +176,8 @@ func TestRenderCard(t *testing.T) {
 			},
 			Buttons: []envelope.RichButton{{Label: "Open", URL: "https://ci.example/1"}, {Label: "Roll back", Value: "rollback:1.4"},
 				{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary}},
+			Selects: []envelope.RichSelect{{ActionID: "region", Placeholder: "Pick a region",
+				Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}},
 		},
 	})
 	require.NoError(t, err)

@@ -55,9 +55,10 @@ type cardTeamsLayout struct {
 	Width string `json:"width"`
 }
 
-// cardElement is a TextBlock or an Image.
+// cardElement is a TextBlock, an Image or an Input.ChoiceSet.
 type cardElement struct {
 	Type     string `json:"type"`
+	ID       string `json:"id,omitempty"`
 	Text     string `json:"text,omitempty"`
 	Wrap     bool   `json:"wrap,omitempty"`
 	Size     string `json:"size,omitempty"`
@@ -66,22 +67,42 @@ type cardElement struct {
 	FontType string `json:"fontType,omitempty"`
 	URL      string `json:"url,omitempty"`
 	AltText  string `json:"altText,omitempty"`
+	// Input.ChoiceSet
+	Style       string       `json:"style,omitempty"`
+	Placeholder string       `json:"placeholder,omitempty"`
+	Choices     []cardChoice `json:"choices,omitempty"`
 }
 
-// cardAction is Action.OpenUrl or Action.Submit.
+type cardChoice struct {
+	Title string `json:"title"`
+	Value string `json:"value"`
+}
+
+// cardAction is Action.OpenUrl or Action.Execute.
 type cardAction struct {
 	Type  string            `json:"type"`
 	Title string            `json:"title"`
 	URL   string            `json:"url,omitempty"`
+	Verb  string            `json:"verb,omitempty"`
 	Data  map[string]string `json:"data,omitempty"`
 }
+
+// SelectInputPrefix prefixes the id of the Input.ChoiceSet of a select:
+// "select:<action id>", named by the Action.Execute's data "input".
+const SelectInputPrefix = "select:"
+
+// DefaultSelectTitle is the title of a select's Action.Execute when the
+// select has no placeholder.
+const DefaultSelectTitle = "Choose"
 
 // render builds the message activity of msg: its text (markdown) with one
 // line per attachment URL, and rich_content as an Adaptive Card — the
 // title as a large TextBlock, text and label blocks as TextBlocks, lists
 // as markdown lists, tables as monospace aligned text, images as Image,
-// URL buttons as Action.OpenUrl and callback buttons as Action.Submit
-// with data {"value": …}, which Teams posts back as a message activity.
+// URL buttons as Action.OpenUrl and callback buttons as Action.Execute
+// with verb the action id and data {"action_id", "value"}, which Teams
+// posts back as an adaptiveCard/action invoke; a select is an
+// Input.ChoiceSet (compact) and an Action.Execute whose data names it.
 func render(msg *channels.OutboundMessage) (*outActivity, error) {
 	var parts []string
 	if strings.TrimSpace(msg.Text) != "" {
@@ -89,7 +110,7 @@ func render(msg *channels.OutboundMessage) (*outActivity, error) {
 	}
 	parts = append(parts, channels.AttachmentLines(msg.Attachments)...)
 	act := &outActivity{Type: "message", Text: strings.Join(parts, "\n\n"), TextFormat: "markdown"}
-	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0) {
+	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0 || len(rc.Selects) > 0) {
 		card, err := renderCard(rc)
 		if err != nil {
 			return nil, err
@@ -120,11 +141,26 @@ func renderCard(rc *envelope.RichContent) (*adaptiveCard, error) {
 		case b.URL != "":
 			card.Actions = append(card.Actions, cardAction{Type: "Action.OpenUrl", Title: b.Label, URL: b.URL})
 		default:
-			// The click comes back as a message activity whose value is
-			// this data (inbound.go, submitted).
+			// The click comes back as an adaptiveCard/action invoke whose
+			// action carries this data (inbound.go, executed).
 			action, value := envelope.SplitCallbackData(b.CallbackData())
-			card.Actions = append(card.Actions, cardAction{Type: "Action.Submit", Title: b.Label, Data: map[string]string{"action_id": action, "value": value}})
+			card.Actions = append(card.Actions, cardAction{Type: "Action.Execute", Title: b.Label, Verb: action,
+				Data: map[string]string{"action_id": action, "value": value}})
 		}
+	}
+	for _, sel := range rc.Selects {
+		input := SelectInputPrefix + sel.ActionID
+		set := cardElement{Type: "Input.ChoiceSet", ID: input, Style: "compact", Placeholder: sel.Placeholder}
+		for _, o := range sel.Options {
+			set.Choices = append(set.Choices, cardChoice{Title: o.Label, Value: o.Value})
+		}
+		card.Body = append(card.Body, set)
+		title := sel.Placeholder
+		if title == "" {
+			title = DefaultSelectTitle
+		}
+		card.Actions = append(card.Actions, cardAction{Type: "Action.Execute", Title: title, Verb: sel.ActionID,
+			Data: map[string]string{"action_id": sel.ActionID, "input": input}})
 	}
 	return card, nil
 }

@@ -378,6 +378,8 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Ack"},
 			{Label: "Approve", ActionID: "approve", Value: "run-42", Style: envelope.ButtonPrimary},
 		},
+		Selects: []envelope.RichSelect{{ActionID: "region", Placeholder: "Pick a region",
+			Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}},
 	}
 	_, err := newTestOutbound(t, fake.srv.URL, nil).Send(context.Background(), msg)
 	require.NoError(t, err)

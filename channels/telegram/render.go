@@ -31,8 +31,9 @@ type inlineButton struct {
 
 // render returns the plain text and inline keyboard of msg. The text is
 // msg.Text, then one line per attachment, then the card rendered as text
-// (title, blocks); buttons become an inline keyboard with one button per
-// row. A text over maxTextLength characters, an empty text or a callback
+// (title, blocks) and each select's placeholder; buttons, then one
+// button per option of each select (channels.SelectButtons), become an
+// inline keyboard with one button per row. A text over maxTextLength characters, an empty text or a callback
 // value over maxCallbackData bytes is an error: the message is not
 // truncated or split.
 func render(msg *channels.OutboundMessage) (string, *inlineKeyboard, error) {
@@ -48,8 +49,13 @@ func render(msg *channels.OutboundMessage) (string, *inlineKeyboard, error) {
 		if s := channels.CardText(rc); s != "" {
 			parts = append(parts, s)
 		}
+		for _, sel := range rc.Selects {
+			if sel.Placeholder != "" {
+				parts = append(parts, sel.Placeholder)
+			}
+		}
 		var err error
-		if keyboard, err = buttons(rc.Buttons); err != nil {
+		if keyboard, err = buttons(channels.SelectButtons(rc)); err != nil {
 			return "", nil, err
 		}
 	}

@@ -273,6 +273,13 @@ func TestRenderGolden(t *testing.T) {
 	urlButtons.Buttons = []envelope.RichButton{{Label: "Open dashboard", URL: "https://dash.test/deploys/42"}, {Label: "Ack"}}
 	tooMany := card
 	tooMany.Buttons = []envelope.RichButton{{Label: "A"}, {Label: "B"}, {Label: "C"}, {Label: "D"}}
+	region := envelope.RichSelect{ActionID: "region", Placeholder: "Pick a region",
+		Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}
+	listSelect := card
+	listSelect.Selects = []envelope.RichSelect{region}
+	selectAndButton := card
+	selectAndButton.Buttons = []envelope.RichButton{{Label: "Ack"}}
+	selectAndButton.Selects = []envelope.RichSelect{region}
 	tests := []struct {
 		name   string
 		golden string
@@ -281,6 +288,8 @@ func TestRenderGolden(t *testing.T) {
 		{name: "reply buttons are interactive", golden: "interactive_buttons.json", rc: &replyButtons},
 		{name: "a URL button falls back to text", golden: "text_fallback_url_button.json", rc: &urlButtons},
 		{name: "four buttons fall back to text", golden: "text_fallback_four_buttons.json", rc: &tooMany},
+		{name: "a select is an interactive list", golden: "interactive_list.json", rc: &listSelect},
+		{name: "a select with a button falls back to text", golden: "text_fallback_select.json", rc: &selectAndButton},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -263,6 +263,8 @@ func TestRenderGolden(t *testing.T) {
 			{Label: "Roll back", Value: "rollback:42"},
 			{Label: "Ack"},
 		},
+		Selects: []envelope.RichSelect{{ActionID: "region", Placeholder: "Pick a region",
+			Options: []envelope.RichOption{{Label: "Europe (west)", Value: "eu-west"}, {Label: "US (east)", Value: "us-east"}}}},
 	}
 	tests := []struct {
 		name   string

@@ -53,7 +53,8 @@ type btnData struct {
 // card becomes card {title, theme}, one slide per block (labels as text
 // slides, images as images slides) and open.url buttons. Cliq callback
 // buttons need a Deluge function, which a portable card cannot name, so
-// callback buttons are listed in the text as "[label]" instead.
+// callback buttons are listed in the text as "[label]" instead, and
+// selects as their choices (channels.SelectsText).
 func render(msg *channels.OutboundMessage) (*postMessage, error) {
 	var parts []string
 	if strings.TrimSpace(msg.Text) != "" {
@@ -61,7 +62,7 @@ func render(msg *channels.OutboundMessage) (*postMessage, error) {
 	}
 	parts = append(parts, channels.AttachmentLines(msg.Attachments)...)
 	body := &postMessage{}
-	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0) {
+	if rc := msg.RichContent; rc != nil && (strings.TrimSpace(rc.Title) != "" || len(rc.Blocks) > 0 || len(rc.Buttons) > 0 || len(rc.Selects) > 0) {
 		body.Card = &messageCard{Title: strings.TrimSpace(rc.Title), Theme: cardTheme}
 		body.Slides = slides(rc.Blocks)
 		if len(parts) == 0 {
@@ -87,6 +88,9 @@ func render(msg *channels.OutboundMessage) (*postMessage, error) {
 		}
 		if len(callbacks) > 0 {
 			parts = append(parts, strings.Join(callbacks, " "))
+		}
+		if lines := channels.SelectsText(rc.Selects); lines != "" {
+			parts = append(parts, lines)
 		}
 	}
 	body.Text = strings.Join(parts, "\n")

@@ -16,7 +16,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/miohq/mio/channels/channelstest"
 	"github.com/miohq/mio/channels/slack"
+	"github.com/miohq/mio/channels/whatsapp"
 	"github.com/miohq/mio/client"
 	"github.com/miohq/mio/envelope"
 )
@@ -54,19 +56,39 @@ func (e *e2e) pullNone(t *testing.T, channel string, d time.Duration) {
 
 // TestEndToEndInteractions: a button click on Slack (a signed,
 // form-encoded block_actions), Telegram (a callback_query polled with
-// getUpdates) and Discord (a signed component interaction) is one
-// interaction envelope a consumer pulls, delivered twice by the platform
-// and stored once; Telegram's query is answered (answerCallbackQuery)
-// and Discord's request is answered with a deferred update (type 6).
-// Then POST /v1/reactions reaches each platform once, and a channel
-// without reactions is refused with 422.
+// getUpdates), Discord (a signed component interaction), WhatsApp (a
+// signed button_reply), Teams (an adaptiveCard/action invoke with a Bot
+// Framework token) and Google Chat (a CARD_CLICKED event with Chat's
+// token) is one interaction envelope a consumer pulls, delivered twice by
+// the platform and stored once. Each acknowledgement is made within its
+// platform's deadline: Telegram's query is answered
+// (answerCallbackQuery), Discord's request with a deferred update (type
+// 6), Teams' invoke with its invoke response, Google Chat's event with
+// an empty message and Slack's and WhatsApp's with 200.
+// Then POST /v1/reactions reaches each platform once (Teams at the
+// conversation's service URL), and a channel without reactions is
+// refused with 422.
 func TestEndToEndInteractions(t *testing.T) {
 	t.Parallel()
 	e := startE2E(t)
 	want := map[string]envelope.Interaction{
-		"slack":    {ActionID: "approve", Value: "run-42", MessageID: "1717171717.000200"},
-		"telegram": {ActionID: "deploy", Value: "approve", MessageID: "1370"},
-		"discord":  {ActionID: "approve_refund", Value: "4711", MessageID: "1240183690000000000"},
+		"slack":       {ActionID: "approve", Value: "run-42", MessageID: "1717171717.000200"},
+		"telegram":    {ActionID: "deploy", Value: "approve", MessageID: "1370"},
+		"discord":     {ActionID: "approve_refund", Value: "4711", MessageID: "1240183690000000000"},
+		"whatsapp":    {ActionID: "deploy", Value: "approve", MessageID: "wamid.HBgLMTY1MDUwNzY1MjAVAgARGBJBQkNERUZBQkNERUZBQkNERUYA"},
+		"teams":       {ActionID: "approve", Value: "run-42", MessageID: "1714564980123"},
+		"google_chat": {ActionID: "approve", Value: "run-42", MessageID: "spaces/AAAAdRk7Z1M/messages/bOt.bOt"},
+	}
+	// acked POSTs a click and requires the platform's answer within
+	// deadline.
+	acked := func(t *testing.T, channel string, body []byte, hdr map[string]string, answer string) {
+		start := time.Now()
+		status, got := e.postRaw(t, channel, body, hdr)
+		require.Equal(t, http.StatusOK, status, got)
+		if answer != "" {
+			require.JSONEq(t, answer, got)
+		}
+		require.Less(t, time.Since(start), 3*time.Second, "%s: the acknowledgement's deadline", channel)
 	}
 	click := map[string]func(t *testing.T){
 		"slack": func(t *testing.T) {
@@ -91,8 +113,24 @@ func TestEndToEndInteractions(t *testing.T) {
 			require.JSONEq(t, `{"type":6}`, answer, "DEFERRED_UPDATE_MESSAGE")
 			require.Less(t, time.Since(start), 3*time.Second, "Discord's deadline")
 		},
+		"whatsapp": func(t *testing.T) {
+			body := bytes.ReplaceAll(readTestdata(t, "whatsapp", "interactive_reply.json"), []byte(`"approve-1"`), []byte(`"deploy:approve"`))
+			acked(t, "whatsapp", body, map[string]string{"X-Hub-Signature-256": whatsapp.Sign(e.waSecret, body)}, "")
+		},
+		"teams": func(t *testing.T) {
+			// The activity's service URL is the fake's (a regional one), so
+			// the reaction below goes there.
+			body := bytes.ReplaceAll(readTestdata(t, "teams", "invoke_action_execute.json"),
+				[]byte("https://smba.trafficmanager.net/emea/"), []byte(e.teams.URL+"/emea/"))
+			acked(t, "teams", body, map[string]string{"Authorization": e.teams.Sign(t, body, time.Now(), channelstest.TokenOptions{})},
+				`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`)
+		},
+		"google_chat": func(t *testing.T) {
+			acked(t, "google_chat", readTestdata(t, "googlechat", "card_clicked_button.json"),
+				map[string]string{"Authorization": "Bearer " + e.gchat.ChatToken(t, e2eGoogleProject, time.Now())}, `{}`)
+		},
 	}
-	for _, ch := range []string{"slack", "telegram", "discord"} {
+	for _, ch := range []string{"slack", "telegram", "discord", "whatsapp", "teams", "google_chat"} {
 		t.Run(ch, func(t *testing.T) {
 			click[ch](t)
 			got := e.pull(t, ch)
@@ -115,8 +153,9 @@ func TestEndToEndInteractions(t *testing.T) {
 		"slack":    {"C0CA5", "1717171717.000200", "thumbsup"},
 		"telegram": {"4242", "1370", "👍"},
 		"discord":  {"881207955029110858", "1240183690000000000", "👍"},
+		"teams":    {"a:1XJKJMvc5GBtc2JwZq0oj8tHZmzrQgFmB39ATiQWA85gQtHieVkKilBZ9XHoq9j7Zaqt7CZ-NJWi7me2kHTL3Bw", "1714564980123", "👍"},
 	}
-	for _, ch := range []string{"slack", "telegram", "discord"} {
+	for _, ch := range []string{"slack", "telegram", "discord", "teams"} {
 		t.Run(ch+" reaction", func(t *testing.T) {
 			tg := targets[ch]
 			sent, err := e.api.React(context.Background(), envelope.ReactionCommand{IdempotencyKey: ch + "-react",
@@ -137,6 +176,14 @@ func TestEndToEndInteractions(t *testing.T) {
 					calls = append(calls, fmt.Sprint(c.Body["chat_id"], " ", c.Body["message_id"], " ", c.Body["reaction"]))
 				}
 				require.Equal(t, []string{"4242 1370 [map[emoji:👍 type:emoji]]"}, calls)
+			case "teams":
+				for _, c := range e.teams.Calls() {
+					if strings.Contains(c.Path, "/reactions/") {
+						calls = append(calls, c.Method+" "+c.Region+" "+c.Path)
+					}
+				}
+				require.Equal(t, []string{"PUT emea /v3/conversations/" + tg.conv + "/activities/1714564980123/reactions/like"}, calls,
+					"at the service URL of the conversation's invoke")
 			default:
 				for _, c := range e.fakes.received(ch) {
 					if strings.HasPrefix(c.Op, "react") {

@@ -43,6 +43,11 @@ var sdkSchemas = []struct {
 	{"ConsumerConfig", "ConsumerConfig", false},
 	{"SendAttachment", "SendAttachment", false},
 	{"SendCommand", "SendCommand", false},
+	{"RichContent", "RichContent", true},
+	{"RichBlock", "RichBlock", true},
+	{"RichButton", "RichButton", true},
+	{"RichSelect", "RichSelect", true},
+	{"RichOption", "RichOption", true},
 }
 
 // sdkOmits are document properties the SDKs leave out on purpose, with

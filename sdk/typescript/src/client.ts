@@ -8,6 +8,7 @@ import type {
   Message,
   OutboundStatus,
   ReactionCommand,
+  RichContent,
   SendCommand,
   Sent,
   SettleResult,
@@ -326,7 +327,7 @@ export class Consumer {
    */
   async reply(
     d: Delivery,
-    cmd: Omit<SendCommand, "idempotency_key"> & { idempotency_key?: string; rich?: Record<string, unknown>; traceparent?: string },
+    cmd: Omit<SendCommand, "idempotency_key"> & { idempotency_key?: string; rich?: RichContent | Record<string, unknown>; traceparent?: string },
   ): Promise<Sent> {
     const { rich, traceparent, ...rest } = cmd;
     const body: Record<string, unknown> = { idempotency_key: `reply:${d.delivery_id}`, ...rest, delivery_id: d.delivery_id };

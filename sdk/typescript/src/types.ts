@@ -156,6 +156,51 @@ export interface SendAttachment {
   mime_type?: string;
 }
 
+/** rich_content: a card with a title, blocks, buttons and select menus, rendered natively per platform. */
+export interface RichContent {
+  title?: string;
+  blocks?: RichBlock[];
+  buttons?: RichButton[];
+  /** Select menus (at most 5): a choice comes back as an interaction with action_id and the option's value. */
+  selects?: RichSelect[];
+}
+
+/** One block of a card. */
+export interface RichBlock {
+  type: "text" | "list" | "table" | "label" | "image";
+  text?: string;
+  items?: string[];
+  rows?: string[][];
+  url?: string;
+  alt?: string;
+}
+
+/** A URL button (url) or a callback button, whose click comes back as an interaction. */
+export interface RichButton {
+  type?: "button";
+  label?: string;
+  /** Accepted for label. */
+  text?: string;
+  action_id?: string;
+  value?: string;
+  url?: string;
+  style?: "primary" | "danger";
+}
+
+/** A select menu: 1 to 25 options with distinct values. */
+export interface RichSelect {
+  type?: "select";
+  action_id: string;
+  placeholder?: string;
+  options: RichOption[];
+}
+
+/** One choice of a select menu. */
+export interface RichOption {
+  label: string;
+  value: string;
+}
+
 /** A SendCommand (POST /v1/outbound). */
 export interface SendCommand {
   idempotency_key: string;
@@ -163,7 +208,7 @@ export interface SendCommand {
   conversation_id?: string;
   thread_id?: string;
   text?: string;
-  rich_content?: Record<string, unknown>;
+  rich_content?: RichContent | Record<string, unknown>;
   attachments?: SendAttachment[];
   edit_of?: string;
   /** Opens a streamed reply (text may be empty): see Client.sendStream. */
@@ -176,7 +221,7 @@ export interface StreamFinish {
   seq?: number;
   /** The complete final text; absent keeps what was appended. */
   text?: string;
-  rich_content?: Record<string, unknown>;
+  rich_content?: RichContent | Record<string, unknown>;
 }
 
 /** An outbound message and its state machines (GET /v1/outbound/{id}). */

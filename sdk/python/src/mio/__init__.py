@@ -12,12 +12,13 @@ Standard library only; Python 3.9 or newer.
 from .client import Client, Consumer
 from .errors import APIError, Conflict, ConsumerExists, LeaseLost, MioError, NotFound, Term
 from .types import (Attachment, ConsumerInfo, ConsumerStats, Conversation, ConversationItem, ConversationPage, Delivery,
-                    Interaction, Message, OutboundStatus, Reaction, Sender, Sent, SettleResult, TypingResult)
+                    Interaction, Message, OutboundStatus, Reaction, RichBlock, RichButton, RichContent, RichOption,
+                    RichSelect, Sender, Sent, SettleResult, TypingResult)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Client", "Consumer", "APIError", "Conflict", "ConsumerExists", "LeaseLost", "MioError", "NotFound", "Term", "Attachment",
-    "ConsumerInfo", "ConsumerStats", "Conversation", "ConversationItem", "ConversationPage", "Delivery", "Interaction", "Message", "OutboundStatus", "Reaction", "Sender", "Sent",
+    "ConsumerInfo", "ConsumerStats", "Conversation", "ConversationItem", "ConversationPage", "Delivery", "Interaction", "Message", "OutboundStatus", "Reaction", "RichBlock", "RichButton", "RichContent", "RichOption", "RichSelect", "Sender", "Sent",
     "SettleResult", "TypingResult",
 ]

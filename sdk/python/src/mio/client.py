@@ -16,7 +16,7 @@ from typing import Any, AsyncIterable, BinaryIO, Callable, Dict, Iterable, List,
 
 from . import _trace
 from .errors import APIError, LeaseLost, MioError, Term, api_error
-from .types import (ConsumerInfo, ConversationPage, Delivery, Message, OutboundStatus, Sent, SettleResult,
+from .types import (ConsumerInfo, ConversationPage, Delivery, Message, OutboundStatus, RichContent, Sent, SettleResult,
                     TypingResult)
 
 __all__ = ["Client", "Consumer"]
@@ -133,7 +133,7 @@ class Client:
         return Message.from_json(self._call("GET", "/v1/messages/" + urllib.parse.quote(message_id))[1])
 
     def send(self, *, idempotency_key: str, account_id: str, conversation_id: str, text: str = "",
-             thread_id: Optional[str] = None, rich: Optional[Dict[str, Any]] = None,
+             thread_id: Optional[str] = None, rich: Optional[Union[Dict[str, Any], RichContent]] = None,
              attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None,
              ack: Optional[Delivery] = None, traceparent: str = "", stream: bool = False) -> Sent:
         """Queue a SendCommand (POST /v1/outbound). With ack=delivery, the delivery is acknowledged
@@ -150,7 +150,7 @@ class Client:
         return Sent(id=out["id"], handoff_state=out["handoff_state"], replayed=status == 200)
 
     def edit(self, outbound_id: str, *, idempotency_key: str, account_id: str, conversation_id: str,
-             text: str = "", thread_id: Optional[str] = None, rich: Optional[Dict[str, Any]] = None) -> Sent:
+             text: str = "", thread_id: Optional[str] = None, rich: Optional[Union[Dict[str, Any], RichContent]] = None) -> Sent:
         """Edit an earlier outbound message (a send with edit_of)."""
         return self.send(idempotency_key=idempotency_key, account_id=account_id, conversation_id=conversation_id,
                          text=text, thread_id=thread_id, rich=rich, edit_of=outbound_id)
@@ -163,7 +163,7 @@ class Client:
                    {"seq": seq, "text_delta": text_delta})
 
     def stream_finish(self, outbound_id: str, *, seq: int = 0, text: Optional[str] = None,
-                      rich: Optional[Dict[str, Any]] = None) -> None:
+                      rich: Optional[Union[Dict[str, Any], RichContent]] = None) -> None:
         """Finish a streamed reply: text, when given, is the complete final text (it replaces what was
         appended); seq, when not 0, is the last append's, checked by the server."""
         body: Dict[str, Any] = {}
@@ -172,7 +172,7 @@ class Client:
         if text is not None:
             body["text"] = text
         if rich:
-            body["rich_content"] = rich
+            body["rich_content"] = _rich(rich)
         self._call("POST", "/v1/outbound/" + urllib.parse.quote(outbound_id) + "/finish", body)
 
     def send_stream(self, chunks: Iterable[str], *, idempotency_key: str, account_id: str, conversation_id: str,
@@ -268,12 +268,19 @@ def _copy(src: Any, dst: BinaryIO) -> int:
         n += len(chunk)
 
 
+def _rich(rich: Optional[Union[Dict[str, Any], RichContent]]) -> Optional[Dict[str, Any]]:
+    """rich_content as JSON: a RichContent's to_json(), a dict as it is."""
+    if isinstance(rich, RichContent):
+        return rich.to_json()
+    return rich
+
+
 def _command(key: str, text: str, account_id: Optional[str], conversation_id: Optional[str],
-             thread_id: Optional[str], rich: Optional[Dict[str, Any]], attachments: Optional[List[Dict[str, Any]]],
+             thread_id: Optional[str], rich: Optional[Union[Dict[str, Any], RichContent]], attachments: Optional[List[Dict[str, Any]]],
              edit_of: Optional[str]) -> Dict[str, Any]:
     cmd: Dict[str, Any] = {"idempotency_key": key, "text": text}
     for k, v in (("account_id", account_id), ("conversation_id", conversation_id), ("thread_id", thread_id),
-                 ("rich_content", rich), ("attachments", attachments), ("edit_of", edit_of)):
+                 ("rich_content", _rich(rich)), ("attachments", attachments), ("edit_of", edit_of)):
         if v:
             cmd[k] = v
     return cmd
@@ -354,7 +361,7 @@ class Consumer:
     def extend(self, *ids: Union[str, Delivery]) -> List[SettleResult]:
         return self._settle("extend", ids, {})
 
-    def reply(self, delivery: Delivery, text: str = "", *, rich: Optional[Dict[str, Any]] = None,
+    def reply(self, delivery: Delivery, text: str = "", *, rich: Optional[Union[Dict[str, Any], RichContent]] = None,
               idempotency_key: Optional[str] = None, account_id: Optional[str] = None,
               conversation_id: Optional[str] = None, thread_id: Optional[str] = None,
               attachments: Optional[List[Dict[str, Any]]] = None, edit_of: Optional[str] = None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -204,6 +205,72 @@ class ConsumerInfo:
                    ordering=d.get("ordering", ""), stage=d.get("stage", ""), filter=d.get("filter") or {},
                    stats=ConsumerStats(**{k: st[k] for k in ConsumerStats.__dataclass_fields__ if k in st}),
                    created_at=d.get("created_at"), updated_at=d.get("updated_at"), start_time=d.get("start_time"))
+
+
+@dataclass
+class RichOption:
+    """One choice of a select menu."""
+
+    label: str
+    value: str
+
+
+@dataclass
+class RichSelect:
+    """A select menu: 1 to 25 options with distinct values; a choice comes back as an interaction with
+    action_id and the option's value."""
+
+    action_id: str
+    options: List[RichOption] = field(default_factory=list)
+    placeholder: Optional[str] = None
+    type: Optional[str] = None
+
+
+@dataclass
+class RichButton:
+    """A URL button (url) or a callback button, whose click comes back as an interaction. The API
+    accepts text for label."""
+
+    label: str
+    action_id: Optional[str] = None
+    value: Optional[str] = None
+    url: Optional[str] = None
+    style: Optional[str] = None
+    type: Optional[str] = None
+    text: Optional[str] = None
+
+
+@dataclass
+class RichBlock:
+    """One block of a card: type text, list (items), table (rows), label or image (url, alt)."""
+
+    type: str
+    text: Optional[str] = None
+    items: Optional[List[str]] = None
+    rows: Optional[List[List[str]]] = None
+    url: Optional[str] = None
+    alt: Optional[str] = None
+
+
+@dataclass
+class RichContent:
+    """rich_content: a card with a title, blocks, buttons and select menus, rendered natively per
+    platform. Send methods take it or the same as a dict."""
+
+    title: Optional[str] = None
+    blocks: List[RichBlock] = field(default_factory=list)
+    buttons: List[RichButton] = field(default_factory=list)
+    selects: List[RichSelect] = field(default_factory=list)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The JSON object, fields that are None or empty left out."""
+        def clean(v: Any) -> Any:
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items() if x is not None and x != []}
+            if isinstance(v, list):
+                return [clean(x) for x in v]
+            return v
+        return clean(dataclasses.asdict(self))
 
 
 @dataclass
