@@ -212,7 +212,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		go func() {
 			defer close(sourcesDone)
 			err := sources.Run(srcCtx, sources.Config{Pool: pool, Registry: registry, Accounts: accts, Ingester: ingester,
-				Metrics: m, Registerer: m.Registry, Logger: log.With("component", "sources"),
+				Metrics: m, Registerer: m.Registry, Logger: log.With("component", "sources"), TracerProvider: tp,
 				CatchUp: func(tenantID, accountID uuid.UUID) {
 					// Catch up what a lost session did not replay.
 					args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
