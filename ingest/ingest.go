@@ -260,7 +260,12 @@ func (in *Ingester) writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup)
 		}
 		for _, r := range g.Rows {
 			if inserted[r.ID] && r.State == db.InboxReceived && in.cfg.River != nil {
-				enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+				p := river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}}
+				if in.cfg.Tracer != nil {
+					// The job's run continues the message's trace.
+					p.InsertOpts = jobs.TraceOpts(string(envelope.StoredTraceparent(r.Envelope)))
+				}
+				enrich = append(enrich, p)
 			}
 		}
 	}

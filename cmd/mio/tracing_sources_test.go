@@ -132,7 +132,7 @@ func TestSourceMessagesStartTheirTraces(t *testing.T) {
 			handle = s
 		case "POST /v1/consumers/{name}/reply":
 			reply = s
-		case "dispatch":
+		case "river.work/mio.dispatch":
 			dispatch = s
 		}
 	}

@@ -119,8 +119,9 @@ type span struct {
 // an OTLP receiver, then one turn: a Telegram webhook with a photo (its
 // own caller's traceparent), the attachment fetched, a pull, the agent's
 // handler and reply, the hand-off to the platform. One trace holds the
-// turn, with the group commits and the pull linked to it; no span carries
-// the tenant id, the bot token, the webhook secret or a message's text.
+// turn, River's job runs (otelriver) included, with the group commits and
+// the pull linked to it; no span carries the tenant id, the bot token,
+// the webhook secret or a message's text.
 // go test -v -run TestOneTraceForAConversationTurn prints the trace.
 func TestOneTraceForAConversationTurn(t *testing.T) {
 	ctx := context.Background()
@@ -205,16 +206,28 @@ func TestOneTraceForAConversationTurn(t *testing.T) {
 	require.Equal(t, caller.SpanID().String(), webhook.parent, "the caller's traceparent is continued")
 	require.Equal(t, "SERVER", webhook.kind)
 	require.Equal(t, "INTERNAL", find("verify webhook", webhook.name).kind)
-	enrich := find("enrich", webhook.name)
+	enrich := find("river.work/mio.enrich", webhook.name)
 	require.Equal(t, "CONSUMER", enrich.kind)
-	require.Equal(t, "CLIENT", find("fetch attachment", "enrich").kind)
+	require.Equal(t, "CLIENT", find("fetch attachment", "river.work/mio.enrich").kind)
 	handle := find("handle message", webhook.name)
 	require.Equal(t, "CONSUMER", handle.kind)
 	replySpan := find("POST /v1/consumers/{name}/reply", "handle message")
 	require.Equal(t, "SERVER", replySpan.kind)
-	dispatch := find("dispatch", replySpan.name)
+	dispatch := find("river.work/mio.dispatch", replySpan.name)
 	require.Equal(t, "CONSUMER", dispatch.kind)
-	require.Equal(t, "INTERNAL", find("send", "dispatch").kind)
+	require.Equal(t, "INTERNAL", find("send", "river.work/mio.dispatch").kind)
+	// Job runs are River's spans (otelriver), children of the message's
+	// trace through the job's metadata.
+	for _, job := range []struct {
+		span        *span
+		kind, queue string
+	}{{enrich, "mio.enrich", "enrich"}, {dispatch, "mio.dispatch", "dispatch"}} {
+		require.Equal(t, job.kind, job.span.attrs["kind"])
+		require.Equal(t, job.queue, job.span.attrs["queue"])
+		require.Equal(t, "1", job.span.attrs["attempt"])
+		require.Equal(t, "ok", job.span.attrs["status"])
+		require.Equal(t, "mio", job.span.attrs["messaging.system"])
+	}
 	platform := find("POST", "send")
 	require.Equal(t, "CLIENT", platform.kind)
 	require.Equal(t, "200", platform.attrs["http.response.status_code"])
