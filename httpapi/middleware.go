@@ -67,14 +67,51 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 	})
 }
 
-// traced wraps the public listener's routes in a server span per request
-// (otelhttp), continuing the caller's traceparent, when tracing is on.
-func (s *Server) traced(h http.Handler) http.Handler {
+// adminSpan names the admin listener's server span (traced) after the chi
+// route, as instrument does the public one's, and replaces its url.path
+// with the route: an admin path holds tenant, account and token ids,
+// which no span carries.
+func (s *Server) adminSpan(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		span := trace.SpanFromContext(r.Context())
+		if !span.IsRecording() {
+			return
+		}
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+			route = rc.RoutePattern()
+		}
+		span.SetName(r.Method + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route), semconv.URLPath(route))
+	})
+}
+
+// traced wraps a listener's routes (the public and the admin one) in a
+// server span per request (otelhttp), continuing the caller's
+// traceparent, when tracing is on; requests filter (when not nil) says
+// false of are not traced.
+func (s *Server) traced(h http.Handler, filter otelhttp.Filter) http.Handler {
 	if s.tracerProvider == nil {
 		return h
 	}
-	return otelhttp.NewHandler(h, "mio", otelhttp.WithTracerProvider(s.tracerProvider),
-		otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()))
+	opts := []otelhttp.Option{otelhttp.WithTracerProvider(s.tracerProvider),
+		otelhttp.WithPropagators(tracing.Propagator), otelhttp.WithMeterProvider(metricnoop.NewMeterProvider())}
+	if filter != nil {
+		opts = append(opts, otelhttp.WithFilter(filter))
+	}
+	return otelhttp.NewHandler(h, "mio", opts...)
+}
+
+// scrapeOrProbe is false for a metrics scrape or a probe, which the
+// admin listener leaves untraced (a trace every few seconds per scraper,
+// saying nothing).
+func scrapeOrProbe(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/metrics", "/livez", "/healthz", "/readyz":
+		return false
+	}
+	return true
 }
 
 // recoverer turns a panic into a 500 and a log line; the process survives.

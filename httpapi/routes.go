@@ -74,13 +74,13 @@ func (s *Server) PublicHandler() http.Handler {
 			r.Post("/reply", s.postReply) // reply.go: ack + send in one transaction
 		})
 	})
-	return s.traced(r)
+	return s.traced(r, nil)
 }
 
 // AdminHandler is the admin listener's route table.
 func (s *Server) AdminHandler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
+	r.Use(s.adminSpan, s.recoverer, s.adminAllowed) // admin_listener.go: MIO_ADMIN_ALLOW_CIDRS
 	r.Handle("/metrics", promhttp.HandlerFor(s.metrics.Registry, promhttp.HandlerOpts{Registry: s.metrics.Registry}))
 	// Probes here too: a worker or bridge replica has only this listener.
 	r.Get("/livez", s.livez)
@@ -109,7 +109,7 @@ func (s *Server) AdminHandler() http.Handler {
 	if s.console != nil {
 		r.Mount("/", s.console)
 	}
-	return r
+	return s.traced(r, scrapeOrProbe)
 }
 
 // adminRoutes is the /admin/v1 operator API (admin_api.go). Viewers read;

@@ -19,9 +19,12 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/jobs"
 	"github.com/miohq/mio/tracing"
@@ -45,6 +48,9 @@ type Result struct {
 	Duplicates int
 	// NewStatuses counts receipts not seen before.
 	NewStatuses int64
+	// Commit is the span of the transaction that stored the request, when
+	// IngestWith traced it: callers link their messages' spans to it.
+	Commit trace.SpanContext
 }
 
 // Defaults of Config, measured with mio-bench ingest (docs/benchmarks.md).
@@ -90,6 +96,8 @@ type Ingester struct {
 	pool *pgxpool.Pool
 	cfg  Config
 	gc   *groupcommit.Committer[*Request, *Result]
+	// spanAttrs are the attributes of a commit's span.
+	spanAttrs []attribute.KeyValue
 }
 
 // New returns an Ingester; call Start.
@@ -106,12 +114,12 @@ func New(pool *pgxpool.Pool, cfg Config) *Ingester {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	in := &Ingester{pool: pool, cfg: cfg}
+	in := &Ingester{pool: pool, cfg: cfg, spanAttrs: []attribute.KeyValue{attribute.String("messaging.system", tracing.System),
+		attribute.String("messaging.operation.type", "send"), attribute.String("messaging.destination.name", "inbox"),
+		attribute.String("db.system.name", "postgresql")}}
 	in.gc = groupcommit.New(in.commit, groupcommit.Config{Window: cfg.Window, MaxBatch: cfg.MaxBatch,
 		Flushers: cfg.Flushers, BurstFlushers: cfg.BurstFlushers, Unavailable: db.IsUnavailable, OnBatch: cfg.OnBatch, Logger: cfg.Logger, Name: "ingest",
-		Tracer: cfg.Tracer, SpanAttributes: []attribute.KeyValue{attribute.String("messaging.system", tracing.System),
-			attribute.String("messaging.operation.type", "send"), attribute.String("messaging.destination.name", "inbox"),
-			attribute.String("db.system.name", "postgresql")}})
+		Tracer: cfg.Tracer, SpanAttributes: in.spanAttrs})
 	return in
 }
 
@@ -252,7 +260,12 @@ func (in *Ingester) writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup)
 		}
 		for _, r := range g.Rows {
 			if inserted[r.ID] && r.State == db.InboxReceived && in.cfg.River != nil {
-				enrich = append(enrich, river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}})
+				p := river.InsertManyParams{Args: jobs.EnrichArgs{TenantID: g.TenantID, MessageID: r.ID}}
+				if in.cfg.Tracer != nil {
+					// The job's run continues the message's trace.
+					p.InsertOpts = jobs.TraceOpts(string(envelope.StoredTraceparent(r.Envelope)))
+				}
+				enrich = append(enrich, p)
 			}
 		}
 	}
@@ -275,9 +288,45 @@ func (in *Ingester) writeGroup(ctx context.Context, tx pgx.Tx, g db.IngestGroup)
 // (and their enrich jobs) are written and sees which messages were new.
 // An error from also rolls everything back. Intakes that keep a position
 // with their messages (the Discord Gateway's sequence, a reconciler's
-// cursor) use it instead of the group commit of Ingest.
+// cursor) use it instead of the group commit of Ingest. When traced and
+// a message carries a trace context, the transaction is an "ingest
+// commit" span like a group commit's, linked to those contexts
+// (Result.Commit).
 func (in *Ingester) IngestWith(ctx context.Context, req *Request, also func(ctx context.Context, tx pgx.Tx, res *Result) error) (*Result, error) {
 	res := &Result{}
+	ctx, span := in.commitSpan(ctx, req)
+	defer span.End()
+	res.Commit = span.SpanContext()
+	res, err := in.ingestWith(ctx, req, res, also)
+	if err != nil && span.IsRecording() {
+		span.SetStatus(codes.Error, "commit failed")
+	}
+	return res, err
+}
+
+// commitSpan starts the span of IngestWith's transaction: a root linked
+// to the trace context each message stores (the span of the source that
+// received it), as the group commit links its requests. Without a tracer
+// or a traced message it is a no-op span.
+func (in *Ingester) commitSpan(ctx context.Context, req *Request) (context.Context, trace.Span) {
+	if in.cfg.Tracer == nil {
+		return ctx, noop.Span{}
+	}
+	var links []trace.Link
+	for _, m := range req.Messages {
+		if sc := tracing.Remote(string(envelope.StoredTraceparent(m.Envelope))); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+	}
+	if len(links) == 0 {
+		return ctx, noop.Span{}
+	}
+	attrs := append([]attribute.KeyValue{attribute.Int("messaging.batch.message_count", len(req.Messages))}, in.spanAttrs...)
+	return in.cfg.Tracer.Start(ctx, "ingest commit", trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithLinks(links...), trace.WithAttributes(attrs...))
+}
+
+func (in *Ingester) ingestWith(ctx context.Context, req *Request, res *Result, also func(ctx context.Context, tx pgx.Tx, res *Result) error) (*Result, error) {
 	tx, err := db.BeginTenant(ctx, in.pool, req.TenantID)
 	if err != nil {
 		return nil, err

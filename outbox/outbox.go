@@ -165,7 +165,8 @@ func (s *Service) insertJobs(ctx context.Context, tx pgx.Tx, sets []db.SendInser
 				args.More = append(args.More, set.Rows[i].ID)
 				rows = append(rows, &set.Rows[i])
 			}
-			params = append(params, river.InsertManyParams{Args: args})
+			// The job's run continues the trace of its first row's request.
+			params = append(params, river.InsertManyParams{Args: args, InsertOpts: jobs.TraceOpts(set.Rows[members[0]].Traceparent)})
 			owners = append(owners, rows)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/jobs"
+	"github.com/miohq/mio/tracing"
 )
 
 // InProgressError: a resend of a message whose handoff is not over.
@@ -59,7 +60,9 @@ func (s *Service) ResendTx(ctx context.Context, tx pgx.Tx, tenantID, id uuid.UUI
 	if !o.HandoffState.Over() {
 		return 0, &InProgressError{State: o.HandoffState}
 	}
-	job, err := s.river.InsertTx(ctx, tx, jobs.DispatchArgs{TenantID: tenantID, OutboxID: id, AccountID: o.AccountID}, nil)
+	// The new job's run continues the trace of the request that resends.
+	job, err := s.river.InsertTx(ctx, tx, jobs.DispatchArgs{TenantID: tenantID, OutboxID: id, AccountID: o.AccountID},
+		jobs.TraceOpts(tracing.Traceparent(ctx)))
 	if err != nil {
 		return 0, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}

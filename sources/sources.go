@@ -18,11 +18,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/tracing"
 )
 
 // Config is what the sources share.
@@ -42,6 +44,9 @@ type Config struct {
 	// registered.
 	Registerer prometheus.Registerer
 	Registry   *channels.Registry
+	// TracerProvider, when tracing is on, makes every message a source
+	// receives a span of its own trace (Store.Ingest); nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // Run runs every source of the registry until ctx ends and returns once
@@ -65,9 +70,11 @@ func Run(ctx context.Context, cfg Config) error {
 		if !ok {
 			continue
 		}
+		store := NewStore(cfg.Pool, cfg.Accounts, cfg.Ingester, cfg.Metrics, ct)
+		store.tracer = tracing.Tracer(cfg.TracerProvider)
 		deps := channels.SourceDeps{
 			Holder:  cfg.Holder,
-			Store:   NewStore(cfg.Pool, cfg.Accounts, cfg.Ingester, cfg.Metrics, ct),
+			Store:   store,
 			CatchUp: cfg.CatchUp, Metrics: cfg.Registerer,
 			Logger: cfg.Logger.With("channel_type", ct),
 		}

@@ -9,6 +9,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/channels"
@@ -16,6 +19,7 @@ import (
 	"github.com/miohq/mio/envelope"
 	"github.com/miohq/mio/ingest"
 	"github.com/miohq/mio/metrics"
+	"github.com/miohq/mio/tracing"
 )
 
 // Store is a channel's channels.SourceStore over the database: tenant
@@ -27,6 +31,9 @@ type Store struct {
 	ingester    *ingest.Ingester
 	metrics     *metrics.Metrics
 	channelType string
+	// tracer, when not nil, makes each received message a span
+	// (Store.Ingest).
+	tracer trace.Tracer
 }
 
 var _ channels.SourceStore = (*Store)(nil)
@@ -60,8 +67,11 @@ func (s *Store) Tx(ctx context.Context, tenantID uuid.UUID, fn func(channels.Sou
 
 // Ingest commits parsed's messages, each with its own Raw, through
 // ingest.Ingester.IngestWith (not group-committed), with fn in the same
-// transaction.
+// transaction. Traced, each message is the root span of its own trace
+// (sourceSpans), which it stores as a webhook's message stores its
+// request's: its consumers continue that trace.
 func (s *Store) Ingest(ctx context.Context, tenantID, accountID uuid.UUID, parsed *channels.Parsed, fn func(channels.SourceTx) error) error {
+	spans := s.sourceSpans(ctx, parsed)
 	acct := &accounts.Account{ID: accountID, TenantID: tenantID, ChannelType: s.channelType}
 	req := ingest.Prepare(acct, parsed, nil, time.Now())
 	for i := range req.Messages {
@@ -70,6 +80,7 @@ func (s *Store) Ingest(ctx context.Context, tenantID, accountID uuid.UUID, parse
 	res, err := s.ingester.IngestWith(ctx, req, func(ctx context.Context, tx pgx.Tx, _ *ingest.Result) error {
 		return fn(&sourceTx{tx: tx, tenantID: tenantID, channelType: s.channelType})
 	})
+	endSourceSpans(spans, req, res, err)
 	if err != nil {
 		return err
 	}
@@ -78,6 +89,42 @@ func (s *Store) Ingest(ctx context.Context, tenantID, accountID uuid.UUID, parse
 		s.metrics.DedupTotal.WithLabelValues(s.channelType).Add(float64(res.Duplicates))
 	}
 	return nil
+}
+
+// sourceSpans starts one span per message of parsed when traced: a root
+// (the platform sends no trace context), consumer kind (MIO processes a
+// message the platform delivered), named "process <channel type>". Each
+// message keeps its span's traceparent (envelope trace_id).
+func (s *Store) sourceSpans(ctx context.Context, parsed *channels.Parsed) []trace.Span {
+	if s.tracer == nil || len(parsed.Messages) == 0 {
+		return nil
+	}
+	spans := make([]trace.Span, len(parsed.Messages))
+	for i := range parsed.Messages {
+		sctx, span := s.tracer.Start(ctx, "process "+s.channelType, trace.WithNewRoot(),
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+				attribute.String("messaging.system", tracing.System), attribute.String("messaging.operation.type", "process"),
+				attribute.String("mio.channel_type", s.channelType)))
+		parsed.Messages[i].TraceID = tracing.Traceparent(sctx)
+		spans[i] = span
+	}
+	return spans
+}
+
+// endSourceSpans ends the spans of sourceSpans, each with its message's
+// id and a link to the commit that stored it.
+func endSourceSpans(spans []trace.Span, req *ingest.Request, res *ingest.Result, err error) {
+	for i, span := range spans {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("messaging.message.id", req.Messages[i].ID.String()))
+			if err != nil {
+				span.SetStatus(codes.Error, "not stored")
+			} else if res.Commit.IsValid() {
+				span.AddLink(trace.Link{SpanContext: res.Commit})
+			}
+		}
+		span.End()
+	}
 }
 
 // Secrets returns the account with its credentials opened (cached by

@@ -70,8 +70,9 @@ type ArchiveWorker struct {
 	Blob    blob.Store
 	Metrics *metrics.Media
 	Logger  *slog.Logger
-	// TracerProvider records a span per batch (a root: a batch serves
-	// many conversations). Nil: no spans.
+	// TracerProvider records a span per batch, under the job run's span
+	// (workers.Config.TracerProvider): a batch serves many conversations,
+	// so it is in no message's trace. Nil: no spans.
 	TracerProvider trace.TracerProvider
 	// BatchRows and BatchBytes bound one batch. Defaults 10,000 and 64 MiB.
 	BatchRows  int

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/migrations"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	// Dispatcher.JobTimeout) is taken back only once that has passed.
 	// Default RescueStuckJobsAfterDefault.
 	RescueStuckJobsAfter time.Duration
+	// TracerProvider, when tracing is on, makes every job run a span
+	// (otelriver) continuing the trace its job carries (job_trace.go);
+	// nil: no spans.
+	TracerProvider trace.TracerProvider
 }
 
 // RescueStuckJobsAfterDefault is when River's rescuer takes back a job
@@ -93,6 +98,7 @@ func NewClient(pool *pgxpool.Pool, set *Set, cfg Config) (*river.Client[pgx.Tx],
 		Schema:               migrations.RiverSchema,
 		PollOnly:             cfg.PollOnly,
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		Middleware:           jobMiddleware(cfg.TracerProvider),
 	}
 	if !cfg.PollOnly {
 		// Without LISTEN no producer hears a notification.

@@ -76,8 +76,9 @@ type DispatchConfig struct {
 	LaneWait time.Duration
 	// Logger receives per-message logs (dead letters at warn).
 	Logger *slog.Logger
-	// TracerProvider records a span per job run and attempt, children of
-	// the trace context stored with each outbox row. Nil: no spans.
+	// TracerProvider records a span per attempt and wait, under the job
+	// run's span (River's, workers.Config.TracerProvider) or the trace
+	// context stored with the attempted row. Nil: no spans.
 	TracerProvider trace.TracerProvider
 	// MaxAttempts per attempt series unless the account sets its own
 	// (RetryPolicy.MaxAttempts). Default jobs.DispatchMaxAttempts.
@@ -291,13 +292,14 @@ func (d *Dispatcher) JobTimeout() time.Duration {
 // message of their lane, whose job hands on to them, or were taken by
 // another job. On an account with rate limits each gets a job of its own.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
+	if w.d.tracer != nil {
+		ctx = w.d.jobSpan(ctx, job.Args.TenantID, job.Args.OutboxID, jobs.Traceparent(job.Metadata) != "")
+	}
 	return w.d.dispatch(ctx, job.ID, job.Args.TenantID, job.Args.OutboxID, job.Args.AccountID, job.Args.More)
 }
 
 func (d *Dispatcher) dispatch(ctx context.Context, jobID int64, tenantID, id, accountID uuid.UUID, more []uuid.UUID) error {
 	start := time.Now()
-	ctx, span := d.jobSpan(ctx, tenantID, id, jobID)
-	defer span.End()
 	client := clientFromContext(ctx)
 	polls := 0
 	// Rows of accounts without rate limits take the one-statement claim.

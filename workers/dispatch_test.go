@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/miohq/mio/accounts"
 	"github.com/miohq/mio/admin"
@@ -53,6 +54,8 @@ type outOpts struct {
 	noStart   bool
 	dispatch  workers.DispatchConfig
 	sweep     bool // each process also runs the outbox sweeper (every 100ms)
+	// tracerProvider traces the dispatcher and its River client.
+	tracerProvider trace.TracerProvider
 }
 
 var outChannels = []string{"slack", "telegram", "discord", "zoho_cliq", "whatsapp", "webhook"}
@@ -138,9 +141,10 @@ func (b *outBundle) newClient(t *testing.T, o outOpts, start bool) *river.Client
 	if cfg.BackoffBase == 0 {
 		cfg.BackoffBase, cfg.BackoffMax = 10*time.Millisecond, 50*time.Millisecond
 	}
+	cfg.TracerProvider = o.tracerProvider
 	set := workers.NewSet()
 	b.disps = append(b.disps, set.AddDispatch(pool, cfg))
-	client, err := workers.NewClient(pool, set, workers.Config{Work: start})
+	client, err := workers.NewClient(pool, set, workers.Config{Work: start, TracerProvider: o.tracerProvider})
 	require.NoError(t, err)
 	if start {
 		require.NoError(t, client.Start(ctx))

@@ -14,29 +14,35 @@ import (
 	"github.com/miohq/mio/tracing"
 )
 
-// Dispatch spans. A dispatch job's run is a span ("dispatch", consumer:
-// it processes a queued message) whose parent is the trace context stored
-// with its outbox row (the request that queued it), so an agent's reply
-// and its hand-off to the platform are one trace. Under it: each wait for
-// a rate limit ("rate limit wait") and each attempt ("send", whose
-// platform call is a client span, see channels.CallAPI). An attempt at
-// another row (an extra, the next row of a lane) is parented by that
-// row's own stored context. Without a tracer nothing here runs: the
-// stored context is read only while tracing is on.
+// Dispatch spans. A dispatch job's run is River's span
+// ("river.work/mio.dispatch", job_trace.go), a child of the trace context
+// its job carries (the request that queued its row), so an agent's reply
+// and its hand-off to the platform are one trace; jobSpan adds the row's
+// attributes. Under it: each wait for a rate limit ("rate limit wait")
+// and each attempt ("send", whose platform call is a client span, see
+// channels.CallAPI). An attempt at another row (an extra, the next row of
+// a lane) is parented by that row's own stored context. Without a tracer
+// nothing here runs: the stored context is read only while tracing is on.
 
 // tracedRow marks ctx as carrying the job span of outbox row id.
 type tracedRow struct{}
 
-// jobSpan starts the span of a dispatch job's run for row id.
-func (d *Dispatcher) jobSpan(ctx context.Context, tenantID, id uuid.UUID, jobID int64) (context.Context, trace.Span) {
-	if d.tracer == nil {
-		return ctx, noop.Span{}
+// jobSpan annotates the span of a dispatch job's run for row id. A job
+// that carries no trace context (one the outbox sweeper or a group's
+// reschedule inserted) links its row's stored context instead.
+func (d *Dispatcher) jobSpan(ctx context.Context, tenantID, id uuid.UUID, carried bool) context.Context {
+	span := trace.SpanFromContext(ctx)
+	if d.tracer == nil || !span.IsRecording() {
+		return ctx
 	}
-	ctx = context.WithValue(d.storedContext(ctx, tenantID, id), tracedRow{}, id)
-	return d.tracer.Start(ctx, "dispatch", trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
-		attribute.String("messaging.system", tracing.System), attribute.String("messaging.operation.type", "process"),
-		attribute.String("messaging.destination.name", "outbox"), attribute.String("messaging.message.id", id.String()),
-		attribute.Int64("mio.job.id", jobID)))
+	span.SetAttributes(attribute.String("messaging.system", tracing.System), attribute.String("messaging.operation.type", "process"),
+		attribute.String("messaging.destination.name", "outbox"), attribute.String("messaging.message.id", id.String()))
+	if !carried {
+		if sc := trace.SpanContextFromContext(d.storedContext(ctx, tenantID, id)); sc.IsValid() && sc.IsRemote() {
+			span.AddLink(trace.Link{SpanContext: sc})
+		}
+	}
+	return context.WithValue(ctx, tracedRow{}, id)
 }
 
 // attemptSpan starts the span of one attempt at row c: under the job's

@@ -73,10 +73,6 @@ type EnrichWorker struct {
 	TempDir string
 	// JobTimeout bounds one run of a job. Default 10 minutes.
 	JobTimeout time.Duration
-	// TracerProvider records a span per run, a child of the trace context
-	// the message was received under, and a client span per attachment
-	// fetched. Nil: no spans.
-	TracerProvider trace.TracerProvider
 }
 
 // Timeout bounds one run (River's default of one minute is too short for
@@ -130,11 +126,11 @@ func (w *EnrichWorker) Work(ctx context.Context, job *river.Job[jobs.EnrichArgs]
 	if err := json.Unmarshal(row.Envelope, &msg); err != nil {
 		return river.JobCancel(fmt.Errorf("enrich: decode envelope: %w", err))
 	}
-	ctx, span := tracing.Start(tracing.WithRemote(ctx, msg.TraceID), tracing.Tracer(w.TracerProvider), "enrich", trace.SpanKindConsumer)
-	defer span.End()
-	if span.IsRecording() {
+	// The run's span is River's (job_trace.go), a child of the message's
+	// trace; each attachment fetched is a client span under it.
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(attribute.String("messaging.system", tracing.System), attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.message.id", msgID.String()), attribute.Int("mio.attempt", job.Attempt))
+			attribute.String("messaging.message.id", msgID.String()))
 	}
 	done := make(map[string]*db.Attachment, len(settled))
 	for _, a := range settled {

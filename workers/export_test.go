@@ -24,3 +24,6 @@ func HistoryBucket(ch channels.Channel, accountID uuid.UUID) (key string, rate, 
 	w := historyBucket(ch, accountID)
 	return w.Key, w.Rate, w.Burst
 }
+
+// JobMiddleware is the River middleware NewClient installs for tp.
+var JobMiddleware = jobMiddleware

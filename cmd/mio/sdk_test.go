@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,8 +32,9 @@ import (
 // sdkServer starts `mio serve` on a fresh test database with a tenant, a
 // generic-webhook account and a token with every agent role, and returns
 // the environment the SDK test suites read (MIO_URL, MIO_TOKEN,
-// MIO_WEBHOOK_URL, MIO_WEBHOOK_SECRET).
-func sdkServer(t *testing.T) []string {
+// MIO_WEBHOOK_URL, MIO_WEBHOOK_SECRET). extraEnv is added to the
+// server's environment.
+func sdkServer(t *testing.T, extraEnv ...string) []string {
 	t.Helper()
 	ctx := context.Background()
 	env := dbtest.New(t)
@@ -50,7 +52,7 @@ func sdkServer(t *testing.T) []string {
 	require.NoError(t, err)
 
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
-	cmd := startServe(t, env.OwnerURL, key, addr)
+	cmd := startServe(t, env.OwnerURL, key, addr, extraEnv...)
 	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
 	base := "http://" + addr
 	return []string{"MIO_URL=" + base, "MIO_TOKEN=" + token, "MIO_WEBHOOK_URL=" + base + "/webhooks/webhook/" + acct.ID.String(),
@@ -78,22 +80,60 @@ func tool(t *testing.T, name string) string {
 }
 
 // TestSDKPython runs the Python SDK's unittest suite (sdk/python/tests)
-// against a real `mio serve`.
+// against a real `mio serve`, traced to an OTLP receiver. When the
+// OpenTelemetry SDK is importable, the live trace test prints its handler
+// span's traceparent, and the reply's server span must be that span's
+// child, in the trace the webhook started.
 func TestSDKPython(t *testing.T) {
 	t.Parallel()
 	python := tool(t, "python3")
-	vars := sdkServer(t)
+	recv := newOTLPReceiver(t)
+	vars := sdkServer(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+recv.srv.URL, "OTEL_TRACES_SAMPLER=always_on",
+		"OTEL_BSP_SCHEDULE_DELAY=100")
 	dir := filepath.Join(repoRoot(t), "sdk", "python")
 	cmd := exec.Command(python, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append(vars, "PYTHONPATH="+filepath.Join(dir, "src"), "PYTHONDONTWRITEBYTECODE=1")...)
+	// A PYTHONPATH of the caller's (an OpenTelemetry SDK outside
+	// site-packages) stays after the SDK's sources.
+	pythonPath := filepath.Join(dir, "src")
+	if p := os.Getenv("PYTHONPATH"); p != "" {
+		pythonPath += string(os.PathListSeparator) + p
+	}
+	cmd.Env = append(os.Environ(), append(vars, "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "MIO_TRACED=1")...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	require.NoError(t, err, "python3 -m unittest failed")
 	require.NotContains(t, string(out), "skipped 'set MIO_URL", "the live tests must run")
+	if m := handlerTraceparent.FindStringSubmatch(string(out)); m != nil {
+		requireReplyUnder(t, recv, m[1])
+	} else {
+		t.Log("the live trace test did not run: the OpenTelemetry SDK for Python is not importable")
+	}
 
 	// The example agent answers one message end to end.
 	runExample(t, vars, filepath.Join(repoRoot(t), "examples", "python-agent"), python, "agent.py")
+}
+
+// handlerTraceparent is the line the Python live trace test prints.
+var handlerTraceparent = regexp.MustCompile(`MIO-TRACE handler (00-[0-9a-f]{32}-[0-9a-f]{16}-01)`)
+
+// requireReplyUnder waits for recv to hold the reply's server span as a
+// child of the agent's handler span (traceparent), in a trace a webhook
+// started: one trace id from the webhook to the reply.
+func requireReplyUnder(t *testing.T, recv *otlpReceiver, traceparent string) {
+	t.Helper()
+	traceID, handler := traceparent[3:35], traceparent[36:52]
+	require.Eventually(t, func() bool {
+		var reply, webhook bool
+		for _, s := range collectSpans(recv, nil) {
+			if s.traceID != traceID {
+				continue
+			}
+			reply = reply || s.name == "POST /v1/consumers/{name}/reply" && s.parent == handler
+			webhook = webhook || s.name == "POST /webhooks/{channel_type}/{account_id}"
+		}
+		return reply && webhook
+	}, 20*time.Second, 50*time.Millisecond, "the webhook and the reply in the handler's trace %s", traceID)
 }
 
 // TestSDKTypeScript builds the TypeScript SDK with tsc (npm ci from the

@@ -170,7 +170,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		ActiveWithin: cfg.ReconcileWindow, Metrics: metrics.NewReconcile(m.Registry), Logger: log.With("component", "reconcile")})
 	// Behind a transaction pooler (MIO_DATABASE_LISTEN_URL set) River polls.
 	wcfg := workers.Config{Logger: log.With("component", "river"), Work: cfg.Role == "all" || cfg.Role == "worker",
-		PollOnly: cfg.DatabaseListenURL != ""}
+		PollOnly: cfg.DatabaseListenURL != "", TracerProvider: tp}
 	riverClient, err := workers.NewClient(pool, set, wcfg)
 	if err != nil {
 		return fmt.Errorf("river: %w", err)
@@ -213,7 +213,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 		go func() {
 			defer close(sourcesDone)
 			err := sources.Run(srcCtx, sources.Config{Pool: pool, Registry: registry, Accounts: accts, Ingester: ingester,
-				Metrics: m, Registerer: m.Registry, Logger: log.With("component", "sources"),
+				Metrics: m, Registerer: m.Registry, Logger: log.With("component", "sources"), TracerProvider: tp,
 				CatchUp: func(tenantID, accountID uuid.UUID) {
 					// Catch up what a lost session did not replay.
 					args := workers.ReconcileArgs{TenantID: tenantID, AccountID: accountID}
@@ -487,7 +487,7 @@ func addMediaWorkers(set *workers.Set, cfg *config.Config, pool *pgxpool.Pool, s
 	})
 	set.AddEnrich(&workers.EnrichWorker{
 		Pool: pool, Blob: store, Registry: registry, Accounts: accts, Clients: clients,
-		Metrics: mm, Logger: log.With("component", "enrich"), TracerProvider: tp,
+		Metrics: mm, Logger: log.With("component", "enrich"),
 	}, cfg.EnrichWorkers)
 	set.AddArchive(&workers.ArchiveWorker{
 		Pool: pool, Blob: store, Metrics: mm, Logger: log.With("component", "archive"), TracerProvider: tp,

@@ -119,8 +119,9 @@ type span struct {
 // an OTLP receiver, then one turn: a Telegram webhook with a photo (its
 // own caller's traceparent), the attachment fetched, a pull, the agent's
 // handler and reply, the hand-off to the platform. One trace holds the
-// turn, with the group commits and the pull linked to it; no span carries
-// the tenant id, the bot token, the webhook secret or a message's text.
+// turn, River's job runs (otelriver) included, with the group commits and
+// the pull linked to it; no span carries the tenant id, the bot token,
+// the webhook secret or a message's text.
 // go test -v -run TestOneTraceForAConversationTurn prints the trace.
 func TestOneTraceForAConversationTurn(t *testing.T) {
 	ctx := context.Background()
@@ -141,22 +142,7 @@ func TestOneTraceForAConversationTurn(t *testing.T) {
 	require.NoError(t, err)
 
 	recv := newOTLPReceiver(t)
-	addr := freeAddr(t)
-	vars := map[string]string{
-		"MIO_DATABASE_URL": env.OwnerURL, "MIO_HTTP_ADDR": addr, "MIO_ADMIN_ADDR": "127.0.0.1:0",
-		"MIO_MASTER_KEY": base64.StdEncoding.EncodeToString(key), "MIO_ENV": "dev",
-		"MIO_BLOB_URL": "file://" + t.TempDir(), "MIO_LOG_LEVEL": "error", "MIO_FETCH_INTERNAL_HOSTS": "127.0.0.1",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": recv.srv.URL, "OTEL_TRACES_SAMPLER": "always_on",
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	var stderr lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(sctx, []string{"serve"}, func(k string) string { return vars[k] }, io.Discard, &stderr)
-	}()
-	public := "http://" + addr
-	waitReady(t, public, &stderr)
+	public, stop := serveTraced(t, env.OwnerURL, key, recv)
 
 	// The agent traces too: its spans go to a recorder of its own.
 	agentSpans := tracetest.NewSpanRecorder()
@@ -199,40 +185,10 @@ func TestOneTraceForAConversationTurn(t *testing.T) {
 
 	// Shutdown flushes the spans.
 	stop()
-	require.Equal(t, 0, <-done, stderr.String())
-
-	spans := map[string]*span{}
-	recv.mu.Lock()
-	for _, s := range recv.spans {
-		sp := &span{name: s.Name, kind: strings.TrimPrefix(s.Kind.String(), "SPAN_KIND_"), traceID: hex.EncodeToString(s.TraceId),
-			id: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{},
-			start: time.Unix(0, int64(s.StartTimeUnixNano))}
-		for _, l := range s.Links {
-			sp.links = append(sp.links, hex.EncodeToString(l.SpanId))
-		}
-		for _, a := range s.Attributes {
-			sp.attrs[a.Key] = anyValue(a.Value)
-		}
-		spans[sp.id] = sp
-	}
-	recv.mu.Unlock()
-	for _, s := range agentSpans.Ended() {
-		sp := &span{name: s.Name(), kind: strings.ToUpper(s.SpanKind().String()), traceID: s.SpanContext().TraceID().String(),
-			id: s.SpanContext().SpanID().String(), attrs: map[string]string{}, start: s.StartTime(), fromTheAgent: true}
-		if s.Parent().IsValid() {
-			sp.parent = s.Parent().SpanID().String()
-		}
-		spans[sp.id] = sp
-	}
+	spans := collectSpans(recv, agentSpans)
 
 	// No span tells a tenant, a secret or a message's words.
-	for _, s := range spans {
-		for k, v := range s.attrs {
-			for _, bad := range []string{tenant.ID.String(), botToken, secret, token, inboundText, replyText} {
-				require.NotContains(t, v, bad, "span %q attribute %s", s.name, k)
-			}
-		}
-	}
+	requireNoneTells(t, spans, tenant.ID.String(), botToken, secret, token, inboundText, replyText)
 
 	turn := caller.TraceID().String()
 	find := func(name, parentName string) *span {
@@ -250,38 +206,36 @@ func TestOneTraceForAConversationTurn(t *testing.T) {
 	require.Equal(t, caller.SpanID().String(), webhook.parent, "the caller's traceparent is continued")
 	require.Equal(t, "SERVER", webhook.kind)
 	require.Equal(t, "INTERNAL", find("verify webhook", webhook.name).kind)
-	enrich := find("enrich", webhook.name)
+	enrich := find("river.work/mio.enrich", webhook.name)
 	require.Equal(t, "CONSUMER", enrich.kind)
-	require.Equal(t, "CLIENT", find("fetch attachment", "enrich").kind)
+	require.Equal(t, "CLIENT", find("fetch attachment", "river.work/mio.enrich").kind)
 	handle := find("handle message", webhook.name)
 	require.Equal(t, "CONSUMER", handle.kind)
 	replySpan := find("POST /v1/consumers/{name}/reply", "handle message")
 	require.Equal(t, "SERVER", replySpan.kind)
-	dispatch := find("dispatch", replySpan.name)
+	dispatch := find("river.work/mio.dispatch", replySpan.name)
 	require.Equal(t, "CONSUMER", dispatch.kind)
-	require.Equal(t, "INTERNAL", find("send", "dispatch").kind)
+	require.Equal(t, "INTERNAL", find("send", "river.work/mio.dispatch").kind)
+	// Job runs are River's spans (otelriver), children of the message's
+	// trace through the job's metadata.
+	for _, job := range []struct {
+		span        *span
+		kind, queue string
+	}{{enrich, "mio.enrich", "enrich"}, {dispatch, "mio.dispatch", "dispatch"}} {
+		require.Equal(t, job.kind, job.span.attrs["kind"])
+		require.Equal(t, job.queue, job.span.attrs["queue"])
+		require.Equal(t, "1", job.span.attrs["attempt"])
+		require.Equal(t, "ok", job.span.attrs["status"])
+		require.Equal(t, "mio", job.span.attrs["messaging.system"])
+	}
 	platform := find("POST", "send")
 	require.Equal(t, "CLIENT", platform.kind)
 	require.Equal(t, "200", platform.attrs["http.response.status_code"])
 	require.Equal(t, "telegram: sendMessage", platform.attrs["mio.operation"])
 
 	// Batches live in traces of their own, linked to the turn's spans.
-	linked := func(name, to string) {
-		t.Helper()
-		for _, s := range spans {
-			if s.name == name && s.parent == "" && s.traceID != turn {
-				for _, l := range s.links {
-					if l == to {
-						require.Equal(t, "CLIENT", s.kind, name)
-						return
-					}
-				}
-			}
-		}
-		t.Fatalf("no root span %q linked to %s", name, to)
-	}
-	linked("ingest commit", webhook.id)
-	linked("reply commit", replySpan.id)
+	linked(t, spans, "ingest commit", webhook.id)
+	linked(t, spans, "reply commit", replySpan.id)
 	var receive *span
 	for _, s := range spans {
 		if s.name == "receive" && s.traceID != turn {
@@ -293,6 +247,101 @@ func TestOneTraceForAConversationTurn(t *testing.T) {
 	require.Contains(t, receive.links, webhook.id, "the pull links the message's trace")
 
 	t.Log("one conversation turn, trace " + turn + ":\n" + traceTree(spans, turn))
+}
+
+// serveTraced runs mio serve in-process on the database at ownerURL with
+// tracing pointed at recv, and returns its public URL and the function
+// that shuts it down (flushing the spans) and checks it exited cleanly.
+func serveTraced(t *testing.T, ownerURL string, key []byte, recv *otlpReceiver) (string, func()) {
+	t.Helper()
+	addr := freeAddr(t)
+	vars := map[string]string{
+		"MIO_DATABASE_URL": ownerURL, "MIO_HTTP_ADDR": addr, "MIO_ADMIN_ADDR": "127.0.0.1:0",
+		"MIO_MASTER_KEY": base64.StdEncoding.EncodeToString(key), "MIO_ENV": "dev",
+		"MIO_BLOB_URL": "file://" + t.TempDir(), "MIO_LOG_LEVEL": "error", "MIO_FETCH_INTERNAL_HOSTS": "127.0.0.1",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": recv.srv.URL, "OTEL_TRACES_SAMPLER": "always_on",
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	stderr := &lockedBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(sctx, []string{"serve"}, func(k string) string { return vars[k] }, io.Discard, stderr)
+	}()
+	public := "http://" + addr
+	waitReady(t, public, stderr)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			require.Equal(t, 0, <-done, stderr.String())
+		})
+	}
+	t.Cleanup(func() {
+		cancel()
+		once.Do(func() { <-done })
+	})
+	return public, stop
+}
+
+// collectSpans returns the spans recv got and the agent's recorder
+// ended, by span id.
+func collectSpans(recv *otlpReceiver, agentSpans *tracetest.SpanRecorder) map[string]*span {
+	spans := map[string]*span{}
+	recv.mu.Lock()
+	for _, s := range recv.spans {
+		sp := &span{name: s.Name, kind: strings.TrimPrefix(s.Kind.String(), "SPAN_KIND_"), traceID: hex.EncodeToString(s.TraceId),
+			id: hex.EncodeToString(s.SpanId), parent: hex.EncodeToString(s.ParentSpanId), attrs: map[string]string{},
+			start: time.Unix(0, int64(s.StartTimeUnixNano))}
+		for _, l := range s.Links {
+			sp.links = append(sp.links, hex.EncodeToString(l.SpanId))
+		}
+		for _, a := range s.Attributes {
+			sp.attrs[a.Key] = anyValue(a.Value)
+		}
+		spans[sp.id] = sp
+	}
+	recv.mu.Unlock()
+	if agentSpans == nil {
+		return spans
+	}
+	for _, s := range agentSpans.Ended() {
+		sp := &span{name: s.Name(), kind: strings.ToUpper(s.SpanKind().String()), traceID: s.SpanContext().TraceID().String(),
+			id: s.SpanContext().SpanID().String(), attrs: map[string]string{}, start: s.StartTime(), fromTheAgent: true}
+		if s.Parent().IsValid() {
+			sp.parent = s.Parent().SpanID().String()
+		}
+		spans[sp.id] = sp
+	}
+	return spans
+}
+
+// requireNoneTells fails when a span attribute holds one of secrets.
+func requireNoneTells(t *testing.T, spans map[string]*span, secrets ...string) {
+	t.Helper()
+	for _, s := range spans {
+		for k, v := range s.attrs {
+			for _, bad := range secrets {
+				require.NotContains(t, v, bad, "span %q attribute %s", s.name, k)
+			}
+		}
+	}
+}
+
+// linked requires a root client span name, outside to's trace, linked to
+// span to.
+func linked(t *testing.T, spans map[string]*span, name, to string) {
+	t.Helper()
+	for _, s := range spans {
+		if s.name == name && s.parent == "" && s.traceID != spans[to].traceID {
+			for _, l := range s.links {
+				if l == to {
+					require.Equal(t, "CLIENT", s.kind, name)
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("no root span %q linked to %s", name, to)
 }
 
 // traceTree draws trace traceID's spans as an indented tree, children in

@@ -6,16 +6,9 @@ import unittest
 import mio
 from mio import _trace
 
-TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+from . import otel
 
-try:
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry import trace as otel_trace
-    HAVE_OTEL_SDK = True
-except ImportError:
-    HAVE_OTEL_SDK = False
+TP = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 
 class _Fake(http.server.BaseHTTPRequestHandler):
@@ -84,12 +77,9 @@ class TraceTest(unittest.TestCase):
         consumer.reply(d, text="hello", traceparent=other)
         self.assertEqual(self.replies(), [other])
 
-    @unittest.skipUnless(HAVE_OTEL_SDK, "opentelemetry-sdk is not installed")
+    @otel.needs_sdk
     def test_consume_starts_the_handler_span_from_the_delivery(self):
-        exporter = InMemorySpanExporter()
-        provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
-        otel_trace.set_tracer_provider(provider)
+        from opentelemetry import trace as otel_trace
         self.assertTrue(_trace.enabled())
         consumer = self.serve().consumer("c")
         stop = threading.Event()
@@ -99,7 +89,7 @@ class TraceTest(unittest.TestCase):
             stop.set()
 
         consumer.consume(handle, batch=1, concurrency=1, wait=0.1, stop=stop)
-        (span,) = [s for s in exporter.get_finished_spans() if s.name == "process c"]
+        (span,) = [s for s in otel.EXPORTER.get_finished_spans() if s.name == "process c"]
         self.assertEqual(span.kind, otel_trace.SpanKind.CONSUMER)
         self.assertEqual(format(span.parent.trace_id, "032x"), TP[3:35])
         self.assertEqual(format(span.parent.span_id, "016x"), TP[36:52])
