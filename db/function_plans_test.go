@@ -438,8 +438,14 @@ func TestDispatchBuffers(t *testing.T) {
 		require.NoError(t, json.Unmarshal(out, &plans))
 		return plans[0].Plan.Rows, plans[0].Plan.Hit, plans[0].Plan.Read
 	}
+	// One session, as a dispatcher's pooled connection: plpgsql caches
+	// plans per session, and chooses between custom and generic plans
+	// after five calls.
+	conn, err := b.env.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
 	round := func(log bool) {
-		tx, err := b.env.Pool.Begin(ctx)
+		tx, err := conn.Begin(ctx)
 		require.NoError(t, err)
 		defer tx.Rollback(ctx) //nolint:errcheck
 		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant)
@@ -472,7 +478,7 @@ func TestDispatchBuffers(t *testing.T) {
 			}
 		}
 	}
-	for range 6 {
+	for range 10 {
 		round(false)
 	}
 	round(true)
