@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/db/dbtest"
 )
 
 // pullFixture is a tenant's unordered consumer "p" of the ready stage and
@@ -141,5 +143,49 @@ func TestPullBuffers(t *testing.T) {
 				t.Logf("%-30s shared hit %5d, read %4d", call.name, hit, read)
 			}
 		}
+	}
+}
+
+// TestAckKeepsGenericPlans: mio.consumer_ack sets no plan_cache_mode, and
+// its statements still run their generic plans from the sixth call of a
+// session on, for the one-member acks a client sends most (a custom plan
+// sees one element where the generic plan assumes ten, and would win
+// every time were the values visible). Under auto_explain with verbose
+// output a custom plan shows the call's tenant as a literal, a generic one
+// as a parameter.
+func TestAckKeepsGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutboxBundle(t)
+	f := newPullFixture(t, b, b.tenant, b.account)
+	f.messages(1000, 10)
+	f.consume(5, 10)
+	leases, idxs := f.hold(10)
+	s := newPlanSession(t, b.env)
+	_, err := s.conn.Exec(ctx, `RESET ROLE; SET auto_explain.log_verbose = on; SET ROLE `+dbtest.RuntimeRole)
+	require.NoError(t, err)
+	tenant := b.tenant.String()
+	for call := range 8 {
+		tx, err := s.conn.Begin(ctx)
+		require.NoError(t, err)
+		s.plans = s.plans[:0]
+		var n int64
+		require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM mio.consumer_ack($1, 'p', $2::bigint[], $3::int[], $4::uuid[])`,
+			tenant, leases[:1], idxs[:1], []uuid.UUID{uuid.New()}).Scan(&n))
+		require.NoError(t, tx.Rollback(ctx))
+		require.Equal(t, int64(1), n)
+		var statements int
+		for _, p := range s.plans {
+			var e explained
+			require.NoError(t, json.Unmarshal([]byte(p), &e), p)
+			if !strings.Contains(e.Query, "consumer_") || strings.Contains(e.Query, "mio.consumer_ack(") {
+				continue
+			}
+			statements++
+			if call >= 5 {
+				require.NotContains(t, p, tenant, "call %d ran a custom plan:\n%s", call+1, e.Query)
+			}
+		}
+		require.Equal(t, 2, statements, "the range ack and the per-message ack")
 	}
 }
