@@ -182,8 +182,55 @@ func TestAckKeepsGenericPlans(t *testing.T) {
 				continue
 			}
 			statements++
-			if call >= 5 {
+			if call < 5 {
+				require.Contains(t, p, tenant, "call %d: plpgsql's first five plans are custom", call+1)
+			} else {
 				require.NotContains(t, p, tenant, "call %d ran a custom plan:\n%s", call+1, e.Query)
+			}
+		}
+		require.Equal(t, 2, statements, "the range ack and the per-message ack")
+	}
+}
+
+// TestAckLiveKeepsGenericPlans: db.AckLive (a reply with ack) sets no
+// plan_cache_mode, and its range ack and per-message ack still run their
+// generic plans from a connection's sixth ack on, for one-member acks, as
+// TestAckKeepsGenericPlans checks for mio.consumer_ack.
+func TestAckLiveKeepsGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutboxBundle(t)
+	f := newPullFixture(t, b, b.tenant, b.account)
+	f.messages(1000, 10)
+	f.consume(5, 10)
+	leases, idxs := f.hold(10)
+	s := newPlanSession(t, b.env)
+	_, err := s.conn.Exec(ctx, `RESET ROLE; SET auto_explain.log_verbose = on; SET ROLE `+dbtest.RuntimeRole)
+	require.NoError(t, err)
+	tenant := b.tenant.String()
+	ids := []uuid.UUID{db.LeaseDeliveryID(leases[0], int(idxs[0])), uuid.New()}
+	for call := range 8 {
+		tx, err := s.conn.Begin(ctx)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, `SELECT set_config('app.current_tenant_id', $1, true)`, tenant)
+		require.NoError(t, err)
+		s.plans = s.plans[:0]
+		acked, err := db.AckLive(ctx, tx, b.tenant, "p", ids)
+		require.NoError(t, err)
+		require.NoError(t, tx.Rollback(ctx))
+		require.Len(t, acked, 1)
+		var statements int
+		for _, p := range s.plans {
+			var e explained
+			require.NoError(t, json.Unmarshal([]byte(p), &e), p)
+			if !strings.Contains(e.Query, "mio.consumer_") {
+				continue
+			}
+			statements++
+			if call < 5 {
+				require.Contains(t, p, tenant, "ack %d: a statement's first five plans are custom", call+1)
+			} else {
+				require.NotContains(t, p, tenant, "ack %d ran a custom plan:\n%s", call+1, e.Query)
 			}
 		}
 		require.Equal(t, 2, statements, "the range ack and the per-message ack")
