@@ -201,7 +201,7 @@ type TakenDelivery struct {
 }
 
 // AckAll acknowledges delivery ids of a consumer in ONE statement
-// (mio.consumer_ack, in an implicit transaction: the tenant and settings,
+// (mio.consumer_ack, in an implicit transaction: the tenant,
 // the ranges' settle locks, lease-range members (an appended settle row per
 // range), per-message deliveries) and returns the ids that matched an
 // outstanding delivery. A lease-range member is either outstanding in its
@@ -247,16 +247,19 @@ func AckAll(ctx context.Context, pool *pgxpool.Pool, tenantID uuid.UUID, consume
 // $1: lease-range members ($3[k], $4[k]) and per-message deliveries $5.
 const ackSQL = `SELECT a.lease_id, a.idx, a.delivery_id FROM mio.consumer_ack($1::uuid, $2::text, $3::bigint[], $4::int[], $5::uuid[]) AS a`
 
-// Generic plans (plan_cache_mode = force_generic_plan in pullSettings,
-// mio.consumer_pull_steady and mio.consumer_ack) make the pull's and the ack's statements use their
-// generic plans from the first execution on. Their statements read the
-// consumers' partitioned, row-level-secured tables, whose planning costs
-// ~2 ms a statement (measured: LeaseAck planned in 2.2 ms, ran in 0.5 ms);
-// left to choose, PostgreSQL kept planning custom plans for them, and the
-// acks' planning took the CPU the serialized pulls needed. Their generic
-// plans are the good ones (index scans by the consumer's key: every
-// statement names the consumer; mio.consumer_pull_state, whose sweep
-// bound a generic plan cannot see, turns sequential scans off).
+// Generic plans (plan_cache_mode = force_generic_plan in pullSettings and
+// mio.consumer_pull_steady) make the pull's statements use their generic
+// plans from the first execution on; mio.consumer_ack reads its values
+// through sub-selects no plan can see, so plpgsql keeps its generic plans
+// from a session's sixth ack on with no setting (TestAckKeepsGenericPlans).
+// Their statements read the consumers' partitioned, row-level-secured
+// tables, whose planning costs ~2 ms a statement (measured: LeaseAck
+// planned in 2.2 ms, ran in 0.5 ms); left to choose with the values in
+// sight, PostgreSQL kept planning custom plans for them, and the acks'
+// planning took the CPU the serialized pulls needed. Their generic plans
+// are the good ones (index scans by the consumer's key: every statement
+// names the consumer; mio.consumer_pull_state, whose sweep bound a
+// generic plan cannot see, turns sequential scans off).
 
 // pullSettings: a pull transaction's tenant ($1) and settings in one
 // statement — bitmap scans off (a bitmap scan of the stream would sort the

@@ -137,3 +137,46 @@ func TestInboxInsertStatementsAgree(t *testing.T) {
 	}, plain)
 	require.Equal(t, plain, full)
 }
+
+// TestIngestKeepsGenericPlans: IngestCommit sets no plan_cache_mode, and
+// its inserts still run their generic plans from a connection's sixth
+// execution on (pg_prepared_statements counts the plans each prepared
+// statement ran): a batch's arrays hold a few rows where a generic plan
+// assumes ten, and a custom plan that saw them would win every time.
+func TestIngestKeepsGenericPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := dbtest.NewWith(t, dbtest.Options{MaxConns: 1})
+	tenant, account := ingestAccount(t, env)
+	for i := range 14 {
+		rows := []db.InboxRow{inboxRow(account, fmt.Sprint("s", i), "c1", fmt.Sprint("p", i))}
+		if i%2 == 0 {
+			// An edit naming the row before it: InboxInsertBatch; the
+			// other batches take InboxInsertBatchPlain.
+			e := inboxRow(account, fmt.Sprint("e", i), "c1", fmt.Sprint("pe", i))
+			e.EditOfPlatformID = fmt.Sprint("p", i)
+			rows = append(rows, e)
+		}
+		events := []db.ProviderEvent{{AccountID: account, ProviderMessageID: fmt.Sprint("m", i), Status: "delivered"}}
+		_, err := db.IngestCommit(ctx, env.Pool, []db.IngestGroup{{TenantID: tenant, Rows: rows, Events: events}})
+		require.NoError(t, err)
+	}
+	plans := map[string][2]int64{}
+	rows, err := env.Pool.Query(ctx, `SELECT substring(statement FROM '-- name: (\w+)'), generic_plans, custom_plans
+		FROM pg_prepared_statements WHERE statement LIKE '-- name: %'`)
+	require.NoError(t, err)
+	for rows.Next() {
+		var name string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&name, &generic, &custom))
+		plans[name] = [2]int64{generic, custom}
+	}
+	require.NoError(t, rows.Err())
+	// Five custom plans each, then the generic one: 7 batches with an
+	// edit, 7 without, 14 with a receipt.
+	for name, want := range map[string][2]int64{
+		"InboxInsertBatch": {2, 5}, "InboxInsertBatchPlain": {2, 5}, "ProviderEventInsertBatch": {9, 5},
+	} {
+		require.Equal(t, want, plans[name], "%s: generic and custom plans", name)
+	}
+}

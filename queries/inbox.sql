@@ -12,18 +12,18 @@
 -- original was stored before or by this same statement (an edit in the
 -- original's ingest batch; inbound_refs does not show that one yet).
 WITH input AS (
-    SELECT unnest(@ids::uuid[]) AS id,
-           unnest(@account_ids::uuid[]) AS account_id,
-           unnest(@channel_types::text[]) AS channel_type,
-           unnest(@source_message_ids::text[]) AS source_message_id,
-           unnest(@conversation_ids::text[]) AS conversation_id,
-           unnest(@states::text[]) AS state,
-           unnest(@envelopes::text[]) AS envelope,
-           unnest(@raws::bytea[]) AS raw,
-           unnest(@received_ats::timestamptz[]) AS received_at,
-           unnest(@platform_message_ids::text[]) AS platform_message_id,
-           unnest(@edit_of_platform_ids::text[]) AS edit_of_platform_id,
-           generate_series(1, cardinality(@ids::uuid[])) AS ord
+    SELECT unnest((SELECT @ids::uuid[])) AS id,
+           unnest((SELECT @account_ids::uuid[])) AS account_id,
+           unnest((SELECT @channel_types::text[])) AS channel_type,
+           unnest((SELECT @source_message_ids::text[])) AS source_message_id,
+           unnest((SELECT @conversation_ids::text[])) AS conversation_id,
+           unnest((SELECT @states::text[])) AS state,
+           unnest((SELECT @envelopes::text[])) AS envelope,
+           unnest((SELECT @raws::bytea[])) AS raw,
+           unnest((SELECT @received_ats::timestamptz[])) AS received_at,
+           unnest((SELECT @platform_message_ids::text[])) AS platform_message_id,
+           unnest((SELECT @edit_of_platform_ids::text[])) AS edit_of_platform_id,
+           generate_series(1, cardinality((SELECT @ids::uuid[]))) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
@@ -63,7 +63,7 @@ LEFT JOIN LATERAL (
     -- A probe of the primary key per edit, in generic plans too (a plain
     -- join was planned generically as a scan of inbound_refs).
     SELECT o.message_id, o.source_message_id FROM mio.inbound_refs AS o
-    WHERE input.edit_of_platform_id <> '' AND o.tenant_id = @tenant_id::uuid AND o.account_id = input.account_id
+    WHERE input.edit_of_platform_id <> '' AND o.tenant_id = (SELECT @tenant_id::uuid) AND o.account_id = input.account_id
       AND o.conversation_id = input.conversation_id AND o.platform_message_id = input.edit_of_platform_id
     LIMIT 1
 ) AS orig ON true
@@ -87,17 +87,17 @@ RETURNING id;
 -- db.inboxInsert picks it; TestInboxInsertStatementsAgree holds the two
 -- to the same results.
 WITH input AS (
-    SELECT unnest(@ids::uuid[]) AS id,
-           unnest(@account_ids::uuid[]) AS account_id,
-           unnest(@channel_types::text[]) AS channel_type,
-           unnest(@source_message_ids::text[]) AS source_message_id,
-           unnest(@conversation_ids::text[]) AS conversation_id,
-           unnest(@states::text[]) AS state,
-           unnest(@envelopes::text[]) AS envelope,
-           unnest(@raws::bytea[]) AS raw,
-           unnest(@received_ats::timestamptz[]) AS received_at,
-           unnest(@platform_message_ids::text[]) AS platform_message_id,
-           generate_series(1, cardinality(@ids::uuid[])) AS ord
+    SELECT unnest((SELECT @ids::uuid[])) AS id,
+           unnest((SELECT @account_ids::uuid[])) AS account_id,
+           unnest((SELECT @channel_types::text[])) AS channel_type,
+           unnest((SELECT @source_message_ids::text[])) AS source_message_id,
+           unnest((SELECT @conversation_ids::text[])) AS conversation_id,
+           unnest((SELECT @states::text[])) AS state,
+           unnest((SELECT @envelopes::text[])) AS envelope,
+           unnest((SELECT @raws::bytea[])) AS raw,
+           unnest((SELECT @received_ats::timestamptz[])) AS received_at,
+           unnest((SELECT @platform_message_ids::text[])) AS platform_message_id,
+           generate_series(1, cardinality((SELECT @ids::uuid[]))) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)

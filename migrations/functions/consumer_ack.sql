@@ -3,37 +3,42 @@
 -- under an advisory lock of each range, per-message deliveries (p_ids) are
 -- deleted from mio.consumer_deliveries. Returns what it matched.
 --
--- plpgsql: sets the transaction's tenant and settings, takes the range
--- locks, then returns the matches of two statements.
+-- plpgsql: sets the transaction's tenant, takes the range locks, then
+-- returns the matches of two statements. The statements read the tenant,
+-- the consumer and the arrays through sub-selects, values no plan can see:
+-- a custom plan then costs what the generic one does, and plpgsql keeps
+-- the generic plan from the sixth call of a session on, without a
+-- plan_cache_mode setting (planning a statement of the consumers'
+-- partitioned tables costs more than running it).
 
 CREATE OR REPLACE FUNCTION mio.consumer_ack(p_tenant uuid, p_name text, p_lease_ids bigint[], p_idxs integer[], p_ids uuid[]) RETURNS TABLE(lease_id bigint, idx integer, delivery_id uuid)
     LANGUAGE plpgsql
     AS $$
 #variable_conflict use_column
 BEGIN
-    PERFORM set_config('app.current_tenant_id', p_tenant::text, true), set_config('plan_cache_mode', 'force_generic_plan', true);
+    PERFORM set_config('app.current_tenant_id', p_tenant::text, true);
     IF cardinality(p_lease_ids) > 0 THEN
         PERFORM count(pg_advisory_xact_lock(1835626348, (s.id % 2147483647)::int))
-        FROM (SELECT DISTINCT u.id FROM unnest(p_lease_ids) AS u (id) ORDER BY u.id OFFSET 0) AS s;
+        FROM (SELECT DISTINCT u.id FROM unnest((SELECT p_lease_ids)) AS u (id) ORDER BY u.id OFFSET 0) AS s;
         RETURN QUERY
         WITH req AS (
             SELECT DISTINCT u.lease_id, u.idx
-            FROM (SELECT unnest(p_lease_ids) AS lease_id, unnest(p_idxs) AS idx) AS u
+            FROM (SELECT unnest((SELECT p_lease_ids)) AS lease_id, unnest((SELECT p_idxs)) AS idx) AS u
         ),
         ids AS MATERIALIZED (
-            SELECT DISTINCT u.id FROM unnest(p_lease_ids) AS u (id)
+            SELECT DISTINCT u.id FROM unnest((SELECT p_lease_ids)) AS u (id)
         ),
         l AS MATERIALIZED (
             SELECT r.id, r.n FROM ids CROSS JOIN LATERAL (
                 SELECT x.id, cardinality(x.message_ids) AS n FROM mio.consumer_leases AS x
-                WHERE x.tenant_id = p_tenant AND x.consumer_name = p_name AND x.id = ids.id
+                WHERE x.tenant_id = (SELECT p_tenant) AND x.consumer_name = (SELECT p_name) AND x.id = ids.id
                 OFFSET 0
             ) AS r
         ),
         done AS MATERIALIZED (
             SELECT s.lease_id, x.idx FROM ids CROSS JOIN LATERAL (
                 SELECT y.lease_id, y.idxs FROM mio.consumer_settles AS y
-                WHERE y.tenant_id = p_tenant AND y.consumer_name = p_name AND y.lease_id = ids.id
+                WHERE y.tenant_id = (SELECT p_tenant) AND y.consumer_name = (SELECT p_name) AND y.lease_id = ids.id
                 OFFSET 0
             ) AS s CROSS JOIN LATERAL unnest(s.idxs) AS x (idx)
         ),
@@ -52,8 +57,8 @@ BEGIN
     END IF;
     RETURN QUERY
         DELETE FROM mio.consumer_deliveries AS d
-        WHERE d.tenant_id = p_tenant AND d.consumer_name = p_name AND d.state = 'leased'
-          AND d.delivery_id = ANY (p_ids)
+        WHERE d.tenant_id = (SELECT p_tenant) AND d.consumer_name = (SELECT p_name) AND d.state = 'leased'
+          AND d.delivery_id = ANY ((SELECT p_ids)::uuid[])
         RETURNING NULL::bigint, NULL::int, d.delivery_id;
 END
 $$;

@@ -150,18 +150,18 @@ func (q *Queries) InboxGet(ctx context.Context, db DBTX, arg *InboxGetParams) (M
 
 const InboxInsertBatch = `-- name: InboxInsertBatch :many
 WITH input AS (
-    SELECT unnest($2::uuid[]) AS id,
-           unnest($3::uuid[]) AS account_id,
-           unnest($4::text[]) AS channel_type,
-           unnest($5::text[]) AS source_message_id,
-           unnest($6::text[]) AS conversation_id,
-           unnest($7::text[]) AS state,
-           unnest($8::text[]) AS envelope,
-           unnest($9::bytea[]) AS raw,
-           unnest($10::timestamptz[]) AS received_at,
-           unnest($11::text[]) AS platform_message_id,
-           unnest($12::text[]) AS edit_of_platform_id,
-           generate_series(1, cardinality($2::uuid[])) AS ord
+    SELECT unnest((SELECT $2::uuid[])) AS id,
+           unnest((SELECT $3::uuid[])) AS account_id,
+           unnest((SELECT $4::text[])) AS channel_type,
+           unnest((SELECT $5::text[])) AS source_message_id,
+           unnest((SELECT $6::text[])) AS conversation_id,
+           unnest((SELECT $7::text[])) AS state,
+           unnest((SELECT $8::text[])) AS envelope,
+           unnest((SELECT $9::bytea[])) AS raw,
+           unnest((SELECT $10::timestamptz[])) AS received_at,
+           unnest((SELECT $11::text[])) AS platform_message_id,
+           unnest((SELECT $12::text[])) AS edit_of_platform_id,
+           generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
@@ -201,7 +201,7 @@ LEFT JOIN LATERAL (
     -- A probe of the primary key per edit, in generic plans too (a plain
     -- join was planned generically as a scan of inbound_refs).
     SELECT o.message_id, o.source_message_id FROM mio.inbound_refs AS o
-    WHERE input.edit_of_platform_id <> '' AND o.tenant_id = $1::uuid AND o.account_id = input.account_id
+    WHERE input.edit_of_platform_id <> '' AND o.tenant_id = (SELECT $1::uuid) AND o.account_id = input.account_id
       AND o.conversation_id = input.conversation_id AND o.platform_message_id = input.edit_of_platform_id
     LIMIT 1
 ) AS orig ON true
@@ -280,17 +280,17 @@ func (q *Queries) InboxInsertBatch(ctx context.Context, db DBTX, arg *InboxInser
 
 const InboxInsertBatchPlain = `-- name: InboxInsertBatchPlain :many
 WITH input AS (
-    SELECT unnest($2::uuid[]) AS id,
-           unnest($3::uuid[]) AS account_id,
-           unnest($4::text[]) AS channel_type,
-           unnest($5::text[]) AS source_message_id,
-           unnest($6::text[]) AS conversation_id,
-           unnest($7::text[]) AS state,
-           unnest($8::text[]) AS envelope,
-           unnest($9::bytea[]) AS raw,
-           unnest($10::timestamptz[]) AS received_at,
-           unnest($11::text[]) AS platform_message_id,
-           generate_series(1, cardinality($2::uuid[])) AS ord
+    SELECT unnest((SELECT $2::uuid[])) AS id,
+           unnest((SELECT $3::uuid[])) AS account_id,
+           unnest((SELECT $4::text[])) AS channel_type,
+           unnest((SELECT $5::text[])) AS source_message_id,
+           unnest((SELECT $6::text[])) AS conversation_id,
+           unnest((SELECT $7::text[])) AS state,
+           unnest((SELECT $8::text[])) AS envelope,
+           unnest((SELECT $9::bytea[])) AS raw,
+           unnest((SELECT $10::timestamptz[])) AS received_at,
+           unnest((SELECT $11::text[])) AS platform_message_id,
+           generate_series(1, cardinality((SELECT $2::uuid[]))) AS ord
 ),
 dedup AS (
     INSERT INTO mio.inbound_dedup (tenant_id, account_id, source_message_id, message_id)
