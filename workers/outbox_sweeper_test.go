@@ -161,7 +161,10 @@ func TestSweepOnePassAtATime(t *testing.T) {
 func TestSweepWithoutLeader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	const lease, grace, interval = 300 * time.Millisecond, 500 * time.Millisecond, 200 * time.Millisecond
+	// The lease also bounds the new job's own send: a send slower than
+	// its lease (the race detector on a loaded machine) is taken over by
+	// the next job the sweeper queued, and sent twice, as designed.
+	const lease, grace, interval = 3 * time.Second, 500 * time.Millisecond, 200 * time.Millisecond
 	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: lease}}
 	b := newOutBundle(t, o)
 	b.ownerExec(t, `INSERT INTO river.river_leader (leader_id, elected_at, expires_at) VALUES ('killed', now(), now() + interval '1 hour')`)
