@@ -126,9 +126,11 @@ browser:
 tmux:
 	@deploy/scripts/ensure-tmux.sh
 
-## sdk-tools: python3 and Node.js for the SDK suites (Debian packages when missing)
+## sdk-tools: python3 and Node.js for the SDK suites (Debian packages when missing), and the
+## OpenTelemetry SDK for Python for its tracing tests (Debian's, unpacked into .cache/python-otel)
 sdk-tools:
 	@deploy/scripts/ensure-sdk-tools.sh
+	@deploy/scripts/ensure-python-otel.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -94,10 +94,17 @@ func TestSDKPython(t *testing.T) {
 	cmd := exec.Command(python, "-m", "unittest", "discover", "-v", "-s", "tests", "-t", ".")
 	cmd.Dir = dir
 	// A PYTHONPATH of the caller's (an OpenTelemetry SDK outside
-	// site-packages) stays after the SDK's sources.
+	// site-packages) stays after the SDK's sources, and so does the SDK
+	// deploy/scripts/ensure-python-otel.sh unpacked (make test runs it).
 	pythonPath := filepath.Join(dir, "src")
 	if p := os.Getenv("PYTHONPATH"); p != "" {
 		pythonPath += string(os.PathListSeparator) + p
+	}
+	otel := filepath.Join(repoRoot(t), ".cache", "python-otel", "usr", "lib", "python3", "dist-packages")
+	_, err := os.Stat(otel)
+	unpacked := err == nil
+	if unpacked {
+		pythonPath += string(os.PathListSeparator) + otel
 	}
 	cmd.Env = append(os.Environ(), append(vars, "PYTHONPATH="+pythonPath, "PYTHONDONTWRITEBYTECODE=1", "MIO_TRACED=1")...)
 	out, err := cmd.CombinedOutput()
@@ -107,6 +114,7 @@ func TestSDKPython(t *testing.T) {
 	if m := handlerTraceparent.FindStringSubmatch(string(out)); m != nil {
 		requireReplyUnder(t, recv, m[1])
 	} else {
+		require.False(t, unpacked, "the live trace test did not run, though the OpenTelemetry SDK for Python is in %s", otel)
 		t.Log("the live trace test did not run: the OpenTelemetry SDK for Python is not importable")
 	}
 
