@@ -146,15 +146,15 @@ type Config struct {
 	// (docs/nats.md). Default off.
 	NatsURL string
 	// OutboundFlushers (MIO_OUTBOUND_FLUSHERS) is how many group-commit
-	// transactions of POST /v1/outbound may be in flight at once.
-	// Default 2.
+	// transactions of POST /v1/outbound may be in flight at once, and as
+	// many of stream appends. Default 2.
 	OutboundFlushers int
 	// OutboundBurstFlushers (MIO_OUTBOUND_BURST_FLUSHERS) are group-commit
 	// transactions of sends in flight besides OutboundFlushers while the
 	// recent ones carry few sends (20 or fewer on average). Default 0.
 	OutboundBurstFlushers int
 	// OutboundWindow (MIO_OUTBOUND_WINDOW) is how long a group commit
-	// waits to gather concurrent sends. Default 500µs.
+	// waits to gather concurrent sends (or stream appends). Default 500µs.
 	OutboundWindow time.Duration
 	// PublicURL (MIO_PUBLIC_URL) is the externally reachable base URL of the
 	// public listener, used to print webhook URLs. Default derived from

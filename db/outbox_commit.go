@@ -132,6 +132,12 @@ func pipelineWith(ctx context.Context, pool *pgxpool.Pool, settings string, tena
 	b := &pgx.Batch{}
 	b.Queue(settings, tenantID.String())
 	queue(b)
+	return sendPipeline(ctx, pool, b)
+}
+
+// sendPipeline sends b on a connection of pool as one implicit
+// transaction (its statements up to the batch's single Sync).
+func sendPipeline(ctx context.Context, pool *pgxpool.Pool, b *pgx.Batch) error {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return err

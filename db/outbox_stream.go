@@ -38,17 +38,54 @@ type StreamState struct {
 // stays within maxBytes, as one transaction in one round trip (the tenant
 // setting and the statement pipelined: appends come several times a
 // second per stream); ok is false when it did not take (OutboxStreamGet
-// tells why).
+// tells why). It is OutboxStreamAppendMany of one append.
 func OutboxStreamAppendCommit(ctx context.Context, pool *pgxpool.Pool, tenantID, id uuid.UUID, seq int, delta string, maxBytes int) (ok bool, err error) {
-	err = tenantPipeline(ctx, pool, tenantID, func(b *pgx.Batch) {
-		b.Queue(dbsqlc.OutboxStreamAppend, delta, int32(seq), tenantID, id, int32(maxBytes)).Query(func(rows pgx.Rows) error {
-			ok = rows.Next()
+	oks, err := OutboxStreamAppendMany(ctx, pool, []StreamAppend{{TenantID: tenantID, ID: id, Seq: seq, Delta: delta}}, maxBytes)
+	if err != nil {
+		return false, err
+	}
+	return oks[0], nil
+}
+
+// StreamAppend is one append of OutboxStreamAppendMany: Delta to stream
+// ID of TenantID as append Seq.
+type StreamAppend struct {
+	TenantID, ID uuid.UUID
+	Seq          int
+	Delta        string
+}
+
+// OutboxStreamAppendMany does appends, in their order, as
+// OutboxStreamAppendCommit does one, all in ONE transaction and one round
+// trip: a tenant setting before each append whose tenant is not the one
+// before it, and one OutboxStreamAppend per append, pipelined up to one
+// Sync. ok[i] is appends[i]'s: an append that does not take changes
+// nothing and fails none of the others, and appends to one stream take
+// one after the other (seq 4 after seq 3 of the same batch). An error is
+// the transaction's: nothing was written.
+func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []StreamAppend, maxBytes int) (ok []bool, err error) {
+	ok = make([]bool, len(appends))
+	if len(appends) == 0 {
+		return ok, nil
+	}
+	b := &pgx.Batch{}
+	var tenant uuid.UUID
+	for i, a := range appends {
+		if a.TenantID == uuid.Nil {
+			return nil, fmt.Errorf("stream append: %w", ErrNoTenant)
+		}
+		if a.TenantID != tenant {
+			tenant = a.TenantID
+			b.Queue(setTenantSQL, tenant.String())
+		}
+		b.Queue(dbsqlc.OutboxStreamAppend, a.Delta, int32(a.Seq), a.TenantID, a.ID, int32(maxBytes)).Query(func(rows pgx.Rows) error {
+			ok[i] = rows.Next()
 			rows.Close()
 			return rows.Err()
 		})
-	})
-	if err != nil {
-		return false, fmt.Errorf("stream append: %w", err)
+	}
+	if err := sendPipeline(ctx, pool, b); err != nil {
+		return nil, fmt.Errorf("stream append: %w", err)
 	}
 	return ok, nil
 }

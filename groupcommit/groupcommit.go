@@ -8,8 +8,9 @@
 // Config.Flushers transactions run at once, and Config.BurstFlushers
 // more while the recent batches are small (see Config).
 //
-// Webhook ingest (package ingest), outbound sends (package outbox) and
-// the dispatcher's claims and finishes (package workers) use it. Internal to MIO; not a stable API.
+// Webhook ingest (package ingest), outbound sends and stream appends
+// (package outbox) and the dispatcher's claims and finishes (package
+// workers) use it. Internal to MIO; not a stable API.
 package groupcommit
 
 import (

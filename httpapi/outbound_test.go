@@ -83,9 +83,10 @@ func newOutAPI(t *testing.T) *outAPI {
 	o.a, o.b = mk("a"), mk("b")
 	river, err := workers.NewClient(env.Pool, nil, workers.Config{})
 	require.NoError(t, err)
-	// Sends are group-committed, as in mio serve.
+	// Sends and stream appends are group-committed, as in mio serve.
 	sender := outbox.New(env.Pool, river)
 	t.Cleanup(sender.StartGroupCommit(groupcommit.Config{}))
+	t.Cleanup(sender.StartAppendGroupCommit(groupcommit.Config{}))
 	api := httpapi.New(httpapi.Deps{Pool: env.Pool, Metrics: metrics.New(), Outbox: sender})
 	o.pub = httptest.NewServer(openapitest.Handler(t, openapi.Public, api.PublicHandler()))
 	t.Cleanup(o.pub.Close)

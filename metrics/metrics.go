@@ -23,10 +23,12 @@ type Metrics struct {
 	InboundMessages     *prometheus.CounterVec   // channel_type
 	IngestBatchSize     prometheus.Histogram
 	OutboundBatchSize   prometheus.Histogram
-	// IngestCommitSeconds and OutboundCommitSeconds time one group
-	// commit's transaction.
+	AppendBatchSize     prometheus.Histogram
+	// IngestCommitSeconds, OutboundCommitSeconds and AppendCommitSeconds
+	// time one group commit's transaction.
 	IngestCommitSeconds   prometheus.Histogram
 	OutboundCommitSeconds prometheus.Histogram
+	AppendCommitSeconds   prometheus.Histogram
 
 	ConsumerLag        *prometheus.GaugeVec   // consumer
 	ConsumerAckPending *prometheus.GaugeVec   // consumer
@@ -71,6 +73,11 @@ func New() *Metrics {
 			Help:    "POST /v1/outbound requests committed together in one group-commit transaction.",
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
 		}),
+		AppendBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_append_batch_requests",
+			Help:    "POST /v1/outbound/{id}/append requests committed together in one group-commit transaction.",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+		}),
 		IngestCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mio_ingest_commit_seconds",
 			Help:    "Duration of one group-commit transaction of webhooks: its statements and its commit.",
@@ -79,6 +86,11 @@ func New() *Metrics {
 		OutboundCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "mio_outbound_commit_seconds",
 			Help:    "Duration of one group-commit transaction of POST /v1/outbound requests: its statements and its commit.",
+			Buckets: commitBuckets,
+		}),
+		AppendCommitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_append_commit_seconds",
+			Help:    "Duration of one group-commit transaction of POST /v1/outbound/{id}/append requests: its statements and its commit.",
 			Buckets: commitBuckets,
 		}),
 		ConsumerLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -100,7 +112,7 @@ func New() *Metrics {
 		}),
 	}
 	r.MustRegister(m.HTTPRequestDuration, m.InboundLatency, m.DedupTotal, m.InboundMessages, m.IngestBatchSize, m.OutboundBatchSize,
-		m.IngestCommitSeconds, m.OutboundCommitSeconds,
+		m.AppendBatchSize, m.IngestCommitSeconds, m.OutboundCommitSeconds, m.AppendCommitSeconds,
 		m.ConsumerLag, m.ConsumerAckPending, m.ConsumerDeliveries, m.PullLatency)
 	return m
 }

@@ -59,6 +59,9 @@ type Service struct {
 	// group, when started (StartGroupCommit), commits concurrent Sends
 	// together.
 	group *groupcommit.Committer[sendRequest, *Sent]
+	// appends, when started (StartAppendGroupCommit), commits concurrent
+	// Appends together.
+	appends *groupcommit.Committer[db.StreamAppend, bool]
 	// readKeysUntil (Unix ns): until then group commit reads a group's
 	// idempotency keys before writing it; after, it writes first and
 	// lets the keys' unique index find replays (commitRequests).

@@ -1,16 +1,20 @@
 package outbox
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/miohq/mio/db"
+	"github.com/miohq/mio/groupcommit"
 )
 
 var (
@@ -66,11 +70,13 @@ type Finish struct {
 }
 
 // Append adds delta to the open stream id as the client's append seq
-// (1, 2, 3…) in one statement, one transaction and one round trip. An append whose seq the
-// stream already took is a no-op answered as before; a gap is a
-// *StreamSeqError naming the seq expected; an append to a finished stream
-// is ErrStreamFinished; text beyond the message limit (the delta, or the
-// stream's text with it) is a *TooLargeError.
+// (1, 2, 3…) in one statement, one transaction and one round trip; with
+// append group commit started (StartAppendGroupCommit) the transaction
+// is shared with concurrent appends, of any stream and tenant. An append
+// whose seq the stream already took is a no-op answered as before; a gap
+// is a *StreamSeqError naming the seq expected; an append to a finished
+// stream is ErrStreamFinished; text beyond the message limit (the delta,
+// or the stream's text with it) is a *TooLargeError.
 func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, delta string) error {
 	switch {
 	case seq < 1:
@@ -80,7 +86,13 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 	case len(delta) > maxTextBytes:
 		return &TooLargeError{Field: "text_delta", Limit: maxTextBytes}
 	}
-	ok, err := db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
+	var ok bool
+	var err error
+	if s.appends != nil {
+		ok, err = s.appends.Do(ctx, db.StreamAppend{TenantID: tenantID, ID: id, Seq: seq, Delta: delta})
+	} else {
+		ok, err = db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
+	}
 	if err != nil || ok {
 		return err
 	}
@@ -101,6 +113,59 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 			return &TooLargeError{Field: "text_delta", Limit: maxTextBytes, Total: true}
 		}
 	})
+}
+
+// StartAppendGroupCommit makes Append share transactions between
+// concurrent calls, as StartGroupCommit does for Send (cfg tunes the
+// window, batch size and flushers; mio serve gives both the same). Call
+// it once, before serving; stop refuses new appends, commits what is
+// queued and waits.
+func (s *Service) StartAppendGroupCommit(cfg groupcommit.Config) (stop func()) {
+	cfg.Unavailable = db.IsUnavailable
+	if cfg.Name == "" {
+		cfg.Name = "append"
+	}
+	s.appends = groupcommit.New(s.commitAppends, cfg)
+	s.appends.Start()
+	return s.appends.Stop
+}
+
+// commitAppends is the append group-commit Func: the batch's appends in
+// ONE transaction and one round trip (db.OutboxStreamAppendMany), one
+// statement each, ordered by tenant (one tenant setting each), stream and
+// seq. The order is the rows' lock order, the same in every batch, so
+// two batches in flight never wait on each other's rows in a cycle; and
+// two appends of one stream in a batch take in seq order whichever came
+// first. Each answer is its own append's: taken, or not (Append reads
+// why after the commit).
+func (s *Service) commitAppends(ctx context.Context, reqs []db.StreamAppend) ([]groupcommit.Outcome[bool], error) {
+	at := make([]int, len(reqs)) // at[k]: the request of the k-th statement
+	for i := range at {
+		at[i] = i
+	}
+	slices.SortStableFunc(at, func(i, j int) int {
+		a, b := reqs[i], reqs[j]
+		if c := bytes.Compare(a.TenantID[:], b.TenantID[:]); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(a.ID[:], b.ID[:]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	appends := make([]db.StreamAppend, len(reqs))
+	for k, i := range at {
+		appends[k] = reqs[i]
+	}
+	ok, err := db.OutboxStreamAppendMany(ctx, s.pool, appends, maxTextBytes)
+	if err != nil {
+		return nil, err
+	}
+	outs := make([]groupcommit.Outcome[bool], len(reqs))
+	for k, i := range at {
+		outs[i].Res = ok[k]
+	}
+	return outs, nil
 }
 
 // FinishStream ends the open stream id: the dispatcher sends its final

@@ -2,13 +2,17 @@ package outbox_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/groupcommit"
 	"github.com/miohq/mio/outbox"
 )
 
@@ -125,4 +129,144 @@ func TestStreamRefusals(t *testing.T) {
 	var others int
 	require.NoError(t, b.owner.QueryRow(ctx, `SELECT count(*) FROM mio.outbox WHERE tenant_id = $1`, b.b.id).Scan(&others))
 	require.Zero(t, others, "nothing written in the other tenant")
+}
+
+// openStreamOf opens an empty stream of tenant tt.
+func (b *testBundle) openStreamOf(t *testing.T, tt testTenant) uuid.UUID {
+	t.Helper()
+	cmd := tt.cmd(uuid.NewString())
+	cmd.Text, cmd.Stream = "", true
+	sent, err := b.svc.Send(t.Context(), tt.id, cmd)
+	require.NoError(t, err)
+	return sent.ID
+}
+
+// TestStreamAppendsGroupCommitted: concurrent appends to several streams
+// of two tenants share transactions (every append committed by the
+// append group commit, in fewer transactions than appends), and every
+// stream ends with exactly the concatenation of its deltas in seq order.
+func TestStreamAppendsGroupCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	var mu sync.Mutex
+	var batches, committed int
+	stop := b.svc.StartAppendGroupCommit(groupcommit.Config{Window: 5 * time.Millisecond, Flushers: 1,
+		OnBatch: func(n int, _ time.Duration) {
+			mu.Lock()
+			batches, committed = batches+1, committed+n
+			mu.Unlock()
+		}})
+	defer stop()
+
+	const perTenant, appends = 4, 25
+	type stream struct {
+		tenant, id uuid.UUID
+		want       string
+	}
+	var streams []*stream
+	for _, tt := range []testTenant{b.a, b.b} {
+		for range perTenant {
+			streams = append(streams, &stream{tenant: tt.id, id: b.openStreamOf(t, tt)})
+		}
+	}
+	errs := make([]error, len(streams))
+	var wg sync.WaitGroup
+	for n, s := range streams {
+		for seq := 1; seq <= appends; seq++ {
+			s.want += fmt.Sprintf("%d.%d;", n, seq)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 1; seq <= appends && errs[n] == nil; seq++ {
+				errs[n] = b.svc.Append(ctx, s.tenant, s.id, seq, fmt.Sprintf("%d.%d;", n, seq))
+			}
+		}()
+	}
+	wg.Wait()
+	for n, s := range streams {
+		require.NoError(t, errs[n])
+		o, _, err := b.svc.Get(ctx, s.tenant, s.id)
+		require.NoError(t, err)
+		require.Equal(t, s.want, o.Text, "stream %d", n)
+		require.Equal(t, appends, *o.StreamSeq)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	total := len(streams) * appends
+	require.Equal(t, total, committed, "every append committed by the append group commit")
+	require.Less(t, batches, total, "appends shared transactions")
+}
+
+// TestStreamAppendsOfOneStreamInOneBatch: appends gathered into one
+// transaction are each answered as if alone — several of one stream all
+// taken in seq order, also when a seq came before the one it follows, a
+// retry of a seq taken in the same batch a no-op, a gap and an append to
+// a finished stream refused — and the refused ones fail none of the
+// others.
+func TestStreamAppendsOfOneStreamInOneBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	one, other, done := b.openStreamOf(t, b.a), b.openStreamOf(t, b.b), b.openStreamOf(t, b.a)
+	require.NoError(t, b.svc.Append(ctx, b.a.id, done, 1, "done"))
+	require.NoError(t, b.svc.FinishStream(ctx, b.a.id, done, outbox.Finish{}))
+
+	type call struct {
+		tenant, id uuid.UUID
+		seq        int
+		delta      string
+		check      func(t *testing.T, err error)
+	}
+	ok := func(t *testing.T, err error) { require.NoError(t, err) }
+	calls := []call{
+		{b.a.id, one, 1, "Hel", ok},
+		{b.b.id, other, 1, "other", ok},
+		{b.a.id, one, 2, "lo", ok},
+		{b.a.id, one, 1, "Hel", ok}, // a retry
+		{b.a.id, done, 2, "more", func(t *testing.T, err error) { require.ErrorIs(t, err, outbox.ErrStreamFinished) }},
+		{b.a.id, one, 4, "!", ok}, // before the seq it follows
+		{b.a.id, one, 3, ",", ok},
+		{b.a.id, one, 9, "?", func(t *testing.T, err error) {
+			var seqErr *outbox.StreamSeqError
+			require.ErrorAs(t, err, &seqErr)
+			require.Equal(t, 5, seqErr.Expected)
+		}},
+	}
+	var mu sync.Mutex
+	var batches []int
+	stop := b.svc.StartAppendGroupCommit(groupcommit.Config{Window: 10 * time.Second, MaxBatch: len(calls), Flushers: 1,
+		OnBatch: func(n int, _ time.Duration) {
+			mu.Lock()
+			batches = append(batches, n)
+			mu.Unlock()
+		}})
+	defer stop()
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.svc.Append(ctx, c.tenant, c.id, c.seq, c.delta)
+		}()
+		time.Sleep(20 * time.Millisecond) // queued in this order, likely: the answers do not depend on it
+	}
+	wg.Wait()
+	for i, c := range calls {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { c.check(t, errs[i]) })
+	}
+	for id, want := range map[uuid.UUID]string{one: "Hello,!", other: "other", done: "done"} {
+		tenant := b.a.id
+		if id == other {
+			tenant = b.b.id
+		}
+		o, _, err := b.svc.Get(ctx, tenant, id)
+		require.NoError(t, err)
+		require.Equal(t, want, o.Text)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{len(calls)}, batches, "one transaction")
 }

@@ -3,8 +3,9 @@
 -- takes seq; no row when the stream is not there to take it (not found,
 -- not a stream, finished, another seq, or the text would exceed
 -- max_bytes: OutboxStreamGet tells which). One short statement, sent in
--- one round trip with the tenant setting (db.OutboxStreamAppendCommit):
--- appends come several times a second per stream.
+-- one round trip with the tenant setting, a group commit's appends
+-- together (db.OutboxStreamAppendMany): appends come several times a
+-- second per stream.
 UPDATE mio.outbox AS o
 SET text = o.text || sqlc.arg(text_delta)::text, stream_seq = sqlc.arg(seq)::integer
 WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = sqlc.arg(id) AND o.stream_seq + 1 = sqlc.arg(seq)::integer

@@ -201,6 +201,12 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 			m.OutboundBatchSize.Observe(float64(n))
 			m.OutboundCommitSeconds.Observe(took.Seconds())
 		}, Logger: log.With("component", "outbound"), Tracer: tracing.Tracer(tp), SpanAttributes: outboxSpan})
+	// Appends to streamed replies too (same settings).
+	stopAppends := sender.StartAppendGroupCommit(groupcommit.Config{Flushers: cfg.OutboundFlushers, BurstFlushers: cfg.OutboundBurstFlushers, Window: cfg.OutboundWindow,
+		OnBatch: func(n int, took time.Duration) {
+			m.AppendBatchSize.Observe(float64(n))
+			m.AppendCommitSeconds.Observe(took.Seconds())
+		}, Logger: log.With("component", "append"), Tracer: tracing.Tracer(tp), SpanAttributes: outboxSpan})
 	reconciler.Ingester = ingester // before River starts
 
 	// The channels' long-running sources (the Discord Gateway, Telegram
@@ -334,6 +340,7 @@ func serve(ctx context.Context, cfg *config.Config, log *slog.Logger, rt *config
 	ingester.Stop()
 	stopReplies()
 	stopSender()
+	stopAppends()
 	stopSweep()
 	<-sweepDone // its pass enqueues through River's client
 	if working {

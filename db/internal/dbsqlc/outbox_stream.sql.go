@@ -33,8 +33,9 @@ type OutboxStreamAppendParams struct {
 // takes seq; no row when the stream is not there to take it (not found,
 // not a stream, finished, another seq, or the text would exceed
 // max_bytes: OutboxStreamGet tells which). One short statement, sent in
-// one round trip with the tenant setting (db.OutboxStreamAppendCommit):
-// appends come several times a second per stream.
+// one round trip with the tenant setting, a group commit's appends
+// together (db.OutboxStreamAppendMany): appends come several times a
+// second per stream.
 func (q *Queries) OutboxStreamAppend(ctx context.Context, db DBTX, arg *OutboxStreamAppendParams) (int32, error) {
 	row := db.QueryRow(ctx, OutboxStreamAppend,
 		arg.TextDelta,
