@@ -86,18 +86,33 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 	case len(delta) > maxTextBytes:
 		return &TooLargeError{Field: "text_delta", Limit: maxTextBytes}
 	}
-	var ok bool
-	var err error
-	if s.appends != nil {
-		ok, err = s.appends.Do(ctx, db.StreamAppend{TenantID: tenantID, ID: id, Seq: seq, Delta: delta})
-	} else {
-		ok, err = db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
+	for attempt := 0; ; attempt++ {
+		var ok bool
+		var err error
+		if s.appends != nil {
+			ok, err = s.appends.Do(ctx, db.StreamAppend{TenantID: tenantID, ID: id, Seq: seq, Delta: delta})
+		} else {
+			ok, err = db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
+		}
+		if err != nil || ok {
+			return err
+		}
+		// Not taken: read why.
+		again, err := s.appendRefused(ctx, tenantID, id, seq, len(delta))
+		if !again || attempt == 2 {
+			return err
+		}
 	}
-	if err != nil || ok {
-		return err
-	}
-	// Not taken: read why.
-	return db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
+}
+
+// appendRefused says why append seq (delta bytes long) of stream id was
+// not taken: a retry of an append taken before (nil), a finished stream,
+// a gap, or text beyond the limit. again: none of those — the append
+// before it committed after this one was refused (a client sending
+// appends concurrently, in separate transactions), so it should be tried
+// again.
+func (s *Service) appendRefused(ctx context.Context, tenantID, id uuid.UUID, seq, delta int) (again bool, err error) {
+	err = db.InTenantTx(ctx, s.pool, tenantID, func(tx pgx.Tx) error {
 		st, err := s.streamState(ctx, tx, tenantID, id)
 		if err != nil {
 			return err
@@ -109,10 +124,14 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 			return ErrStreamFinished
 		case seq != *st.Seq+1:
 			return &StreamSeqError{Expected: *st.Seq + 1, Got: seq}
-		default:
+		case st.TextBytes+delta > maxTextBytes:
 			return &TooLargeError{Field: "text_delta", Limit: maxTextBytes, Total: true}
+		default:
+			again = true
+			return nil
 		}
 	})
+	return again, err
 }
 
 // StartAppendGroupCommit makes Append share transactions between

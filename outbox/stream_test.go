@@ -270,3 +270,28 @@ func TestStreamAppendsOfOneStreamInOneBatch(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []int{len(calls)}, batches, "one transaction")
 }
+
+// TestStreamAppendRefusedThenNext: an append refused while the one before
+// it was not yet committed (a client sending appends concurrently) and
+// found next once it has, is tried again — not answered 413; text beyond
+// the limit still is.
+func TestStreamAppendRefusedThenNext(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	id := b.openStreamOf(t, b.a)
+	require.NoError(t, b.svc.Append(ctx, b.a.id, id, 1, "Hel"))
+
+	again, err := outbox.AppendRefused(b.svc, ctx, b.a.id, id, 2, len("lo"))
+	require.NoError(t, err)
+	require.True(t, again, "seq 2 is next now: try it again")
+
+	again, err = outbox.AppendRefused(b.svc, ctx, b.a.id, id, 2, 64<<10)
+	require.False(t, again)
+	var tooLarge *outbox.TooLargeError
+	require.ErrorAs(t, err, &tooLarge)
+
+	again, err = outbox.AppendRefused(b.svc, ctx, b.a.id, id, 1, 1)
+	require.NoError(t, err, "a retry of an append taken before")
+	require.False(t, again)
+}
