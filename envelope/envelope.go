@@ -161,8 +161,9 @@ type Reaction struct {
 // ReactionCommand is an agent's reaction, POSTed to /v1/reactions: add
 // (or, with Remove, take back) Emoji on the platform message MessageID
 // (an inbound envelope's platform message id or an outbound message's
-// provider_message_id) in ConversationID. An empty IdempotencyKey is
-// derived from the rest, so the same reaction sent twice is one.
+// provider_message_id) in ConversationID. Without an IdempotencyKey each
+// command is a new reaction (a key derived from the fields would make add,
+// remove, add a replay of the first add).
 type ReactionCommand struct {
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	AccountID      uuid.UUID `json:"account_id"`
