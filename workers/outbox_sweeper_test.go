@@ -161,10 +161,12 @@ func TestSweepOnePassAtATime(t *testing.T) {
 func TestSweepWithoutLeader(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// The lease also bounds the new job's own send: a send slower than
-	// its lease (the race detector on a loaded machine) is taken over by
-	// the next job the sweeper queued, and sent twice, as designed.
-	const lease, grace, interval = 3 * time.Second, 500 * time.Millisecond, 200 * time.Millisecond
+	// The dead worker's lease is cut short below; the new job's claim
+	// takes a lease as long as a real one, so that its send and finish,
+	// however slow on a loaded machine under the race detector, end
+	// within it (a send outliving its lease is taken over by the next job
+	// the sweeper queued, and sent twice, as the lease allows).
+	const lease, grace, interval = 30 * time.Second, 500 * time.Millisecond, 200 * time.Millisecond
 	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: lease}}
 	b := newOutBundle(t, o)
 	b.ownerExec(t, `INSERT INTO river.river_leader (leader_id, elected_at, expires_at) VALUES ('killed', now(), now() + interval '1 hour')`)
@@ -172,6 +174,7 @@ func TestSweepWithoutLeader(t *testing.T) {
 	jobID := b.jobOf(t, id)
 	require.NoError(t, b.disps[0].ClaimOnly(ctx, b.tenant, id))
 	b.ownerExec(t, `UPDATE river.river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour' WHERE id = $1`, jobID)
+	b.ownerExec(t, `UPDATE mio.outbox SET lease_until = now() + interval '300 milliseconds' WHERE id = $1`, id)
 
 	cfg := workers.OutboxSweepConfig{Grace: grace, Interval: interval}
 	for range 2 {
