@@ -36,6 +36,12 @@ var (
 // pooled reports whether runtime pools go through PgBouncer.
 func pooled() bool { return os.Getenv(pgbouncerEnv) != "" }
 
+// Pooled reports whether New's runtime pools go through PgBouncer in
+// transaction mode (MIO_TEST_PGBOUNCER): a test of what one server
+// session keeps between transactions (its prepared statements' plans)
+// cannot see it there.
+func Pooled() bool { return pooled() }
+
 // bouncerURL is the URL of database name through the process's PgBouncer
 // (started on first use, stopped by Main), as PooledRole, with the query
 // mode a transaction pooler needs (no named prepared statements).
