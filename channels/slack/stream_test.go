@@ -63,7 +63,7 @@ func TestStreamStartAppendStop(t *testing.T) {
 // TestStreamLost: a stream whose shown text is not known (resumed by
 // another worker) cannot be appended to (ErrStreamLost, permanent); its
 // stop ends the stream and updates the message to the final text, and a
-// second stop (a retried final call) only updates it.
+// second chat.stopStream (a retried final call) only updates it.
 func TestStreamLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
