@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,37 +58,90 @@ type StreamAppend struct {
 
 // OutboxStreamAppendMany does appends, in their order, as
 // OutboxStreamAppendCommit does one, all in ONE transaction and one round
-// trip: a tenant setting before each append whose tenant is not the one
-// before it, and one OutboxStreamAppend per append, pipelined up to one
-// Sync. ok[i] is appends[i]'s: an append that does not take changes
-// nothing and fails none of the others, and appends to one stream take
-// one after the other (seq 4 after seq 3 of the same batch). An error is
-// the transaction's: nothing was written.
+// trip: per tenant, its setting and one OutboxStreamAppendRound per
+// round, pipelined up to one Sync. A round holds at most one append per
+// stream: the k-th append of a stream in appends goes in round k, so
+// appends to one stream take one after the other (seq 4 after seq 3 of
+// the same batch) and a batch of one append per stream is one statement
+// per tenant. ok[i] is appends[i]'s: an append that does not take
+// changes nothing and fails none of the others. An error is the
+// transaction's: nothing was written.
+//
+// Rows are locked in the statement's join order. Callers sort appends
+// by (tenant, stream, seq), so two batches that share streams meet them
+// in one order; were a plan to order them otherwise, PostgreSQL's
+// deadlock check fails one batch, whose appends are then retried one by
+// one (groupcommit).
 func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []StreamAppend, maxBytes int) (ok []bool, err error) {
 	ok = make([]bool, len(appends))
 	if len(appends) == 0 {
 		return ok, nil
 	}
 	b := &pgx.Batch{}
-	var tenant uuid.UUID
-	for i, a := range appends {
-		if a.TenantID == uuid.Nil {
+	for i := 0; i < len(appends); {
+		tenant := appends[i].TenantID
+		if tenant == uuid.Nil {
 			return nil, fmt.Errorf("stream append: %w", ErrNoTenant)
 		}
-		if a.TenantID != tenant {
-			tenant = a.TenantID
-			b.Queue(setTenantSQL, tenant.String())
+		var rounds []*appendRound
+		j := i
+		for ; j < len(appends) && appends[j].TenantID == tenant; j++ {
+			k := 0
+			for _, r := range rounds {
+				if !r.has(appends[j].ID) {
+					break
+				}
+				k++
+			}
+			if k == len(rounds) {
+				rounds = append(rounds, &appendRound{})
+			}
+			rounds[k].add(j, appends[j])
 		}
-		b.Queue(dbsqlc.OutboxStreamAppend, a.Delta, int32(a.Seq), a.TenantID, a.ID, int32(maxBytes)).Query(func(rows pgx.Rows) error {
-			ok[i] = rows.Next()
-			rows.Close()
-			return rows.Err()
-		})
+		b.Queue(setTenantSQL, tenant.String())
+		for _, r := range rounds {
+			b.Queue(dbsqlc.OutboxStreamAppendRound, tenant, r.ids, int32(maxBytes), r.seqs, r.deltas).Query(func(rows pgx.Rows) error {
+				taken := make(map[uuid.UUID]bool, len(r.ids))
+				for rows.Next() {
+					var id uuid.UUID
+					if err := rows.Scan(&id); err != nil {
+						return err
+					}
+					taken[id] = true
+				}
+				if err := rows.Err(); err != nil {
+					return err
+				}
+				for n, id := range r.ids {
+					ok[r.at[n]] = taken[id]
+				}
+				return nil
+			})
+		}
+		i = j
 	}
 	if err := sendPipeline(ctx, pool, b); err != nil {
 		return nil, fmt.Errorf("stream append: %w", err)
 	}
 	return ok, nil
+}
+
+// appendRound is one OutboxStreamAppendRound: at most one append per
+// stream; at[n] is the index in the batch of the append of ids[n].
+type appendRound struct {
+	ids    []uuid.UUID
+	seqs   []int32
+	deltas []string
+	at     []int
+}
+
+func (r *appendRound) has(id uuid.UUID) bool { return slices.Contains(r.ids, id) }
+
+func (r *appendRound) add(at int, a StreamAppend) {
+	r.ids = append(r.ids, a.ID)
+	r.seqs = append(r.seqs, int32(a.Seq))
+	r.deltas = append(r.deltas, a.Delta)
+	r.at = append(r.at, at)
 }
 
 // OutboxStreamGet returns the state of message id as a stream; ErrNotFound
@@ -139,18 +193,28 @@ type StreamPollParams struct {
 }
 
 // OutboxStreamPoll extends the lease of stream attempt p.AttemptNo,
-// records what p names, and returns the stream; ErrNotFound when the
-// attempt is no longer sending (another worker took it over).
-func OutboxStreamPoll(ctx context.Context, tx DBTX, p StreamPollParams) (*StreamLook, error) {
-	r, err := queries().OutboxStreamPoll(ctx, tx, &dbsqlc.OutboxStreamPollParams{TenantID: p.TenantID, ID: p.ID,
-		AttemptNo: int32(p.AttemptNo), LeaseUntil: &p.LeaseUntil, ProviderMessageID: p.ProviderMessageID,
-		Event: p.Event, Detail: p.Detail})
+// records what p names, and returns the stream, as one transaction in
+// one round trip (the row is locked only for that statement and its
+// commit: the stream's appends wait the least behind it); ErrNotFound
+// when the attempt is no longer sending (another worker took it over).
+func OutboxStreamPoll(ctx context.Context, pool *pgxpool.Pool, p StreamPollParams) (*StreamLook, error) {
+	var l *StreamLook
+	err := tenantPipeline(ctx, pool, p.TenantID, func(b *pgx.Batch) {
+		b.Queue(dbsqlc.OutboxStreamPoll, &p.LeaseUntil, p.ProviderMessageID, p.TenantID, p.ID, int32(p.AttemptNo),
+			p.Event, p.Detail).QueryRow(func(row pgx.Row) error {
+			var r dbsqlc.OutboxStreamPollRow
+			if err := row.Scan(&r.Text, &r.RichContent, &r.StreamSeq, &r.StreamFinishedAt); err != nil {
+				return err
+			}
+			l = &StreamLook{Text: r.Text, RichContent: r.RichContent, Finished: r.StreamFinishedAt != nil}
+			if r.StreamSeq != nil {
+				l.Seq = int(*r.StreamSeq)
+			}
+			return nil
+		})
+	})
 	if err != nil {
-		return nil, translate(err)
-	}
-	l := &StreamLook{Text: r.Text, RichContent: r.RichContent, Finished: r.StreamFinishedAt != nil}
-	if r.StreamSeq != nil {
-		l.Seq = int(*r.StreamSeq)
+		return nil, err
 	}
 	return l, nil
 }

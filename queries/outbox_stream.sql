@@ -1,17 +1,19 @@
--- name: OutboxStreamAppend :one
--- Appends text_delta to an open stream whose last append was seq - 1, and
--- takes seq; no row when the stream is not there to take it (not found,
--- not a stream, finished, another seq, or the text would exceed
--- max_bytes: OutboxStreamGet tells which). One short statement, sent in
--- one round trip with the tenant setting, a group commit's appends
--- together (db.OutboxStreamAppendMany): appends come several times a
--- second per stream.
+-- name: OutboxStreamAppendRound :many
+-- Appends, to each open stream of ids (distinct) whose last append was
+-- seqs[i] - 1, deltas[i], and takes seqs[i]; returns the streams that
+-- took theirs. A stream that does not (not found, not a stream,
+-- finished, another seq, or the text would exceed max_bytes:
+-- OutboxStreamGet tells which) is left as it was. One statement for a
+-- group commit's appends of a tenant (db.OutboxStreamAppendMany).
 UPDATE mio.outbox AS o
-SET text = o.text || sqlc.arg(text_delta)::text, stream_seq = sqlc.arg(seq)::integer
-WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = sqlc.arg(id) AND o.stream_seq + 1 = sqlc.arg(seq)::integer
+SET text = o.text || a.delta, stream_seq = a.seq
+FROM (SELECT unnest(sqlc.arg(ids)::uuid[]) AS id, unnest(sqlc.arg(seqs)::integer[]) AS seq,
+             unnest(sqlc.arg(deltas)::text[]) AS delta) AS a
+WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = ANY (sqlc.arg(ids)::uuid[]) AND o.id = a.id
+  AND o.stream_seq + 1 = a.seq
   AND o.stream_finished_at IS NULL
-  AND octet_length(o.text) + octet_length(sqlc.arg(text_delta)::text) <= sqlc.arg(max_bytes)::integer
-RETURNING o.stream_seq::integer;
+  AND octet_length(o.text) + octet_length(a.delta) <= sqlc.arg(max_bytes)::integer
+RETURNING o.id;
 
 -- name: OutboxStreamGet :one
 -- A stream's state, for the answer to an append or finish that did not

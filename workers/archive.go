@@ -339,8 +339,7 @@ func ArchiveObjectKey(channelType string, day time.Time, tenantID uuid.UUID, fir
 // github.com/go-json-experiment/json (encoding/json/v2's engine) set to
 // encoding/json's behaviour, byte for byte the line encoding/json writes
 // (FuzzArchiveLineLikeEncodingJSON) in 6 µs a message where encoding/json
-// took 15: a third of the archive's CPU (docs/benchmarks.md, twelfth
-// stop).
+// took 15: a third of the archive's CPU.
 func archiveLine(r *db.ArchiveRow) ([]byte, error) {
 	var m envelope.Message
 	v1 := jsonv1.DefaultOptionsV1() // encoding/json's behaviour

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -169,7 +170,7 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 }
 
 // see reads the row once per edit interval: a look that writes (look)
-// when there is something to record or a third of the lease has passed
+// when there is something to record or about a third of the lease has passed
 // since it was last extended, else a read. The stream's appends then
 // never wait behind the dispatcher's row lock, and the row gets a new
 // version per append rather than per append and per interval.
@@ -195,15 +196,10 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 		s.record.event = db.EventStreamEdited
 		s.record.detail, _ = json.Marshal(map[string]any{"edits": s.edits, "bytes": len(s.shown), "operation": s.op})
 	}
-	var look *db.StreamLook
 	now := time.Now()
-	err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-		var err error
-		look, err = db.OutboxStreamPoll(ctx, tx, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID,
-			AttemptNo: s.c.AttemptNo, LeaseUntil: now.Add(lease), ProviderMessageID: s.record.providerID,
-			Event: s.record.event, Detail: s.record.detail})
-		return err
-	})
+	look, err := db.OutboxStreamPoll(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID,
+		AttemptNo: s.c.AttemptNo, LeaseUntil: now.Add(lease), ProviderMessageID: s.record.providerID,
+		Event: s.record.event, Detail: s.record.detail})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
@@ -214,7 +210,9 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 		s.edits = 0
 	}
 	s.record.providerID, s.record.event, s.record.detail = "", "", nil
-	s.renewAt = now.Add(lease / 3)
+	// Next in a third of the lease, give or take a twelfth: streams
+	// opened together do not all write at the same moment ever after.
+	s.renewAt = now.Add(lease/4 + rand.N(lease/6+1))
 	return look, nil
 }
 

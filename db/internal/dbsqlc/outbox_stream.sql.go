@@ -12,41 +12,56 @@ import (
 	"github.com/google/uuid"
 )
 
-const OutboxStreamAppend = `-- name: OutboxStreamAppend :one
+const OutboxStreamAppendRound = `-- name: OutboxStreamAppendRound :many
 UPDATE mio.outbox AS o
-SET text = o.text || $1::text, stream_seq = $2::integer
-WHERE o.tenant_id = $3 AND o.id = $4 AND o.stream_seq + 1 = $2::integer
+SET text = o.text || a.delta, stream_seq = a.seq
+FROM (SELECT unnest($2::uuid[]) AS id, unnest($4::integer[]) AS seq,
+             unnest($5::text[]) AS delta) AS a
+WHERE o.tenant_id = $1 AND o.id = ANY ($2::uuid[]) AND o.id = a.id
+  AND o.stream_seq + 1 = a.seq
   AND o.stream_finished_at IS NULL
-  AND octet_length(o.text) + octet_length($1::text) <= $5::integer
-RETURNING o.stream_seq::integer
+  AND octet_length(o.text) + octet_length(a.delta) <= $3::integer
+RETURNING o.id
 `
 
-type OutboxStreamAppendParams struct {
-	TextDelta string
-	Seq       int32
-	TenantID  uuid.UUID
-	ID        uuid.UUID
-	MaxBytes  int32
+type OutboxStreamAppendRoundParams struct {
+	TenantID uuid.UUID
+	Ids      []uuid.UUID
+	MaxBytes int32
+	Seqs     []int32
+	Deltas   []string
 }
 
-// Appends text_delta to an open stream whose last append was seq - 1, and
-// takes seq; no row when the stream is not there to take it (not found,
-// not a stream, finished, another seq, or the text would exceed
-// max_bytes: OutboxStreamGet tells which). One short statement, sent in
-// one round trip with the tenant setting, a group commit's appends
-// together (db.OutboxStreamAppendMany): appends come several times a
-// second per stream.
-func (q *Queries) OutboxStreamAppend(ctx context.Context, db DBTX, arg *OutboxStreamAppendParams) (int32, error) {
-	row := db.QueryRow(ctx, OutboxStreamAppend,
-		arg.TextDelta,
-		arg.Seq,
+// Appends, to each open stream of ids (distinct) whose last append was
+// seqs[i] - 1, deltas[i], and takes seqs[i]; returns the streams that
+// took theirs. A stream that does not (not found, not a stream,
+// finished, another seq, or the text would exceed max_bytes:
+// OutboxStreamGet tells which) is left as it was. One statement for a
+// group commit's appends of a tenant (db.OutboxStreamAppendMany).
+func (q *Queries) OutboxStreamAppendRound(ctx context.Context, db DBTX, arg *OutboxStreamAppendRoundParams) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, OutboxStreamAppendRound,
 		arg.TenantID,
-		arg.ID,
+		arg.Ids,
 		arg.MaxBytes,
+		arg.Seqs,
+		arg.Deltas,
 	)
-	var o_stream_seq int32
-	err := row.Scan(&o_stream_seq)
-	return o_stream_seq, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const OutboxStreamFinish = `-- name: OutboxStreamFinish :one
