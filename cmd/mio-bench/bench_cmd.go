@@ -72,7 +72,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.StringVar(&holdKind, "hold-kind", bench.HoldWriter, "horizon: writer (one transaction with an XID) or readers (four REPEATABLE READ snapshots)")
 		fs.StringVar(&loader, "loader", bench.LoaderRaw, "ingest, produce, dispatch-webhook: the load generator: raw (one write a request on kept-alive connections, a few µs of CPU a request, like pgbench's client) or go (net/http's client, ~45 µs a request)")
 		fs.StringVar(&cpuProf, "cpuprofile", "", "ingest, produce, consume, dispatch, dispatch-webhook, mcp, stream: write the server's CPU profile of the measured phase (consume: the drain's first 5 s; mcp: the MCP drain's first 3 s, the HTTP drain's to <file>.http, the bench's own clients' to <file>.client and <file>.http.client; dispatch: the throughput phase's first 5 s; stream: the appends' middle half) to this file; bridge: this process's (bridge and nats-server) while the bridge publishes")
-		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch, dispatch-webhook: write the server's allocation profile after the measured phase (dispatch: the throughput phase) to this file")
+		fs.StringVar(&memProf, "allocsprofile", "", "ingest, dispatch, dispatch-webhook, stream: write the server's allocation profile after the measured phase (dispatch: the throughput phase; stream: the appends) to this file")
 		fs.StringVar(&ordering, "ordering", "none", "horizon: the consumer's ordering, none or conversation")
 		fs.IntVar(&rows, "rows", 10_000_000, "scale: inbox rows loaded as history")
 		fs.IntVar(&days, "days", 5, "scale: past days the history spreads over (at most 6)")
@@ -242,7 +242,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Stream(ctx, env, bench.StreamOptions{Streams: streams, Rate: sRate, Duration: sFor, CPUProfile: cpuProf})
+		res, err := bench.Stream(ctx, env, bench.StreamOptions{Streams: streams, Rate: sRate, Duration: sFor, CPUProfile: cpuProf, AllocsProfile: memProf})
 		if res != nil {
 			res.Print(stdout)
 		}

@@ -35,6 +35,9 @@ type StreamOptions struct {
 	// CPUProfile, when set, is where the server's CPU profile of the
 	// appends' middle half is written.
 	CPUProfile string
+	// AllocsProfile, when set, is where the server's allocation profile
+	// is written once the appends are done.
+	AllocsProfile string
 }
 
 // StreamResult holds the figures of one run.
@@ -230,6 +233,11 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 	wg.Wait()
 	if err := profiled(); err != nil {
 		return res, fmt.Errorf("stream: cpu profile: %w", err)
+	}
+	if opts.AllocsProfile != "" {
+		if err := env.AllocsProfile(ctx, opts.AllocsProfile); err != nil {
+			return res, fmt.Errorf("stream: allocation profile: %w", err)
+		}
 	}
 	if firstEr != nil {
 		return res, fmt.Errorf("stream: %d requests failed, the first: %w", res.Failed, firstEr)
