@@ -38,14 +38,20 @@ type StreamState struct {
 // tenant as append seq, when its last append was seq-1 and the text
 // stays within maxBytes, as one transaction in one round trip (the tenant
 // setting and the statement pipelined: appends come several times a
-// second per stream); ok is false when it did not take (OutboxStreamGet
-// tells why). It is OutboxStreamAppendMany of one append.
+// second per stream), waiting for the row when another transaction holds
+// it; ok is false when it did not take (OutboxStreamGet tells why).
 func OutboxStreamAppendCommit(ctx context.Context, pool *pgxpool.Pool, tenantID, id uuid.UUID, seq int, delta string, maxBytes int) (ok bool, err error) {
-	oks, err := OutboxStreamAppendMany(ctx, pool, []StreamAppend{{TenantID: tenantID, ID: id, Seq: seq, Delta: delta}}, maxBytes)
+	err = tenantPipeline(ctx, pool, tenantID, func(b *pgx.Batch) {
+		b.Queue(dbsqlc.OutboxStreamAppendWait, delta, int32(seq), tenantID, id, int32(maxBytes)).Query(func(rows pgx.Rows) error {
+			ok = rows.Next()
+			rows.Close()
+			return rows.Err()
+		})
+	})
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("stream append: %w", err)
 	}
-	return oks[0], nil
+	return ok, nil
 }
 
 // StreamAppend is one append of OutboxStreamAppendMany: Delta to stream
@@ -56,6 +62,20 @@ type StreamAppend struct {
 	Delta        string
 }
 
+// AppendOutcome is what OutboxStreamAppendMany did with one append.
+type AppendOutcome uint8
+
+const (
+	// AppendRefused: the append did not take (OutboxStreamGet tells why).
+	AppendRefused AppendOutcome = iota
+	// AppendTaken: the append took.
+	AppendTaken
+	// AppendSkipped: the stream's row was held by another transaction
+	// (or is not there); nothing was tried: try it alone
+	// (OutboxStreamAppendCommit, which waits for the row).
+	AppendSkipped
+)
+
 // OutboxStreamAppendMany does appends, in their order, as
 // OutboxStreamAppendCommit does one, all in ONE transaction and one round
 // trip: per tenant, its setting and one OutboxStreamAppendRound per
@@ -63,19 +83,15 @@ type StreamAppend struct {
 // stream: the k-th append of a stream in appends goes in round k, so
 // appends to one stream take one after the other (seq 4 after seq 3 of
 // the same batch) and a batch of one append per stream is one statement
-// per tenant. ok[i] is appends[i]'s: an append that does not take
-// changes nothing and fails none of the others. An error is the
-// transaction's: nothing was written.
-//
-// Rows are locked in the statement's join order. Callers sort appends
-// by (tenant, stream, seq), so two batches that share streams meet them
-// in one order; were a plan to order them otherwise, PostgreSQL's
-// deadlock check fails one batch, whose appends are then retried one by
-// one (groupcommit).
-func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []StreamAppend, maxBytes int) (ok []bool, err error) {
-	ok = make([]bool, len(appends))
+// per tenant. A row another transaction holds (the dispatcher recording
+// its send, a finish) is skipped, not waited for: its appends are
+// AppendSkipped, and no other append of the batch waits behind it. An
+// append that does not take changes nothing and fails none of the
+// others. An error is the transaction's: nothing was written.
+func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []StreamAppend, maxBytes int) ([]AppendOutcome, error) {
+	out := make([]AppendOutcome, len(appends))
 	if len(appends) == 0 {
-		return ok, nil
+		return out, nil
 	}
 	b := &pgx.Batch{}
 	for i := 0; i < len(appends); {
@@ -100,20 +116,26 @@ func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []S
 		}
 		b.Queue(setTenantSQL, tenant.String())
 		for _, r := range rounds {
-			b.Queue(dbsqlc.OutboxStreamAppendRound, tenant, r.ids, int32(maxBytes), r.seqs, r.deltas).Query(func(rows pgx.Rows) error {
-				taken := make(map[uuid.UUID]bool, len(r.ids))
+			b.Queue(dbsqlc.OutboxStreamAppendRound, r.ids, r.seqs, r.deltas, tenant, int32(maxBytes)).Query(func(rows pgx.Rows) error {
+				locked := make(map[uuid.UUID]bool, len(r.ids))
 				for rows.Next() {
 					var id uuid.UUID
-					if err := rows.Scan(&id); err != nil {
+					var taken bool
+					if err := rows.Scan(&id, &taken); err != nil {
 						return err
 					}
-					taken[id] = true
+					locked[id] = taken
 				}
 				if err := rows.Err(); err != nil {
 					return err
 				}
 				for n, id := range r.ids {
-					ok[r.at[n]] = taken[id]
+					switch taken, ok := locked[id]; {
+					case !ok:
+						out[r.at[n]] = AppendSkipped
+					case taken:
+						out[r.at[n]] = AppendTaken
+					}
 				}
 				return nil
 			})
@@ -123,7 +145,7 @@ func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []S
 	if err := sendPipeline(ctx, pool, b); err != nil {
 		return nil, fmt.Errorf("stream append: %w", err)
 	}
-	return ok, nil
+	return out, nil
 }
 
 // appendRound is one OutboxStreamAppendRound: at most one append per

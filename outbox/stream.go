@@ -91,7 +91,10 @@ func (s *Service) Append(ctx context.Context, tenantID, id uuid.UUID, seq int, d
 		var err error
 		if s.appends != nil {
 			ok, err = s.appends.Do(ctx, db.StreamAppend{TenantID: tenantID, ID: id, Seq: seq, Delta: delta})
-		} else {
+		}
+		if s.appends == nil || errors.Is(err, errAppendSkipped) {
+			// Alone: no group commit, or the group skipped the
+			// stream's row, which another transaction held.
 			ok, err = db.OutboxStreamAppendCommit(ctx, s.pool, tenantID, id, seq, delta, maxTextBytes)
 		}
 		if err != nil || ok {
@@ -149,14 +152,20 @@ func (s *Service) StartAppendGroupCommit(cfg groupcommit.Config) (stop func()) {
 	return s.appends.Stop
 }
 
+// errAppendSkipped is the answer of an append its group skipped: the
+// stream's row was held by another transaction. Append then tries it
+// alone.
+var errAppendSkipped = errors.New("stream append: the row was busy; try alone")
+
 // commitAppends is the append group-commit Func: the batch's appends in
-// ONE transaction and one round trip (db.OutboxStreamAppendMany), one
-// statement each, ordered by tenant (one tenant setting each), stream and
-// seq. The order is the rows' lock order, the same in every batch, so
-// two batches in flight never wait on each other's rows in a cycle; and
-// two appends of one stream in a batch take in seq order whichever came
-// first. Each answer is its own append's: taken, or not (Append reads
-// why after the commit).
+// ONE transaction and one round trip (db.OutboxStreamAppendMany), ordered
+// by tenant (one tenant setting each), stream and seq, one statement per
+// round of at most one append per stream. The order is the rows' lock
+// order, the same in every batch; and two appends of one stream in a
+// batch take in seq order whichever came first. A row another
+// transaction holds is skipped (errAppendSkipped: Append tries it alone),
+// so no batch waits behind one busy row. Each answer is its own
+// append's: taken, or not (Append reads why after the commit).
 func (s *Service) commitAppends(ctx context.Context, reqs []db.StreamAppend) ([]groupcommit.Outcome[bool], error) {
 	at := make([]int, len(reqs)) // at[k]: the request of the k-th statement
 	for i := range at {
@@ -176,13 +185,18 @@ func (s *Service) commitAppends(ctx context.Context, reqs []db.StreamAppend) ([]
 	for k, i := range at {
 		appends[k] = reqs[i]
 	}
-	ok, err := db.OutboxStreamAppendMany(ctx, s.pool, appends, maxTextBytes)
+	done, err := db.OutboxStreamAppendMany(ctx, s.pool, appends, maxTextBytes)
 	if err != nil {
 		return nil, err
 	}
 	outs := make([]groupcommit.Outcome[bool], len(reqs))
 	for k, i := range at {
-		outs[i].Res = ok[k]
+		switch done[k] {
+		case db.AppendTaken:
+			outs[i].Res = true
+		case db.AppendSkipped:
+			outs[i].Err = errAppendSkipped
+		}
 	}
 	return outs, nil
 }

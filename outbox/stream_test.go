@@ -271,6 +271,51 @@ func TestStreamAppendsOfOneStreamInOneBatch(t *testing.T) {
 	require.Equal(t, []int{len(calls)}, batches, "one transaction")
 }
 
+// TestStreamAppendsSkipABusyRow: a stream whose row another transaction
+// holds (the dispatcher recording its send, a finish) does not hold up
+// the appends batched with it: they are answered while the row is still
+// held, and the held stream's append, skipped by its batch, takes alone
+// once the row is free.
+func TestStreamAppendsSkipABusyRow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := t.Context()
+	busy, free := b.openStream(t, ""), b.openStream(t, "")
+	stop := b.svc.StartAppendGroupCommit(groupcommit.Config{Window: 200 * time.Millisecond, MaxBatch: 2, Flushers: 1})
+	defer stop()
+
+	holder, err := b.owner.Begin(ctx)
+	require.NoError(t, err)
+	defer holder.Rollback(ctx) //nolint:errcheck
+	_, err = holder.Exec(ctx, `SELECT FROM mio.outbox WHERE id = $1 FOR UPDATE`, busy)
+	require.NoError(t, err)
+
+	busyDone := make(chan error, 1)
+	go func() { busyDone <- b.svc.Append(ctx, b.a.id, busy, 1, "held") }()
+	time.Sleep(20 * time.Millisecond) // in the same batch, within its window
+	freeDone := make(chan error, 1)
+	go func() { freeDone <- b.svc.Append(ctx, b.a.id, free, 1, "free") }()
+
+	select {
+	case err := <-freeDone:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the free stream's append waited behind the held row")
+	}
+	select {
+	case err := <-busyDone:
+		t.Fatalf("the held stream's append returned while its row was held: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	require.NoError(t, holder.Rollback(ctx))
+	require.NoError(t, <-busyDone)
+	for id, want := range map[uuid.UUID]string{busy: "held", free: "free"} {
+		o, _, err := b.svc.Get(ctx, b.a.id, id)
+		require.NoError(t, err)
+		require.Equal(t, want, o.Text)
+	}
+}
+
 // TestStreamAppendRefusedThenNext: an append refused while the one before
 // it was not yet committed (a client sending appends concurrently) and
 // found next once it has, is tried again — not answered 413; text beyond

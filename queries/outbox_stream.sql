@@ -1,19 +1,43 @@
 -- name: OutboxStreamAppendRound :many
 -- Appends, to each open stream of ids (distinct) whose last append was
--- seqs[i] - 1, deltas[i], and takes seqs[i]; returns the streams that
--- took theirs. A stream that does not (not found, not a stream,
--- finished, another seq, or the text would exceed max_bytes:
--- OutboxStreamGet tells which) is left as it was. One statement for a
--- group commit's appends of a tenant (db.OutboxStreamAppendMany).
+-- seqs[i] - 1, deltas[i], and takes seqs[i]. Returns one row per stream
+-- it locked, with taken true when the append took; a stream that does
+-- not take (not a stream, finished, another seq, or the text would
+-- exceed max_bytes: OutboxStreamGet tells which) is left as it was. A
+-- stream whose row another transaction holds is skipped, not waited
+-- for, and has no row (nor has a stream not found): one busy row never
+-- holds up the other appends of a group commit, and the caller tries the
+-- skipped ones alone (OutboxStreamAppendWait). One statement for a group
+-- commit's appends of a tenant (db.OutboxStreamAppendMany).
+WITH l AS MATERIALIZED (
+    SELECT a.id, a.seq, a.delta
+    FROM (SELECT unnest(sqlc.arg(ids)::uuid[]) AS id, unnest(sqlc.arg(seqs)::integer[]) AS seq,
+                 unnest(sqlc.arg(deltas)::text[]) AS delta) AS a
+    WHERE EXISTS (SELECT FROM mio.outbox AS r WHERE r.tenant_id = sqlc.arg(tenant_id) AND r.id = a.id
+                  FOR NO KEY UPDATE SKIP LOCKED)
+), u AS (
+    UPDATE mio.outbox AS o
+    SET text = o.text || l.delta, stream_seq = l.seq
+    FROM l
+    WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = ANY (sqlc.arg(ids)::uuid[]) AND o.id = l.id
+      AND o.stream_seq + 1 = l.seq
+      AND o.stream_finished_at IS NULL
+      AND octet_length(o.text) + octet_length(l.delta) <= sqlc.arg(max_bytes)::integer
+    RETURNING o.id
+)
+SELECT l.id, (u.id IS NOT NULL)::boolean AS taken FROM l LEFT JOIN u ON u.id = l.id;
+
+-- name: OutboxStreamAppendWait :one
+-- Appends text_delta to an open stream whose last append was seq - 1,
+-- and takes seq, waiting for the row when another transaction holds it;
+-- no row when it does not take (OutboxStreamGet tells why). An append
+-- alone: one without group commit, or one its group skipped.
 UPDATE mio.outbox AS o
-SET text = o.text || a.delta, stream_seq = a.seq
-FROM (SELECT unnest(sqlc.arg(ids)::uuid[]) AS id, unnest(sqlc.arg(seqs)::integer[]) AS seq,
-             unnest(sqlc.arg(deltas)::text[]) AS delta) AS a
-WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = ANY (sqlc.arg(ids)::uuid[]) AND o.id = a.id
-  AND o.stream_seq + 1 = a.seq
+SET text = o.text || sqlc.arg(text_delta)::text, stream_seq = sqlc.arg(seq)::integer
+WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.id = sqlc.arg(id) AND o.stream_seq + 1 = sqlc.arg(seq)::integer
   AND o.stream_finished_at IS NULL
-  AND octet_length(o.text) + octet_length(a.delta) <= sqlc.arg(max_bytes)::integer
-RETURNING o.id;
+  AND octet_length(o.text) + octet_length(sqlc.arg(text_delta)::text) <= sqlc.arg(max_bytes)::integer
+RETURNING o.stream_seq::integer;
 
 -- name: OutboxStreamGet :one
 -- A stream's state, for the answer to an append or finish that did not

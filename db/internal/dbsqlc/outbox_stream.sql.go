@@ -13,55 +13,106 @@ import (
 )
 
 const OutboxStreamAppendRound = `-- name: OutboxStreamAppendRound :many
-UPDATE mio.outbox AS o
-SET text = o.text || a.delta, stream_seq = a.seq
-FROM (SELECT unnest($2::uuid[]) AS id, unnest($4::integer[]) AS seq,
-             unnest($5::text[]) AS delta) AS a
-WHERE o.tenant_id = $1 AND o.id = ANY ($2::uuid[]) AND o.id = a.id
-  AND o.stream_seq + 1 = a.seq
-  AND o.stream_finished_at IS NULL
-  AND octet_length(o.text) + octet_length(a.delta) <= $3::integer
-RETURNING o.id
+WITH l AS MATERIALIZED (
+    SELECT a.id, a.seq, a.delta
+    FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::integer[]) AS seq,
+                 unnest($3::text[]) AS delta) AS a
+    WHERE EXISTS (SELECT FROM mio.outbox AS r WHERE r.tenant_id = $4 AND r.id = a.id
+                  FOR NO KEY UPDATE SKIP LOCKED)
+), u AS (
+    UPDATE mio.outbox AS o
+    SET text = o.text || l.delta, stream_seq = l.seq
+    FROM l
+    WHERE o.tenant_id = $4 AND o.id = ANY ($1::uuid[]) AND o.id = l.id
+      AND o.stream_seq + 1 = l.seq
+      AND o.stream_finished_at IS NULL
+      AND octet_length(o.text) + octet_length(l.delta) <= $5::integer
+    RETURNING o.id
+)
+SELECT l.id, (u.id IS NOT NULL)::boolean AS taken FROM l LEFT JOIN u ON u.id = l.id
 `
 
 type OutboxStreamAppendRoundParams struct {
-	TenantID uuid.UUID
 	Ids      []uuid.UUID
-	MaxBytes int32
 	Seqs     []int32
 	Deltas   []string
+	TenantID uuid.UUID
+	MaxBytes int32
+}
+
+type OutboxStreamAppendRoundRow struct {
+	ID    interface{}
+	Taken bool
 }
 
 // Appends, to each open stream of ids (distinct) whose last append was
-// seqs[i] - 1, deltas[i], and takes seqs[i]; returns the streams that
-// took theirs. A stream that does not (not found, not a stream,
-// finished, another seq, or the text would exceed max_bytes:
-// OutboxStreamGet tells which) is left as it was. One statement for a
-// group commit's appends of a tenant (db.OutboxStreamAppendMany).
-func (q *Queries) OutboxStreamAppendRound(ctx context.Context, db DBTX, arg *OutboxStreamAppendRoundParams) ([]uuid.UUID, error) {
+// seqs[i] - 1, deltas[i], and takes seqs[i]. Returns one row per stream
+// it locked, with taken true when the append took; a stream that does
+// not take (not a stream, finished, another seq, or the text would
+// exceed max_bytes: OutboxStreamGet tells which) is left as it was. A
+// stream whose row another transaction holds is skipped, not waited
+// for, and has no row (nor has a stream not found): one busy row never
+// holds up the other appends of a group commit, and the caller tries the
+// skipped ones alone (OutboxStreamAppendWait). One statement for a group
+// commit's appends of a tenant (db.OutboxStreamAppendMany).
+func (q *Queries) OutboxStreamAppendRound(ctx context.Context, db DBTX, arg *OutboxStreamAppendRoundParams) ([]OutboxStreamAppendRoundRow, error) {
 	rows, err := db.Query(ctx, OutboxStreamAppendRound,
-		arg.TenantID,
 		arg.Ids,
-		arg.MaxBytes,
 		arg.Seqs,
 		arg.Deltas,
+		arg.TenantID,
+		arg.MaxBytes,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []uuid.UUID
+	var items []OutboxStreamAppendRoundRow
 	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
+		var i OutboxStreamAppendRoundRow
+		if err := rows.Scan(&i.ID, &i.Taken); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	return items, nil
+}
+
+const OutboxStreamAppendWait = `-- name: OutboxStreamAppendWait :one
+UPDATE mio.outbox AS o
+SET text = o.text || $1::text, stream_seq = $2::integer
+WHERE o.tenant_id = $3 AND o.id = $4 AND o.stream_seq + 1 = $2::integer
+  AND o.stream_finished_at IS NULL
+  AND octet_length(o.text) + octet_length($1::text) <= $5::integer
+RETURNING o.stream_seq::integer
+`
+
+type OutboxStreamAppendWaitParams struct {
+	TextDelta string
+	Seq       int32
+	TenantID  uuid.UUID
+	ID        uuid.UUID
+	MaxBytes  int32
+}
+
+// Appends text_delta to an open stream whose last append was seq - 1,
+// and takes seq, waiting for the row when another transaction holds it;
+// no row when it does not take (OutboxStreamGet tells why). An append
+// alone: one without group commit, or one its group skipped.
+func (q *Queries) OutboxStreamAppendWait(ctx context.Context, db DBTX, arg *OutboxStreamAppendWaitParams) (int32, error) {
+	row := db.QueryRow(ctx, OutboxStreamAppendWait,
+		arg.TextDelta,
+		arg.Seq,
+		arg.TenantID,
+		arg.ID,
+		arg.MaxBytes,
+	)
+	var o_stream_seq int32
+	err := row.Scan(&o_stream_seq)
+	return o_stream_seq, err
 }
 
 const OutboxStreamFinish = `-- name: OutboxStreamFinish :one
