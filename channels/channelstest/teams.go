@@ -441,3 +441,39 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
 }
+
+// CheckTeamsInvokeResponse checks the body of a bot's answer to an
+// adaptiveCard/action invoke as the Teams client takes it: statusCode
+// 200 (or absent) with type application/vnd.microsoft.card.adaptive and
+// a card, or application/vnd.microsoft.activity.message and a non-empty
+// message; Teams shows anything else as an error.
+func CheckTeamsInvokeResponse(body []byte) error {
+	var r struct {
+		StatusCode *int            `json:"statusCode"`
+		Type       string          `json:"type"`
+		Value      json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("not an invoke response: %w", err)
+	}
+	if r.StatusCode != nil && *r.StatusCode != http.StatusOK {
+		return fmt.Errorf("statusCode %d", *r.StatusCode)
+	}
+	switch r.Type {
+	case "application/vnd.microsoft.card.adaptive":
+		var card struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(r.Value, &card) != nil || card.Type != "AdaptiveCard" {
+			return fmt.Errorf("the value of a card response is not an Adaptive Card: %s", r.Value)
+		}
+	case "application/vnd.microsoft.activity.message":
+		var msg string
+		if json.Unmarshal(r.Value, &msg) != nil || strings.TrimSpace(msg) == "" {
+			return fmt.Errorf("the value of a message response is not a message: %s", r.Value)
+		}
+	default:
+		return fmt.Errorf("unexpected response type %q for status code 200", r.Type)
+	}
+	return nil
+}
