@@ -60,11 +60,18 @@ type fakeProviders struct {
 	streams map[string]string
 	stopped map[string]bool
 	invalid int
+	// teamsFinal marks the Teams streams whose final message was taken:
+	// another activity of one is answered 403, as Teams does.
+	teamsFinal map[string]bool
+	// lose is an op whose next call takes effect and is then answered
+	// only after the caller gave up (an answer lost to a timeout).
+	lose string
 }
 
 func newFakeProviders(t testing.TB, script func(channel, conversation string, n int) action) *fakeProviders {
 	t.Helper()
-	f := &fakeProviders{script: script, count: map[string]int{}, seq: 1000, streams: map[string]string{}, stopped: map[string]bool{}}
+	f := &fakeProviders{script: script, count: map[string]int{}, seq: 1000, streams: map[string]string{}, stopped: map[string]bool{},
+		teamsFinal: map[string]bool{}}
 	if f.script == nil {
 		f.script = func(string, string, int) action { return actOK }
 	}
@@ -79,6 +86,14 @@ func (f *fakeProviders) apiBase() map[string]string {
 		"zoho_cliq": f.srv.URL + "/zoho", "whatsapp": f.srv.URL + "/whatsapp",
 		"teams": f.srv.URL + "/teams", "google_chat": f.srv.URL + "/google",
 	}
+}
+
+// LoseNext makes the next call of op take effect and then answer only
+// after the caller gave up, as a call whose answer was lost.
+func (f *fakeProviders) LoseNext(op string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose = op
 }
 
 // Invalid is how many native stream calls lacked a required field or
@@ -229,13 +244,39 @@ func (f *fakeProviders) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if act == actOK && c.Channel == "teams" && c.Op == "stream_stop" && !f.teamsStop(c.EditID) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"error":{"code":"ContentStreamNotAllowed","message":"Content stream is not allowed on an already completed streamed message"}}`)
+		return
+	}
 	if act == actOK {
 		// Recorded before answering: what the platform received.
 		f.mu.Lock()
 		f.calls = append(f.calls, c)
+		lost := f.lose == c.Op
+		if lost {
+			f.lose = ""
+		}
 		f.mu.Unlock()
+		if lost {
+			<-r.Context().Done()
+			return
+		}
 	}
 	f.answer(w, c, act, id)
+}
+
+// teamsStop takes the final message of Teams stream id; false when the
+// stream already ended.
+func (f *fakeProviders) teamsStop(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.teamsFinal[id] {
+		return false
+	}
+	f.teamsFinal[id] = true
+	return true
 }
 
 // slackStream checks a Slack stream call's required fields (channel;

@@ -104,7 +104,8 @@ type streamRun struct {
 // is the final call (StreamStop with the complete final text). A run
 // that resumes a native stream goes on appending where the platform
 // allows it (else its adapter answers channels.ErrStreamLost and only the
-// final call is made, which shows the final text by an edit).
+// final call is made, which shows the final text by an edit); a stream
+// whose native start was refused, a sent message, is resumed by editing.
 func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.ClaimCandidate, acct *accounts.Account,
 	msg *channels.OutboundMessage) (pre *channels.SendResult, stop sendFunc, timedOut bool, err error) {
 	s := &streamRun{d: d, tenantID: tenantID, c: c, acct: acct, every: d.streamEvery[acct.ChannelType],
@@ -115,6 +116,15 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 	s.editor, _ = acct.Outbound.(channels.Editor)
 	if st, ok := acct.Outbound.(channels.Streamer); ok && st.Streams(msg) {
 		s.native = st
+		if s.providerID != "" {
+			sent, err := s.openedBySend(ctx)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if sent {
+				s.native = nil // the start was refused: the message is edited
+			}
+		}
 	}
 	deadline := c.CreatedAt.Add(d.cfg.StreamTimeout)
 	// A run whose job ends before the stream hands it over in time for
@@ -167,6 +177,38 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 			return nil, nil, false, err
 		}
 	}
+}
+
+// openedBySend reports whether a resumed stream's message was sent
+// rather than opened as a native stream (the platform refused the
+// start): its stream_opened event names the operation. A native stream
+// resumed natively and a sent message resumed by editing it keep one
+// message at the platform; drafting again on Telegram would end with a
+// second one.
+func (s *streamRun) openedBySend(ctx context.Context) (bool, error) {
+	var events []db.OutboxEvent
+	err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
+		var err error
+		events, err = db.OutboxEventList(ctx, tx, s.tenantID, s.c.ID)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+		}
+		return false, fmt.Errorf("stream %s: events: %w", s.c.ID, err)
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Event != db.EventStreamOpened {
+			continue
+		}
+		var d struct {
+			Operation string `json:"operation"`
+		}
+		_ = json.Unmarshal(events[i].Detail, &d) // an unreadable detail: native, as before
+		return d.Operation == "send", nil
+	}
+	return false, nil
 }
 
 // see reads the row once per edit interval: a look that writes (look)

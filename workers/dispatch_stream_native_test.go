@@ -284,3 +284,79 @@ func TestStreamNativeRefused(t *testing.T) {
 	}
 	require.Equal(t, full, calls[len(calls)-1].Text)
 }
+
+// TestStreamNativeRefusedThenResumed: a Telegram stream whose draft was
+// refused (sent and edited instead) and whose run then hands over at its
+// job's timeout is resumed as what it is, a sent message: the next runs
+// edit it, never draft again, and the final text is an edit too. One
+// message at the platform, every edit a prefix of the text, the last
+// exactly the concatenation.
+func TestStreamNativeRefusedThenResumed(t *testing.T) {
+	t.Parallel()
+	conv := nativeConversation("telegram", 21)
+	script := func(channel, conversation string, n int) action {
+		if conversation == conv && n == 1 {
+			return actPermanent
+		}
+		return actOK
+	}
+	// A run hands over SendTimeout + 5 s before its job's timeout: here
+	// 1.5 s into each run, while the stream appends for 4 s.
+	cfg := streamDispatch(workers.DispatchConfig{SendTimeout: time.Second, JobTimeout: 7500 * time.Millisecond})
+	b := newOutBundle(t, outOpts{script: script, dispatch: cfg, sweep: true})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "telegram", conv, "")
+	parts, full := deltas(40)
+	appendAll(t, svc, b.tenant, id, parts, 100*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState, "%s %v", row.LastError, timeline(events))
+	require.Contains(t, timeline(events), "resumed:sending@1", "the next run resumed the same attempt")
+	calls := b.callsOf("telegram", conv)
+	var ops []string
+	for _, c := range calls {
+		ops = append(ops, c.Op)
+	}
+	require.Equal(t, "send", calls[0].Op, "the refused draft was not recorded; the message was sent: %v", ops)
+	for _, c := range calls[1:] {
+		require.Equal(t, "edit", c.Op, "one message, edited after the resume too: %v", ops)
+		require.True(t, strings.HasPrefix(full, c.Text), "each edit shows a prefix of the text: %q", c.Text)
+	}
+	require.Equal(t, full, calls[len(calls)-1].Text)
+}
+
+// TestStreamNativeFinalRetried: a Teams stream whose final message was
+// taken but whose answer was lost is retried; Teams answers the second
+// final message 403 (the stream is over), the adapter updates the
+// streamed message instead, and the row ends handed off, not dead: one
+// final message at the platform, then an update of the same message with
+// exactly the concatenation.
+func TestStreamNativeFinalRetried(t *testing.T) {
+	t.Parallel()
+	conv := nativeConversation("teams", 22)
+	cfg := streamDispatch(workers.DispatchConfig{SendTimeout: time.Second, BackoffBase: 50 * time.Millisecond,
+		BackoffMax: 100 * time.Millisecond})
+	b := newOutBundle(t, outOpts{dispatch: cfg})
+	b.fake.LoseNext("stream_stop")
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	id := b.openStream(t, "teams", conv, "")
+	parts, full := deltas(20)
+	appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond)
+	b.waitTerminal(t, []uuid.UUID{id}, 20*time.Second)
+
+	row, events := b.get(t, id)
+	require.Equal(t, db.HandoffHandedOff, row.HandoffState, "%s %v", row.LastError, timeline(events))
+	calls := b.callsOf("teams", conv)
+	var ops []string
+	for _, c := range calls {
+		ops = append(ops, c.Op)
+	}
+	require.Equal(t, "stream_start", ops[0], ops)
+	require.Equal(t, []string{"stream_stop", "edit"}, ops[len(ops)-2:], "the final message, then the retry's update: %v", ops)
+	require.Equal(t, 1, strings.Count(strings.Join(ops, " "), "stream_stop"), "one final message taken: %v", ops)
+	last := calls[len(calls)-1]
+	require.Equal(t, full, last.Text)
+	require.Equal(t, calls[len(calls)-2].EditID, last.EditID, "the streamed message is the one updated")
+	require.Equal(t, last.EditID, row.ProviderMessageID)
+}

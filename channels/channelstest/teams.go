@@ -50,18 +50,21 @@ type FakeTeams struct {
 	calls        []TeamsCall
 	limited      []time.Time
 	refused      int
+	loseNext     int // the next accepted connector calls answered 502
 	streams      map[string]*TeamsStream
 }
 
 // TeamsStream is one streamed bot message as the fake holds it: its
 // conversation, the text of its last update (each carries the whole
-// text) or of its final message, its last streamSequence, and whether
-// the final message came.
+// text), of its final message or of an update activity (PUT) after it
+// ended, its last streamSequence, whether the final message came, and
+// whether the user stopped it (StopStream).
 type TeamsStream struct {
 	Conversation string
 	Text         string
 	Sequence     int
 	Final        bool
+	Stopped      bool
 }
 
 // TeamsCall is one Bot Connector call the fake accepted.
@@ -196,6 +199,25 @@ func (f *FakeTeams) RateLimitNext(n, seconds int) {
 	f.limitNext, f.retryAfter = n, seconds
 }
 
+// LoseNextAnswer makes the next n accepted connector calls take effect
+// and then answer 502, as a call whose answer was lost in a timeout.
+func (f *FakeTeams) LoseNextAnswer(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loseNext = n
+}
+
+// StopStream ends stream id as the user's Stop button does: later
+// activities of the stream, its final message included, are answered
+// 403 ContentStreamNotAllowed, and the message shows what it showed.
+func (f *FakeTeams) StopStream(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s, ok := f.streams[id]; ok {
+		s.Stopped = true
+	}
+}
+
 // Calls are the connector calls accepted, in order.
 func (f *FakeTeams) Calls() []TeamsCall {
 	f.mu.Lock()
@@ -307,6 +329,11 @@ func (f *FakeTeams) connector(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.calls = append(f.calls, call)
+	if f.loseNext > 0 {
+		f.loseNext--
+		writeJSON(w, http.StatusBadGateway, map[string]any{"error": map[string]string{"code": "ServiceError", "message": "bad gateway"}})
+		return
+	}
 	switch r.Method {
 	case http.MethodDelete:
 		w.WriteHeader(http.StatusOK)
@@ -335,8 +362,11 @@ func (f *FakeTeams) Stream(id string) *TeamsStream {
 // "a:…"); the first update is a typing activity without streamId and
 // sequence 1, whose answer's id is the streamId; later updates name an
 // open stream with a higher sequence and contain the text streamed so
-// far; the final one is a message. It returns the status and error code
-// of a refused activity ("" when accepted or not streamed).
+// far; the final one is a message; an activity of a stream that ended
+// (its final message taken, or stopped by the user) is answered 403, and
+// an update activity (PUT) of its message replaces the text. It returns
+// the status and error code of a refused activity ("" when accepted or
+// not streamed).
 func (f *FakeTeams) streamed(call TeamsCall) (status int, code, msg string) {
 	const bad, forbidden = http.StatusBadRequest, http.StatusForbidden
 	var info map[string]any
@@ -346,6 +376,20 @@ func (f *FakeTeams) streamed(call TeamsCall) (status int, code, msg string) {
 				info = m
 			}
 		}
+	}
+	if call.Method == http.MethodPut {
+		// An update activity of a streamed message: only once the stream
+		// is over (its final message taken, or stopped by the user).
+		id := call.Path[strings.LastIndex(call.Path, "/")+1:]
+		s, ok := f.streams[id]
+		switch {
+		case !ok:
+		case !s.Final && !s.Stopped:
+			return bad, "BadArgument", "a message being streamed is updated by its stream"
+		default:
+			s.Text, _ = call.Activity["text"].(string)
+		}
+		return 0, "", ""
 	}
 	if info == nil || call.Method != http.MethodPost {
 		return 0, "", ""
@@ -371,8 +415,12 @@ func (f *FakeTeams) streamed(call TeamsCall) (status int, code, msg string) {
 	case id == "":
 		f.streams[fmt.Sprintf("17000000%05d", len(f.calls)+1)] = &TeamsStream{Conversation: conv, Text: text, Sequence: 1}
 		return 0, "", ""
-	case !open || s.Final:
+	case !open:
 		return forbidden, "ContentStreamNotAllowed", "the stream is not open"
+	case s.Final:
+		return forbidden, "ContentStreamNotAllowed", "Content stream is not allowed on an already completed streamed message"
+	case s.Stopped:
+		return forbidden, "ContentStreamNotAllowed", "Content stream was cancelled by the user"
 	case kind == "final" && typ != "message":
 		return bad, "BadArgument", "a stream ends with a message activity"
 	case kind != "final" && (typ != "typing" || int(seq) <= s.Sequence):
@@ -392,4 +440,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// CheckTeamsInvokeResponse checks the body of a bot's answer to an
+// adaptiveCard/action invoke as the Teams client takes it: statusCode
+// 200 (or absent) with type application/vnd.microsoft.card.adaptive and
+// a card, or application/vnd.microsoft.activity.message and a non-empty
+// message; Teams shows anything else as an error.
+func CheckTeamsInvokeResponse(body []byte) error {
+	var r struct {
+		StatusCode *int            `json:"statusCode"`
+		Type       string          `json:"type"`
+		Value      json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("not an invoke response: %w", err)
+	}
+	if r.StatusCode != nil && *r.StatusCode != http.StatusOK {
+		return fmt.Errorf("statusCode %d", *r.StatusCode)
+	}
+	switch r.Type {
+	case "application/vnd.microsoft.card.adaptive":
+		var card struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(r.Value, &card) != nil || card.Type != "AdaptiveCard" {
+			return fmt.Errorf("the value of a card response is not an Adaptive Card: %s", r.Value)
+		}
+	case "application/vnd.microsoft.activity.message":
+		var msg string
+		if json.Unmarshal(r.Value, &msg) != nil || strings.TrimSpace(msg) == "" {
+			return fmt.Errorf("the value of a message response is not a message: %s", r.Value)
+		}
+	default:
+		return fmt.Errorf("unexpected response type %q for status code 200", r.Type)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package teams
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,10 +33,30 @@ const InvokeAdaptiveCardAction = "adaptiveCard/action"
 
 // invokeReply is the answer to an adaptiveCard/action invoke, written
 // after the click is committed: HTTP 200 with an Adaptive Card invoke
-// response of statusCode 200 carrying a message, which the client shows
-// in place of an error and which leaves the card as it is.
-var invokeReply = &channels.Reply{Status: 200, ContentType: channels.MediaTypeJSON,
-	Body: []byte(`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`)}
+// response of statusCode 200 and type
+// application/vnd.microsoft.activity.message, a message the client shows
+// under the card, which stays as it is. The Universal Action Model
+// documents two successful responses, a card that replaces the clicked
+// one and this message
+// (https://learn.microsoft.com/en-us/adaptive-cards/authoring-cards/universal-action-model#response-format).
+// The invoke carries the action, not the card, so there is no card to
+// answer with unchanged; Teams answers any other type with an error
+// naming these two (MicrosoftDocs/AdaptiveCards#388), and an empty
+// message is shown as a failure to reach the app (vercel/chat#731). The
+// message is the clicked action's title, the label the card shows on it
+// (its verb, else its action id, when it has none): nothing MIO made up.
+func invokeReply(label string) *channels.Reply {
+	body, _ := json.Marshal(struct {
+		StatusCode int    `json:"statusCode"`
+		Type       string `json:"type"`
+		Value      string `json:"value"`
+	}{StatusCode: 200, Type: InvokeResponseMessage, Value: label})
+	return &channels.Reply{Status: 200, ContentType: channels.MediaTypeJSON, Body: body}
+}
+
+// InvokeResponseMessage is the type of an Adaptive Card invoke response
+// whose value is a message the client shows.
+const InvokeResponseMessage = "application/vnd.microsoft.activity.message"
 
 // Attachment content types MIO stores.
 const (
@@ -250,10 +271,11 @@ func (in *inbound) Parse(ctx context.Context, req *channels.Request) (*channels.
 	}
 	switch act.Type {
 	case ActivityInvoke:
-		if err := executed(&msg, act.Value); err != nil {
+		label, err := executed(&msg, act.Value)
+		if err != nil {
 			return nil, err
 		}
-		return &channels.Parsed{Messages: []envelope.Message{msg}, Reply: invokeReply}, nil
+		return &channels.Parsed{Messages: []envelope.Message{msg}, Reply: invokeReply(label)}, nil
 	case ActivityMessageReaction:
 		if act.ReplyToID == "" {
 			return nil, channels.BadRequestf("teams: messageReaction activity without replyToId")
@@ -367,17 +389,19 @@ func submitted(msg *envelope.Message, value json.RawMessage) {
 // (its verb is the action id too); a select's Action.Execute names in
 // "input" the Input.ChoiceSet whose chosen value Teams adds to the data.
 // The click's card is the message replyToId names. An Action.Execute of
-// another card, without an action id or verb, is refused.
-func executed(msg *envelope.Message, value json.RawMessage) error {
+// another card, without an action id or verb, is refused. label is the
+// action's title (its verb, else its action id, when it has none).
+func executed(msg *envelope.Message, value json.RawMessage) (label string, err error) {
 	var v struct {
 		Action struct {
-			Type string                     `json:"type"`
-			Verb string                     `json:"verb"`
-			Data map[string]json.RawMessage `json:"data"`
+			Type  string                     `json:"type"`
+			Title string                     `json:"title"`
+			Verb  string                     `json:"verb"`
+			Data  map[string]json.RawMessage `json:"data"`
 		} `json:"action"`
 	}
 	if len(value) == 0 || json.Unmarshal(value, &v) != nil {
-		return channels.BadRequestf("teams: adaptiveCard/action invoke without an action")
+		return "", channels.BadRequestf("teams: adaptiveCard/action invoke without an action")
 	}
 	str := func(k string) string {
 		var s string
@@ -389,7 +413,7 @@ func executed(msg *envelope.Message, value json.RawMessage) error {
 		action = v.Action.Verb
 	}
 	if action == "" {
-		return channels.BadRequestf("teams: adaptiveCard/action invoke without a verb or action_id")
+		return "", channels.BadRequestf("teams: adaptiveCard/action invoke without a verb or action_id")
 	}
 	in := &envelope.Interaction{ActionID: action, Value: str("value"), MessageID: msg.ReplyToSourceID}
 	if input := str("input"); input != "" {
@@ -400,7 +424,7 @@ func executed(msg *envelope.Message, value json.RawMessage) error {
 	msg.Interaction = in
 	msg.Text = in.Value
 	msg.PlatformMessageID = ""
-	return nil
+	return cmp.Or(strings.TrimSpace(v.Action.Title), v.Action.Verb, action), nil
 }
 
 // reactions maps a messageReaction activity to one reaction envelope per

@@ -232,11 +232,15 @@ func TestParseFixtures(t *testing.T) {
 		require.Empty(t, m.PlatformMessageID)
 		require.NotNil(t, p.Reply, "the Bot Framework waits for an invoke response")
 		require.Equal(t, 200, p.Reply.Status)
-		require.JSONEq(t, `{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`, string(p.Reply.Body))
+		require.JSONEq(t, `{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Approve"}`, string(p.Reply.Body),
+			"the message shown is the label of the button clicked")
+		require.NoError(t, channelstest.CheckTeamsInvokeResponse(p.Reply.Body))
 	})
 	t.Run("a select chosen: the Input.ChoiceSet's value", func(t *testing.T) {
-		m := one(t, "invoke_select.json")
-		require.Equal(t, &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"}, MessageID: "1714564980123"}, m.Interaction)
+		p := parse(t, "invoke_select.json")
+		require.Len(t, p.Messages, 1)
+		require.Equal(t, &envelope.Interaction{ActionID: "region", Value: "eu-west", Values: []string{"eu-west"}, MessageID: "1714564980123"}, p.Messages[0].Interaction)
+		require.JSONEq(t, `{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Choose"}`, string(p.Reply.Body))
 	})
 	t.Run("reactions added and removed", func(t *testing.T) {
 		p := parse(t, "message_reaction.json")

@@ -64,6 +64,14 @@ func (o *outbound) StreamAppend(ctx context.Context, msg *channels.OutboundMessa
 // StreamStop posts the final message activity of the stream (streaminfo
 // streamType final) with the complete text and card; its sequence is
 // left out when it is not known.
+//
+// Teams answers 403 to an activity of a stream that has ended: one whose
+// final message it already took (a retry of a final call whose answer
+// was lost) or one the user stopped with the Stop button. The streamed
+// message is then updated in place to the final text and card (the
+// update activity Edit sends), so the final call succeeds with the
+// message showing the final text once. "Stream bot messages", error
+// codes: https://learn.microsoft.com/en-us/microsoftteams/platform/bots/streaming-ux
 func (o *outbound) StreamStop(ctx context.Context, msg *channels.OutboundMessage, shown channels.StreamShown) (*channels.SendResult, error) {
 	if msg == nil || strings.TrimSpace(msg.ConversationID) == "" || msg.EditProviderMessageID == "" {
 		return nil, channels.Permanent(opStreamStop, errors.New("no conversation or stream id"))
@@ -78,8 +86,19 @@ func (o *outbound) StreamStop(ctx context.Context, msg *channels.OutboundMessage
 	}
 	act.Entities = []streamInfo{info}
 	resp, err := o.call(ctx, opStreamStop, http.MethodPost, o.activities(ctx, msg.ConversationID), act)
+	if ended(err) {
+		return o.Edit(ctx, msg)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return &channels.SendResult{ProviderMessageID: cmp.Or(activityID(resp.Body), msg.EditProviderMessageID)}, nil
+}
+
+// ended reports whether err is Teams' answer to an activity of a stream
+// that is over: HTTP 403, which the Teams SDKs treat as the end of the
+// stream.
+func ended(err error) bool {
+	var e *apiError
+	return errors.As(err, &e) && e.status == http.StatusForbidden
 }

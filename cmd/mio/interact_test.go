@@ -123,7 +123,7 @@ func TestEndToEndInteractions(t *testing.T) {
 			body := bytes.ReplaceAll(readTestdata(t, "teams", "invoke_action_execute.json"),
 				[]byte("https://smba.trafficmanager.net/emea/"), []byte(e.teams.URL+"/emea/"))
 			acked(t, "teams", body, map[string]string{"Authorization": e.teams.Sign(t, body, time.Now(), channelstest.TokenOptions{})},
-				`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Received"}`)
+				`{"statusCode":200,"type":"application/vnd.microsoft.activity.message","value":"Approve"}`)
 		},
 		"google_chat": func(t *testing.T) {
 			acked(t, "google_chat", readTestdata(t, "googlechat", "card_clicked_button.json"),
