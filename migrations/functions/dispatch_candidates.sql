@@ -2,15 +2,18 @@
 -- with an expired lease) and are first of their lane, with what the
 -- dispatcher needs to rate-limit them: their account's status and limits.
 --
--- plpgsql: one statement whose plan does not depend on the values or the
--- statistics, without planner settings: the tenant and the ids are read
--- through sub-selects, so a custom plan costs what the generic one does
--- and plpgsql keeps the generic one; rows are found by the primary key's
--- order and locked by TID, the lane checked in outbox_lane alone
+-- plpgsql with planner settings: its plans must not depend on statistics
 -- (docs/architecture.md, "Planner safety").
 
 CREATE OR REPLACE FUNCTION mio.dispatch_candidates(p_tenant uuid, p_ids uuid[]) RETURNS TABLE(id uuid, account_id uuid, channel_type text, conversation_id text, thread_id text, text text, rich_content jsonb, attachments jsonb, edit_of uuid, handoff_state text, attempt_no integer, series_first_attempt integer, attempts integer, created_at timestamp with time zone, provider_state text, account_status text, rate_limit_per_sec double precision, rate_limit_burst integer, max_attempts integer, edit_provider_message_id text)
     LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_sort TO 'off'
     AS $$
 #variable_conflict use_column
 BEGIN
@@ -27,12 +30,12 @@ BEGIN
            CASE WHEN r.edit_of IS NULL THEN NULL
                 ELSE (SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
                       FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
-                            WHERE y.tenant_id = (SELECT p_tenant) AND y.id >= r.edit_of
+                            WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
                             ORDER BY y.id LIMIT 1) AS e) END
-    FROM (SELECT DISTINCT u.id FROM unnest((SELECT p_ids)) AS u(id) ORDER BY u.id OFFSET 0) AS i
+    FROM (SELECT DISTINCT u.id FROM unnest(p_ids) AS u(id) ORDER BY u.id OFFSET 0) AS i
     CROSS JOIN LATERAL (
         SELECT x.ctid AS tid FROM mio.outbox AS x
-        WHERE x.tenant_id = (SELECT p_tenant) AND x.id >= i.id
+        WHERE x.tenant_id = p_tenant AND x.id >= i.id
         ORDER BY x.id
         LIMIT 1
     ) AS at
@@ -42,7 +45,7 @@ BEGIN
                o.created_at, o.provider_state, a.status, a.rate_limit_per_sec, a.rate_limit_burst, a.max_attempts
         FROM mio.outbox AS o
         JOIN mio.accounts AS a ON a.tenant_id = o.tenant_id AND a.id = o.account_id
-        WHERE o.ctid = at.tid AND o.tenant_id = (SELECT p_tenant) AND o.id = i.id
+        WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
           AND ((o.handoff_state = 'queued' AND o.next_attempt_at <= now())
                OR (o.handoff_state = 'sending' AND o.lease_until <= now()))
           AND (SELECT 1 FROM mio.outbox AS p

@@ -18,11 +18,10 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bi
     -- Each walked row is joined back by TID in a LATERAL and updated by
     -- TID alone. River's tables are not touched: the rows' former jobs
     -- are returned (prior_job_id) for the caller to delete through
-    -- River's client. No planner settings: the tenant, the arrays and the
-    -- limits are read through sub-selects, so a custom plan costs what the
-    -- generic one does and plpgsql keeps the generic one; with the limit
-    -- out of sight the walk is outbox_due's order, not a bitmap scan and a
-    -- sort of every due row (docs/architecture.md, "Planner safety").
+    -- River's client.
+    SET enable_sort = off SET enable_bitmapscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+    SET enable_indexscan = on -- restored on return: the update turns it off
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -52,9 +51,9 @@ BEGIN
     FROM (
         SELECT d.ctid AS tid
         FROM mio.outbox AS d
-        WHERE d.tenant_id = (SELECT p_tenant) AND d.active AND d.next_attempt_at <= now()
+        WHERE d.tenant_id = p_tenant AND d.active AND d.next_attempt_at <= now()
         ORDER BY d.next_attempt_at DESC
-        LIMIT (SELECT greatest(4 * cardinality(owners), 256))
+        LIMIT greatest(4 * cardinality(owners), 256)
     ) AS w;
     IF walk IS NULL THEN
         RETURN;
@@ -68,13 +67,13 @@ BEGIN
                CASE WHEN r.edit_of IS NULL THEN ''
                     ELSE coalesce((SELECT CASE WHEN e.id = r.edit_of THEN e.provider_message_id END
                                    FROM (SELECT y.id, y.provider_message_id FROM mio.outbox AS y
-                                         WHERE y.tenant_id = (SELECT p_tenant) AND y.id >= r.edit_of
+                                         WHERE y.tenant_id = p_tenant AND y.id >= r.edit_of
                                          ORDER BY y.id LIMIT 1) AS e), '') END AS edit
-        FROM unnest((SELECT walk)) AS w(tid)
+        FROM unnest(walk) AS w(tid)
         CROSS JOIN LATERAL (
             SELECT o.id, o.ctid AS tid, o.job_id, o.edit_of FROM mio.outbox AS o
-            WHERE o.ctid = w.tid AND o.tenant_id = (SELECT p_tenant) AND o.active AND o.handoff_state = 'queued'
-              AND o.next_attempt_at <= now() AND o.channel_type = ANY ((SELECT p_unlimited)::text[])
+            WHERE o.ctid = w.tid AND o.tenant_id = p_tenant AND o.active AND o.handoff_state = 'queued'
+              AND o.next_attempt_at <= now() AND o.channel_type = ANY (p_unlimited)
               AND EXISTS (SELECT 1 FROM mio.accounts AS a
                           WHERE a.tenant_id = o.tenant_id AND a.id = o.account_id
                             AND a.rate_limit_per_sec IS NULL AND a.rate_limit_burst IS NULL)
@@ -84,15 +83,16 @@ BEGIN
                    ORDER BY p.seq LIMIT 1) IS NULL
             FOR NO KEY UPDATE SKIP LOCKED
         ) AS r
-        LIMIT (SELECT cardinality(owners))
+        LIMIT cardinality(owners)
     ) AS c;
     IF ids IS NULL THEN
         RETURN;
     END IF;
+    PERFORM set_config('enable_indexscan', 'off', true);
     RETURN QUERY
     WITH input AS (
         SELECT t.id, t.tid, t.edit, t.prior, owners[t.n] AS owner
-        FROM unnest((SELECT ids), (SELECT tids), (SELECT edits), (SELECT jobs)) WITH ORDINALITY AS t(id, tid, edit, prior, n)
+        FROM unnest(ids, tids, edits, jobs) WITH ORDINALITY AS t(id, tid, edit, prior, n)
     ),
     upd AS (
         -- The rows are locked: their versions stay the ones found.
@@ -100,7 +100,7 @@ BEGIN
         SET handoff_state = 'sending', attempts = o.attempts + 1, job_id = input.owner,
             lease_until = now() + make_interval(secs => p_lease_seconds), updated_at = now()
         FROM input
-        WHERE o.ctid = input.tid AND o.tenant_id = (SELECT p_tenant) AND o.id = input.id
+        WHERE o.ctid = input.tid AND o.tenant_id = p_tenant AND o.id = input.id
         RETURNING o.id, o.job_id, o.account_id, o.channel_type, o.conversation_id, o.thread_id, o.text,
                   o.rich_content, o.attachments, o.edit_of, o.attempt_no, o.series_first_attempt, o.created_at,
                   o.provider_state, input.edit, input.prior

@@ -2,13 +2,19 @@
 -- retried after a delay, or dead; moves the provider state forward, sets
 -- receipt deadlines, appends the events. Returns the new states.
 --
--- plpgsql: rows found by the primary key's order, updated by TID, without
--- planner settings: the tenant and the arrays are read through
--- sub-selects, so a custom plan costs what the generic one does and
--- plpgsql keeps the generic one (docs/architecture.md, "Planner safety").
+-- plpgsql with planner settings: rows found by primary key, updated by TID
+-- (docs/architecture.md, "Planner safety").
 
 CREATE OR REPLACE FUNCTION mio.dispatch_finish(p_tenant uuid, p_ids uuid[], p_attempt_nos integer[], p_outcomes text[], p_provider_message_ids text[], p_errors text[], p_delays_ms bigint[], p_receipt_timeouts_ms bigint[], p_details text[], p_accepts boolean[]) RETURNS TABLE(id uuid, attempt_no integer, handoff_state text, outcome text)
     LANGUAGE plpgsql
+    SET jit TO 'off'
+    SET plan_cache_mode TO 'force_generic_plan'
+    SET enable_seqscan TO 'off'
+    SET enable_bitmapscan TO 'off'
+    SET enable_hashjoin TO 'off'
+    SET enable_mergejoin TO 'off'
+    SET enable_sort TO 'off'
+    SET enable_indexscan TO 'on'
     AS $$
 #variable_conflict use_column
 DECLARE
@@ -21,16 +27,16 @@ BEGIN
     --    worker's lease: nothing else updates it meanwhile; if something
     --    did, the finish does not move it, as when its attempt moved on.
     SELECT array_agg(i.k), array_agg(r.tid) INTO ks, tids
-    FROM (SELECT u.id, u.k::integer AS k FROM unnest((SELECT p_ids)) WITH ORDINALITY AS u(id, k) ORDER BY u.id OFFSET 0) AS i
+    FROM (SELECT u.id, u.k::integer AS k FROM unnest(p_ids) WITH ORDINALITY AS u(id, k) ORDER BY u.id OFFSET 0) AS i
     CROSS JOIN LATERAL (
         SELECT x.ctid AS tid FROM mio.outbox AS x
-        WHERE x.tenant_id = (SELECT p_tenant) AND x.id >= i.id
+        WHERE x.tenant_id = p_tenant AND x.id >= i.id
         ORDER BY x.id
         LIMIT 1
     ) AS at
     CROSS JOIN LATERAL (
         SELECT o.ctid AS tid FROM mio.outbox AS o
-        WHERE o.ctid = at.tid AND o.tenant_id = (SELECT p_tenant) AND o.id = i.id
+        WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
           AND o.handoff_state = 'sending' AND o.attempt_no = p_attempt_nos[i.k]
         FOR NO KEY UPDATE
     ) AS r;
@@ -39,13 +45,14 @@ BEGIN
     END IF;
 
     -- 2. Record the outcomes on the locked versions.
+    PERFORM set_config('enable_indexscan', 'off', true);
     RETURN QUERY
     WITH input AS (
         SELECT x.tid, p_outcomes[x.k] AS outcome, p_provider_message_ids[x.k] AS provider_message_id,
                p_errors[x.k] AS error, p_delays_ms[x.k] AS delay_ms,
                p_receipt_timeouts_ms[x.k] AS receipt_timeout_ms, p_details[x.k] AS detail,
                p_accepts[x.k] AS accept
-        FROM unnest((SELECT ks), (SELECT tids)) AS x(k, tid)
+        FROM unnest(ks, tids) AS x(k, tid)
     ),
     upd AS (
         UPDATE mio.outbox AS o
@@ -69,7 +76,7 @@ BEGIN
             receipts = o.receipts OR (input.outcome = 'handed_off' AND input.receipt_timeout_ms > 0),
             updated_at = now()
         FROM input
-        WHERE o.ctid = input.tid AND o.tenant_id = (SELECT p_tenant)
+        WHERE o.ctid = input.tid AND o.tenant_id = p_tenant
         RETURNING o.id, o.attempt_no, o.handoff_state, o.provider_state, input.outcome, input.detail, input.accept
     ),
     ev AS (
