@@ -50,6 +50,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		streams  int
 		sRate    int
 		sFor     time.Duration
+		latFile  string
 	)
 	cfg, rest, err := config.LoadWith("mio-bench "+which, args[1:], getenv, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&server, "mio", "", "the mio binary run as the server (default: mio beside this program, else mio on PATH)")
@@ -58,6 +59,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		fs.IntVar(&streams, "streams", 200, "stream: streamed replies open at once")
 		fs.IntVar(&sRate, "stream-rate", 10, "stream: appends per second of each stream")
 		fs.DurationVar(&sFor, "stream-for", 30*time.Second, "stream: how long each stream appends")
+		fs.StringVar(&latFile, "latencies", "", "stream: write every append to this file, one a line: its start (µs since the streams started), its latency (ms) and its conversation")
 		fs.DurationVar(&duration, "duration", 10*time.Second, "measured duration")
 		fs.IntVar(&pullers, "pullers", 8, "consume: concurrent pullers of the drain (the pgbench reference runs as many clients)")
 		fs.DurationVar(&warmup, "warmup", 2*time.Second, "warm-up before measuring")
@@ -242,7 +244,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 			return err
 		}
 		defer env.Close()
-		res, err := bench.Stream(ctx, env, bench.StreamOptions{Streams: streams, Rate: sRate, Duration: sFor, CPUProfile: cpuProf, AllocsProfile: memProf})
+		res, err := bench.Stream(ctx, env, bench.StreamOptions{Streams: streams, Rate: sRate, Duration: sFor, CPUProfile: cpuProf, AllocsProfile: memProf, Latencies: latFile})
 		if res != nil {
 			res.Print(stdout)
 		}

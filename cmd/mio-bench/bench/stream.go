@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,10 @@ type StreamOptions struct {
 	// AllocsProfile, when set, is where the server's allocation profile
 	// is written once the appends are done.
 	AllocsProfile string
+	// Latencies, when set, is where every append is written, one a
+	// line: its start in microseconds since the streams started, its
+	// latency in milliseconds, and its stream's conversation.
+	Latencies string
 }
 
 // StreamResult holds the figures of one run.
@@ -231,6 +236,15 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 		})
 	}
 	wg.Wait()
+	if opts.Latencies != "" {
+		var b strings.Builder
+		for i, a := range appends {
+			fmt.Fprintf(&b, "%d %.3f %s\n", a.at.Sub(start).Microseconds(), float64(lat[i].Microseconds())/1000, a.conv)
+		}
+		if err := os.WriteFile(opts.Latencies, []byte(b.String()), 0o644); err != nil {
+			return res, fmt.Errorf("stream: latencies: %w", err)
+		}
+	}
 	if err := profiled(); err != nil {
 		return res, fmt.Errorf("stream: cpu profile: %w", err)
 	}
