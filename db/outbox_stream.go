@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -100,15 +99,11 @@ func OutboxStreamAppendMany(ctx context.Context, pool *pgxpool.Pool, appends []S
 			return nil, fmt.Errorf("stream append: %w", ErrNoTenant)
 		}
 		var rounds []*appendRound
+		seen := map[uuid.UUID]int{} // a stream's appends so far: its next round
 		j := i
 		for ; j < len(appends) && appends[j].TenantID == tenant; j++ {
-			k := 0
-			for _, r := range rounds {
-				if !r.has(appends[j].ID) {
-					break
-				}
-				k++
-			}
+			k := seen[appends[j].ID]
+			seen[appends[j].ID]++
 			if k == len(rounds) {
 				rounds = append(rounds, &appendRound{})
 			}
@@ -156,8 +151,6 @@ type appendRound struct {
 	deltas []string
 	at     []int
 }
-
-func (r *appendRound) has(id uuid.UUID) bool { return slices.Contains(r.ids, id) }
 
 func (r *appendRound) add(at int, a StreamAppend) {
 	r.ids = append(r.ids, a.ID)
