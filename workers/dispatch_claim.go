@@ -201,11 +201,15 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	for k := range fast {
 		if job, ok := alsoOf[fast[k].ID]; ok {
 			byJob[job] = append(byJob[job], &fast[k])
+			delete(alsoOf, fast[k].ID)
 		} else {
 			claimedOwn = append(claimedOwn, fast[k])
 		}
 	}
 	fast = claimedOwn
+	if len(alsoOf) > 0 {
+		d.giveMissedJobs(ctx, client, tenantID, alsoOf, now)
+	}
 	for k := range extra {
 		byJob[extra[k].JobID] = append(byJob[extra[k].JobID], &extra[k].Candidate)
 	}
@@ -281,6 +285,45 @@ func (d *Dispatcher) deleteTakenJobs(ctx context.Context, client *river.Client[p
 	if _, err := client.JobDeleteMany(ctx, params); err != nil {
 		d.cfg.Logger.Warn("dispatch: delete the jobs of rows taken over (they will run and find their rows taken)",
 			"jobs", len(ids), "err", err)
+	}
+}
+
+// giveMissedJobs gives a job of its own to each row of a group job that the
+// group's claim missed (missed: row → group job) although nothing else
+// will send it: queued and due, or sending with an expired lease, and
+// first of its lane. The claim locks rows by the version it saw, so a
+// row updated in between (a streamed reply's append) is missed; rows
+// behind an earlier message of their lane are handed on by that lane,
+// and rows another job took are sending. A failure is logged: the
+// outbox sweeper gives such rows a job later.
+func (d *Dispatcher) giveMissedJobs(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID,
+	missed map[uuid.UUID]int64, now time.Time) {
+	if client == nil {
+		return
+	}
+	ids := make([]uuid.UUID, 0, len(missed))
+	for id := range missed {
+		ids = append(ids, id)
+	}
+	var items []rescheduled
+	err := db.InDispatchTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {
+		probes, err := db.OutboxProbe(ctx, tx, tenantID, ids)
+		if err != nil {
+			return err
+		}
+		for _, p := range probes {
+			if r := probeWait(tenantID, p, now); r.kind == claimWait && r.wait <= 0 && p.BlockerState == "" {
+				items = append(items, rescheduled{id: p.ID, accountID: p.AccountID})
+			}
+		}
+		if len(items) == 0 {
+			return nil
+		}
+		return enqueueDispatch(ctx, client, tx, tenantID, items)
+	})
+	if err != nil {
+		d.cfg.Logger.Warn("dispatch: jobs for the rows of a group its claim missed (the sweeper will give them jobs)",
+			"rows", len(ids), "err", err)
 	}
 }
 
