@@ -196,9 +196,15 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 	start := time.Now()
 	for i := range opts.Streams {
 		wg.Go(func() {
-			// Streams start spread over one append interval.
+			// Streams start spread over one append interval, and their
+			// appends keep that spread: the ticker starts before the
+			// open, so how long the open took does not line the
+			// streams' appends up (a slow open's first append follows
+			// it at once, as an agent's first chunk does).
 			every := time.Second / time.Duration(opts.Rate)
 			time.Sleep(every * time.Duration(i) / time.Duration(opts.Streams))
+			tick := time.NewTicker(every)
+			defer tick.Stop()
 			conv := fmt.Sprintf("stream-%d", i)
 			sent, err := c.Send(ctx, envelope.SendCommand{IdempotencyKey: "bench-stream-" + uuid.NewString(),
 				AccountID: acct.ID, ConversationID: conv, Stream: true})
@@ -207,8 +213,6 @@ func Stream(ctx context.Context, env *Env, opts StreamOptions) (*StreamResult, e
 				return
 			}
 			var text strings.Builder
-			tick := time.NewTicker(every)
-			defer tick.Stop()
 			seq := 0
 			for time.Since(start) < opts.Duration && ctx.Err() == nil {
 				<-tick.C
