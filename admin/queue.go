@@ -56,7 +56,7 @@ func (s *Service) QueueHealth(ctx context.Context, tenantID uuid.UUID) ([]*db.Qu
 	return append(out, queues...), nil
 }
 
-// RunQueueGauges refreshes mio_river_jobs from mio.queue_health every
+// RunQueueGauges refreshes mio_river_jobs from mio.river_queue_depth() every
 // interval until ctx is done.
 func RunQueueGauges(ctx context.Context, pool db.DBTX, m *metrics.Queue, log *slog.Logger, interval time.Duration) {
 	t := time.NewTicker(interval)
@@ -74,15 +74,12 @@ func RunQueueGauges(ctx context.Context, pool db.DBTX, m *metrics.Queue, log *sl
 }
 
 func refreshQueueGauges(ctx context.Context, pool db.DBTX, m *metrics.Queue) error {
-	rows, err := db.QueueHealthList(ctx, pool) // no tenant: River queues only
+	rows, err := db.RiverQueueDepthList(ctx, pool)
 	if err != nil {
 		return err
 	}
 	m.RiverJobs.Reset()
 	for _, h := range rows {
-		if h.Kind == "consumer" || h.Queue == nil {
-			continue
-		}
 		for state, v := range map[string]*int64{"available": h.Available, "running": h.Running, "retryable": h.Retryable} {
 			if v != nil {
 				m.RiverJobs.WithLabelValues(*h.Queue, state).Set(float64(*v))
