@@ -3,6 +3,7 @@ package workers
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -208,7 +209,7 @@ func (d *Dispatcher) opsTenant(ctx context.Context, tenantID uuid.UUID, reqs []o
 	}
 	fast = claimedOwn
 	if len(alsoOf) > 0 {
-		d.giveMissedJobs(ctx, client, tenantID, alsoOf, now)
+		d.giveMissedJobs(ctx, client, tenantID, slices.Collect(maps.Keys(alsoOf)), now)
 	}
 	for k := range extra {
 		byJob[extra[k].JobID] = append(byJob[extra[k].JobID], &extra[k].Candidate)
@@ -289,7 +290,7 @@ func (d *Dispatcher) deleteTakenJobs(ctx context.Context, client *river.Client[p
 }
 
 // giveMissedJobs gives a job of its own to each row of a group job that the
-// group's claim missed (missed: row → group job) although nothing else
+// group's claim missed although nothing else
 // will send it: queued and due, or sending with an expired lease, and
 // first of its lane. The claim locks rows by the version it saw, so a
 // row updated in between (a streamed reply's append) is missed; rows
@@ -297,13 +298,9 @@ func (d *Dispatcher) deleteTakenJobs(ctx context.Context, client *river.Client[p
 // and rows another job took are sending. A failure is logged: the
 // outbox sweeper gives such rows a job later.
 func (d *Dispatcher) giveMissedJobs(ctx context.Context, client *river.Client[pgx.Tx], tenantID uuid.UUID,
-	missed map[uuid.UUID]int64, now time.Time) {
+	ids []uuid.UUID, now time.Time) {
 	if client == nil {
 		return
-	}
-	ids := make([]uuid.UUID, 0, len(missed))
-	for id := range missed {
-		ids = append(ids, id)
 	}
 	var items []rescheduled
 	err := db.InDispatchTx(ctx, d.pool, tenantID, func(tx pgx.Tx) error {

@@ -61,20 +61,13 @@ BEGIN
         RETURN; -- the common case of a bulk run: every lane held one message
     END IF;
 
-    -- Those not to be claimed here are named.
-    RETURN QUERY
-    SELECT h.k, false, h.id, h.acc, NULL::text, p_conversation_ids[h.k], NULL::text, NULL::text, NULL::jsonb,
-           NULL::jsonb, NULL::uuid, NULL::integer, NULL::integer, NULL::integer, NULL::timestamptz, NULL::text,
-           NULL::text, NULL::bigint[]
-    FROM unnest(hks, hids, haccs, hclaim) AS h(k, id, acc, claim)
-    WHERE NOT h.claim;
-
-    -- The others are locked and re-checked on their newest version. No
+    -- Those to be claimed here are locked and re-checked on their newest version. No
     -- lower seq can become active again (resends and requeues draw a new
     -- seq): still queued means still first. Found by the version the probe
     -- saw (a TID scan: no estimate can turn it into a scan of the tenant's
     -- outbox). A row updated since (a streamed reply's append) or held by
-    -- another transaction is not claimed here: it is named below.
+    -- another transaction is not claimed: it is named below, with the
+    -- rows not to be claimed here.
     SELECT array_agg(h.k), array_agg(c.id), array_agg(c.seq), array_agg(c.job_id), array_agg(c.tid),
            array_agg(CASE WHEN c.edit_of IS NULL THEN ''
                           ELSE coalesce((SELECT CASE WHEN e.id = c.edit_of THEN e.provider_message_id END
@@ -91,15 +84,16 @@ BEGIN
     ) AS c
     WHERE h.claim;
 
-    -- Rows to be claimed that were not: named, each gets a job of its own
-    -- (the row may have been adopted, its job deleted; a row another claim
-    -- holds is that claim's, and the job finds it taken).
+    -- Named, each to get a job of its own: the rows not to be claimed here,
+    -- and those that were to be but could not be locked (such a row may
+    -- have been adopted, its job deleted; one another claim holds is that
+    -- claim's, and the job finds it taken).
     RETURN QUERY
     SELECT h.k, false, h.id, h.acc, NULL::text, p_conversation_ids[h.k], NULL::text, NULL::text, NULL::jsonb,
            NULL::jsonb, NULL::uuid, NULL::integer, NULL::integer, NULL::integer, NULL::timestamptz, NULL::text,
            NULL::text, NULL::bigint[]
     FROM unnest(hks, hids, haccs, hclaim) AS h(k, id, acc, claim)
-    WHERE h.claim AND NOT (h.k = ANY (coalesce(ks, '{}')));
+    WHERE NOT h.claim OR NOT (h.k = ANY (coalesce(ks, '{}')));
     IF ids IS NULL THEN
         RETURN;
     END IF;
