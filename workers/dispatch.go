@@ -107,6 +107,14 @@ type DispatchConfig struct {
 	// send: then it is finished with its text so far (a stream_timed_out
 	// event). Default StreamTimeoutDefault.
 	StreamTimeout time.Duration
+	// StreamConns caps the pool connections the process's open streams
+	// use at once for their looks and token takes. Each open stream is a
+	// job that looks at its row every edit interval; streams opened
+	// together look together, and unbounded they would take every
+	// connection of the pool for a moment, which the API's requests (the
+	// streams' own appends) then wait for. Default a quarter of the
+	// pool's connections, and at least 4 (or half of a smaller pool).
+	StreamConns int
 }
 
 func (c *DispatchConfig) setDefaults() {
@@ -197,6 +205,9 @@ type Dispatcher struct {
 	streamEvery map[string]time.Duration
 	// sends bounds the provider calls in flight.
 	sends chan struct{}
+	// streamConns bounds the connections streams use at once
+	// (DispatchConfig.StreamConns).
+	streamConns chan struct{}
 	// extrasQuiet: per tenant, until when claims ask for no extras — set
 	// when a request found none (see opsTenant).
 	extrasMu    sync.Mutex
@@ -214,7 +225,15 @@ const senderIdle = 5 * time.Second
 // NewDispatcher returns a dispatcher on pool.
 func NewDispatcher(pool *pgxpool.Pool, cfg DispatchConfig) *Dispatcher {
 	cfg.setDefaults()
+	if cfg.StreamConns <= 0 {
+		cfg.StreamConns = 2
+		if pool != nil {
+			n := int(pool.Config().MaxConns)
+			cfg.StreamConns = max(min(4, n/2), n/4, 1)
+		}
+	}
 	d := &Dispatcher{pool: pool, cfg: cfg, lanes: newLaneSignals(), sends: make(chan struct{}, cfg.MaxSends),
+		streamConns: make(chan struct{}, cfg.StreamConns),
 		extrasQuiet: map[uuid.UUID]time.Time{}, senders: newGoPool(senderIdle), tracer: tracing.Tracer(cfg.TracerProvider)}
 	// A dispatcher without accounts (tests reading its settings) has no
 	// channels, so no limits.

@@ -187,10 +187,12 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 // second one.
 func (s *streamRun) openedBySend(ctx context.Context) (bool, error) {
 	var events []db.OutboxEvent
-	err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-		var err error
-		events, err = db.OutboxEventList(ctx, tx, s.tenantID, s.c.ID)
-		return err
+	err := s.withConn(ctx, func() error {
+		return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
+			var err error
+			events, err = db.OutboxEventList(ctx, tx, s.tenantID, s.c.ID)
+			return err
+		})
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -220,7 +222,11 @@ func (s *streamRun) see(ctx context.Context) (*db.StreamLook, error) {
 	if s.record.providerID != "" || s.record.event != "" || !time.Now().Before(s.renewAt) {
 		return s.look(ctx, s.d.cfg.lease())
 	}
-	look, err := db.OutboxStreamRead(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID, AttemptNo: s.c.AttemptNo})
+	var look *db.StreamLook
+	err := s.withConn(ctx, func() (err error) {
+		look, err = db.OutboxStreamRead(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID, AttemptNo: s.c.AttemptNo})
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
@@ -239,9 +245,13 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 		s.record.detail, _ = json.Marshal(map[string]any{"edits": s.edits, "bytes": len(s.shown), "operation": s.op})
 	}
 	now := time.Now()
-	look, err := db.OutboxStreamPoll(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID,
-		AttemptNo: s.c.AttemptNo, LeaseUntil: now.Add(lease), ProviderMessageID: s.record.providerID,
-		Event: s.record.event, Detail: s.record.detail})
+	var look *db.StreamLook
+	err := s.withConn(ctx, func() (err error) {
+		look, err = db.OutboxStreamPoll(ctx, s.d.pool, db.StreamPollParams{TenantID: s.tenantID, ID: s.c.ID,
+			AttemptNo: s.c.AttemptNo, LeaseUntil: now.Add(lease), ProviderMessageID: s.record.providerID,
+			Event: s.record.event, Detail: s.record.detail})
+		return err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w: %w", errShutdown, ctx.Err())
@@ -262,10 +272,12 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 // finished meanwhile.
 func (s *streamRun) timeOut(ctx context.Context) (bool, error) {
 	var ok bool
-	err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-		var err error
-		ok, err = db.OutboxStreamTimeOut(ctx, tx, s.tenantID, s.c.ID, s.c.AttemptNo)
-		return err
+	err := s.withConn(ctx, func() error {
+		return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
+			var err error
+			ok, err = db.OutboxStreamTimeOut(ctx, tx, s.tenantID, s.c.ID, s.c.AttemptNo)
+			return err
+		})
 	})
 	if err != nil {
 		return false, fmt.Errorf("stream %s: time out: %w", s.c.ID, err)
@@ -374,10 +386,12 @@ func (s *streamRun) takeTokens(ctx context.Context) (time.Duration, error) {
 			}
 			want := db.RateWant{Key: bucketKey(scope, s.c.AccountID, s.c.ConversationID), Rate: spec.Rate, Burst: spec.Burst, N: 1}
 			var grants []db.RateGrant
-			err := db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-				var err error
-				grants, err = db.RateTake(ctx, tx, s.tenantID, []db.RateWant{want}, nil)
-				return err
+			err := s.withConn(ctx, func() error {
+				return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
+					var err error
+					grants, err = db.RateTake(ctx, tx, s.tenantID, []db.RateWant{want}, nil)
+					return err
+				})
 			})
 			if err != nil {
 				return 0, fmt.Errorf("stream %s: rate limit: %w", s.c.ID, err)
@@ -462,6 +476,18 @@ func (s *streamRun) handOver(ctx context.Context) error {
 		s.d.cfg.Logger.Warn("stream: hand over; the sweeper will", "message_id", s.c.ID, "err", err)
 	}
 	return errStreamHandover
+}
+
+// withConn runs fn, which uses one pool connection, once one of the
+// process's DispatchConfig.StreamConns is free.
+func (s *streamRun) withConn(ctx context.Context, fn func() error) error {
+	select {
+	case s.d.streamConns <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", errShutdown, ctx.Err())
+	}
+	defer func() { <-s.d.streamConns }()
+	return fn()
 }
 
 // takeSendSlot takes one of the process's MaxSends provider calls.

@@ -391,3 +391,56 @@ func TestStreamLooksReadBetweenLeaseExtensions(t *testing.T) {
 	// The final call, when it edits, is recorded as handed_off.
 	require.Contains(t, []int{edits, edits - 1}, recorded, "the event counts the edits before the final call")
 }
+
+// TestStreamLooksShareBoundedConnections: the open streams of a process
+// look at their rows through at most DispatchConfig.StreamConns pool
+// connections at once, so streams opened together never take every
+// connection of the pool. The outbox is locked while four streams are
+// open: one stream's look waits for the lock in the database; the
+// others wait for a connection slot, not in the database.
+func TestStreamLooksShareBoundedConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{StreamConns: 1})})
+	svc := outbox.New(b.env.Pool, b.clients[0])
+	var ids []uuid.UUID
+	for i := range 4 {
+		ids = append(ids, b.openStream(t, "webhook", fmt.Sprint("bounded-", i), fmt.Sprint("stream ", i)))
+	}
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if row, _ := b.get(t, id); row.ProviderMessageID == "" {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 10*time.Millisecond, "every stream sent its message and recorded it")
+
+	tx, err := b.owner.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) }) // a failure must not leave the lock held
+	_, err = tx.Exec(ctx, "LOCK TABLE mio.outbox IN ACCESS EXCLUSIVE MODE")
+	require.NoError(t, err)
+	waiting := func() int {
+		var n int
+		require.NoError(t, b.owner.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'
+			  AND (query LIKE '%OutboxStreamRead%' OR query LIKE '%OutboxStreamPoll%')`).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool { return waiting() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"one stream's look waits for the lock")
+	require.Never(t, func() bool { return waiting() > 1 }, 10*streamEvery, 10*time.Millisecond,
+		"the other streams' looks wait for the connection slot")
+	require.NoError(t, tx.Rollback(ctx))
+
+	for _, id := range ids {
+		require.NoError(t, svc.Append(ctx, b.tenant, id, 1, " done"))
+		require.NoError(t, svc.FinishStream(ctx, b.tenant, id, outbox.Finish{Seq: 1}))
+	}
+	b.waitTerminal(t, ids, 10*time.Second)
+	for i := range ids {
+		calls := b.callsOf("webhook", fmt.Sprint("bounded-", i))
+		require.Equal(t, fmt.Sprint("stream ", i, " done"), calls[len(calls)-1].Text)
+	}
+}
