@@ -38,6 +38,11 @@ type Outbound struct {
 	// Receipts counts delivery receipts applied, by resulting provider
 	// state (bounded: the provider states).
 	Receipts *prometheus.CounterVec // channel_type, outcome
+	// StreamsOpen is the streamed replies this process is rendering.
+	StreamsOpen *prometheus.GaugeVec // channel_type
+	// StreamConnWaits observes how long each database call of an open
+	// stream waited for one of the process's stream connection slots.
+	StreamConnWaits prometheus.Histogram
 }
 
 // NewOutbound creates the outbound families and registers them on reg.
@@ -70,7 +75,17 @@ func NewOutbound(reg prometheus.Registerer) *Outbound {
 			Name: "mio_outbound_receipts_total",
 			Help: "Delivery receipts and receipt time-outs that moved an outbound message's provider state, by channel and new state.",
 		}, []string{"channel_type", "outcome"}),
+		StreamsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mio_outbound_streams_open",
+			Help: "Streamed replies this process is rendering (sending and editing until they finish), by channel.",
+		}, []string{"channel_type"}),
+		StreamConnWaits: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "mio_outbound_stream_conn_wait_seconds",
+			Help:    "How long a database call of an open stream (a look, a token take) waited for one of the process's stream connection slots (a quarter of the pool).",
+			Buckets: []float64{.0001, .001, .005, .01, .025, .05, .1, .25, .5, 1},
+		}),
 	}
-	reg.MustRegister(m.SendTotal, m.SendLatency, m.HandoffLatency, m.RateLimitWaits, m.DeadLetters, m.Receipts)
+	reg.MustRegister(m.SendTotal, m.SendLatency, m.HandoffLatency, m.RateLimitWaits, m.DeadLetters, m.Receipts,
+		m.StreamsOpen, m.StreamConnWaits)
 	return m
 }

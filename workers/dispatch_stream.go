@@ -113,6 +113,9 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 	if s.every <= 0 {
 		s.every = channels.DefaultStreamEditInterval
 	}
+	open := d.cfg.Metrics.StreamsOpen.WithLabelValues(acct.ChannelType)
+	open.Inc()
+	defer open.Dec()
 	s.editor, _ = acct.Outbound.(channels.Editor)
 	if st, ok := acct.Outbound.(channels.Streamer); ok && st.Streams(msg) {
 		s.native = st
@@ -481,11 +484,13 @@ func (s *streamRun) handOver(ctx context.Context) error {
 // withConn runs fn, which uses one pool connection, once one of the
 // process's DispatchConfig.StreamConns is free.
 func (s *streamRun) withConn(ctx context.Context, fn func() error) error {
+	asked := time.Now()
 	select {
 	case s.d.streamConns <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("%w: %w", errShutdown, ctx.Err())
 	}
+	s.d.cfg.Metrics.StreamConnWaits.Observe(time.Since(asked).Seconds())
 	defer func() { <-s.d.streamConns }()
 	return fn()
 }

@@ -10,10 +10,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
 	"github.com/miohq/mio/envelope"
+	"github.com/miohq/mio/metrics"
 	"github.com/miohq/mio/outbox"
 	"github.com/miohq/mio/workers"
 )
@@ -401,7 +405,8 @@ func TestStreamLooksReadBetweenLeaseExtensions(t *testing.T) {
 func TestStreamLooksShareBoundedConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{StreamConns: 1})})
+	m := metrics.NewOutbound(prometheus.NewRegistry())
+	b := newOutBundle(t, outOpts{dispatch: streamDispatch(workers.DispatchConfig{StreamConns: 1, Metrics: m})})
 	svc := outbox.New(b.env.Pool, b.clients[0])
 	var ids []uuid.UUID
 	for i := range 4 {
@@ -432,7 +437,13 @@ func TestStreamLooksShareBoundedConnections(t *testing.T) {
 		"one stream's look waits for the lock")
 	require.Never(t, func() bool { return waiting() > 1 }, 10*streamEvery, 10*time.Millisecond,
 		"the other streams' looks wait for the connection slot")
+	require.Equal(t, 4.0, testutil.ToFloat64(m.StreamsOpen.WithLabelValues("webhook")), "mio_outbound_streams_open")
+	waits := histogram(t, m.StreamConnWaits)
 	require.NoError(t, tx.Rollback(ctx))
+	require.Eventually(t, func() bool {
+		h := histogram(t, m.StreamConnWaits)
+		return h.GetSampleSum()-waits.GetSampleSum() >= (10 * streamEvery).Seconds()
+	}, 5*time.Second, 10*time.Millisecond, "the streams' waits for the slot while the lock was held are observed once they end")
 
 	for _, id := range ids {
 		require.NoError(t, svc.Append(ctx, b.tenant, id, 1, " done"))
@@ -443,4 +454,13 @@ func TestStreamLooksShareBoundedConnections(t *testing.T) {
 		calls := b.callsOf("webhook", fmt.Sprint("bounded-", i))
 		require.Equal(t, fmt.Sprint("stream ", i, " done"), calls[len(calls)-1].Text)
 	}
+	require.Zero(t, testutil.ToFloat64(m.StreamsOpen.WithLabelValues("webhook")), "mio_outbound_streams_open")
+}
+
+// histogram reads h's current counts.
+func histogram(t *testing.T, h prometheus.Histogram) *dto.Histogram {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, h.Write(&out))
+	return out.GetHistogram()
 }
