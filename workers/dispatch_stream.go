@@ -190,12 +190,10 @@ func (d *Dispatcher) stream(ctx context.Context, tenantID uuid.UUID, c *db.Claim
 // second one.
 func (s *streamRun) openedBySend(ctx context.Context) (bool, error) {
 	var events []db.OutboxEvent
-	err := s.withConn(ctx, func() error {
-		return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-			var err error
-			events, err = db.OutboxEventList(ctx, tx, s.tenantID, s.c.ID)
-			return err
-		})
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		events, err = db.OutboxEventList(ctx, tx, s.tenantID, s.c.ID)
+		return err
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -275,12 +273,10 @@ func (s *streamRun) look(ctx context.Context, lease time.Duration) (*db.StreamLo
 // finished meanwhile.
 func (s *streamRun) timeOut(ctx context.Context) (bool, error) {
 	var ok bool
-	err := s.withConn(ctx, func() error {
-		return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-			var err error
-			ok, err = db.OutboxStreamTimeOut(ctx, tx, s.tenantID, s.c.ID, s.c.AttemptNo)
-			return err
-		})
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ok, err = db.OutboxStreamTimeOut(ctx, tx, s.tenantID, s.c.ID, s.c.AttemptNo)
+		return err
 	})
 	if err != nil {
 		return false, fmt.Errorf("stream %s: time out: %w", s.c.ID, err)
@@ -389,12 +385,10 @@ func (s *streamRun) takeTokens(ctx context.Context) (time.Duration, error) {
 			}
 			want := db.RateWant{Key: bucketKey(scope, s.c.AccountID, s.c.ConversationID), Rate: spec.Rate, Burst: spec.Burst, N: 1}
 			var grants []db.RateGrant
-			err := s.withConn(ctx, func() error {
-				return db.InTenantTx(ctx, s.d.pool, s.tenantID, func(tx pgx.Tx) error {
-					var err error
-					grants, err = db.RateTake(ctx, tx, s.tenantID, []db.RateWant{want}, nil)
-					return err
-				})
+			err := s.inTx(ctx, func(tx pgx.Tx) error {
+				var err error
+				grants, err = db.RateTake(ctx, tx, s.tenantID, []db.RateWant{want}, nil)
+				return err
 			})
 			if err != nil {
 				return 0, fmt.Errorf("stream %s: rate limit: %w", s.c.ID, err)
@@ -493,6 +487,12 @@ func (s *streamRun) withConn(ctx context.Context, fn func() error) error {
 	s.d.cfg.Metrics.StreamConnWaits.Observe(time.Since(asked).Seconds())
 	defer func() { <-s.d.streamConns }()
 	return fn()
+}
+
+// inTx runs fn in a transaction of the stream's tenant, on one of the
+// stream connection slots (withConn).
+func (s *streamRun) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.withConn(ctx, func() error { return db.InTenantTx(ctx, s.d.pool, s.tenantID, fn) })
 }
 
 // takeSendSlot takes one of the process's MaxSends provider calls.
