@@ -28,7 +28,7 @@ type planSession struct {
 	plans []string
 }
 
-func newPlanSession(t *testing.T, env *dbtest.Env) *planSession {
+func newPlanSession(t *testing.T, env *dbtest.Env, settings ...string) *planSession {
 	t.Helper()
 	ctx := context.Background()
 	s := &planSession{t: t}
@@ -51,6 +51,10 @@ func newPlanSession(t *testing.T, env *dbtest.Env) *planSession {
 		`SET ROLE ` + dbtest.RuntimeRole,
 	} {
 		_, err := s.conn.Exec(ctx, q)
+		require.NoError(t, err, q)
+	}
+	for _, q := range settings {
+		_, err := s.conn.Exec(ctx, "SET "+q)
 		require.NoError(t, err, q)
 	}
 	return s
@@ -360,13 +364,39 @@ func (f outboxFixture) lane(tenant, account uuid.UUID, conv string, n int) []str
 // a plan, and a plan made on the small outbox that survived into the
 // large one fails the phases after. The functions run as the service
 // runs them (the runtime role, row-level security), each call rolled back.
+//
+// The plans' margins are a few cost units, and a machine's page counts
+// or an operator's cost settings move them, so every phase runs under
+// PostgreSQL's default costs and under the costs operators set for SSDs
+// and for a small cache.
 func TestDispatchPlans(t *testing.T) {
 	t.Parallel()
+	for _, p := range planCostProfiles {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			testDispatchPlans(t, p.settings...)
+		})
+	}
+}
+
+// planCostProfiles are the cost settings the plan tests run under:
+// PostgreSQL's defaults, an SSD's (random pages as cheap as sequential
+// ones, nearly), and a small cache (index pages rarely cached).
+var planCostProfiles = []struct {
+	name     string
+	settings []string
+}{
+	{"default costs", nil},
+	{"ssd", []string{"random_page_cost = 1.1"}},
+	{"small cache", []string{"effective_cache_size = '32MB'"}},
+}
+
+func testDispatchPlans(t *testing.T, settings ...string) {
 	ctx := context.Background()
 	b := newOutboxBundle(t)
 	owner := b.env.OwnerPool(t)
 	f := outboxFixture{t: t, owner: owner}
-	s := newPlanSession(t, b.env)
+	s := newPlanSession(t, b.env, settings...)
 	c := &planCheck{s: s, indexes: indexColumns(t, owner)}
 	tenant := b.tenant.String()
 
