@@ -302,6 +302,7 @@ type outboxFixture struct {
 	t     *testing.T
 	owner interface {
 		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+		QueryRow(context.Context, string, ...any) pgx.Row
 	}
 }
 
@@ -324,6 +325,15 @@ func (f outboxFixture) rows(tenant, account uuid.UUID, conv string, n, convs int
 		SELECT $1, u.id, $2, 'webhook', $3 || (u.n % $5), u.id::text, '\x00'::bytea, $4, 'x'
 		FROM unnest($6::uuid[]) WITH ORDINALITY AS u(id, n)`, tenant, account, conv, state, convs, ids)
 	return ids
+}
+
+// pages is the outbox heap's size in pages.
+func (f outboxFixture) pages() int {
+	f.t.Helper()
+	var n int
+	require.NoError(f.t, f.owner.QueryRow(context.Background(),
+		`SELECT pg_relation_size('mio.outbox') / current_setting('block_size')::int`).Scan(&n))
+	return n
 }
 
 // history gives each of the conversations n handed-off messages.
@@ -360,22 +370,29 @@ func (f outboxFixture) lane(tenant, account uuid.UUID, conv string, n int) []str
 // rows estimated at one). The session first runs every statement on an
 // empty and on a one-page outbox (before and after ANALYZE), where the
 // cheapest plan may read the page, and keeps whatever it cached then:
-// autovacuum is off for the table, so only the test's ANALYZE invalidates
-// a plan, and a plan made on the small outbox that survived into the
+// autovacuum is off for the table, so only the test's VACUUM and ANALYZE
+// invalidate a plan, and a plan made on the small outbox that survived into the
 // large one fails the phases after. The functions run as the service
 // runs them (the runtime role, row-level security), each call rolled back.
 //
-// The plans' margins are a few cost units, and a machine's page counts
-// or an operator's cost settings move them, so every phase runs under
-// PostgreSQL's default costs and under the costs operators set for SSDs
-// and for a small cache.
+// The plans' margins are a few cost units, and what PostgreSQL first
+// plans the large outbox with is the tiny one's rows per page scaled by
+// the pages it has grown to: a tiny outbox analyzed at one page, or at
+// three — its rows among dead versions of claimed and finished rows, as a
+// young outbox's are, the layout whose statistics once chose a bitmap
+// scan of outbox_conversation and a sort for the lane check. And
+// operators change the costs. So every phase runs for both layouts,
+// under PostgreSQL's default costs and under the costs operators set for
+// SSDs and for a small cache.
 func TestDispatchPlans(t *testing.T) {
 	t.Parallel()
 	for _, p := range planCostProfiles {
-		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
-			testDispatchPlans(t, p.settings...)
-		})
+		for _, pages := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s, tiny outbox over %d page(s)", p.name, pages), func(t *testing.T) {
+				t.Parallel()
+				testDispatchPlans(t, pages, p.settings...)
+			})
+		}
 	}
 }
 
@@ -391,7 +408,10 @@ var planCostProfiles = []struct {
 	{"small cache", []string{"effective_cache_size = '32MB'"}},
 }
 
-func testDispatchPlans(t *testing.T, settings ...string) {
+// testDispatchPlans runs the phases under settings, the tiny outbox
+// analyzed at tinyPages pages: its ten rows on the first, the others
+// holding only dead rows.
+func testDispatchPlans(t *testing.T, tinyPages int, settings ...string) {
 	ctx := context.Background()
 	b := newOutboxBundle(t)
 	owner := b.env.OwnerPool(t)
@@ -447,7 +467,15 @@ func testDispatchPlans(t *testing.T, settings ...string) {
 	lane = f.lane(b.tenant, b.account, "lane", 4)
 	f.history(b.tenant, b.account, 1, "limited0", "limited1", "claim0", "claim1")
 	c.warmUp("tiny", calls())
+	f.exec(`VACUUM mio.outbox`) // the warm-up's dead versions: the rows on one page
+	for f.pages() < tinyPages {
+		f.rows(b.tenant, b.account, "dead", 4, 1, "handed_off")
+	}
+	f.exec(`DELETE FROM mio.outbox WHERE conversation_id = 'dead0'`)
 	f.exec(`ANALYZE mio.outbox`)
+	var analyzed int
+	require.NoError(t, owner.QueryRow(ctx, `SELECT relpages FROM pg_class WHERE oid = 'mio.outbox'::regclass`).Scan(&analyzed))
+	require.Equal(t, tinyPages, analyzed, "the tiny outbox's pages when analyzed")
 	c.warmUp("tiny, analyzed", calls())
 
 	// Large and skewed: 50,000 rows, nearly all terminal, then analyzed;
