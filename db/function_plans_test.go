@@ -387,7 +387,7 @@ func (f outboxFixture) lane(tenant, account uuid.UUID, conv string, n int) []str
 func TestDispatchPlans(t *testing.T) {
 	t.Parallel()
 	for _, p := range planCostProfiles {
-		for _, pages := range []int{1, 3} {
+		for _, pages := range []int{1, 2, 3, 4} {
 			t.Run(fmt.Sprintf("%s, tiny outbox over %d page(s)", p.name, pages), func(t *testing.T) {
 				t.Parallel()
 				testDispatchPlans(t, pages, p.settings...)

@@ -10,9 +10,6 @@ CREATE OR REPLACE FUNCTION mio.dispatch_candidates(p_tenant uuid, p_ids uuid[]) 
     SET jit TO 'off'
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
-    SET enable_bitmapscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
     SET enable_sort TO 'off'
     AS $$
 #variable_conflict use_column

@@ -11,9 +11,6 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim(p_tenant uuid, p_ids uuid[], p_lea
     SET plan_cache_mode TO 'force_generic_plan'
     SET enable_seqscan TO 'off'
     SET enable_bitmapscan TO 'off'
-    SET enable_hashjoin TO 'off'
-    SET enable_mergejoin TO 'off'
-    SET enable_sort TO 'off'
     SET enable_indexscan TO 'on'
     AS $$
 #variable_conflict use_column

@@ -19,8 +19,8 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim_extras(p_tenant uuid, p_job_ids bi
     -- TID alone. River's tables are not touched: the rows' former jobs
     -- are returned (prior_job_id) for the caller to delete through
     -- River's client.
-    SET enable_sort = off SET enable_bitmapscan = off SET jit = off SET plan_cache_mode = force_generic_plan
-    SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+    SET enable_bitmapscan = off SET jit = off SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off
     SET enable_indexscan = on -- restored on return: the update turns it off
     AS $$
 #variable_conflict use_column

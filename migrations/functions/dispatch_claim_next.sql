@@ -19,7 +19,7 @@ CREATE OR REPLACE FUNCTION mio.dispatch_claim_next(p_tenant uuid, p_job_ids bigi
     -- (prior_job_ids, on each lane's claimed row) for the caller to
     -- delete through River's client.
     SET jit = off SET plan_cache_mode = force_generic_plan SET enable_seqscan = off
-    SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_sort = off
+    SET enable_bitmapscan = off
     SET enable_indexscan = on -- restored on return: the updates turn it off
     AS $$
 #variable_conflict use_column
