@@ -370,18 +370,19 @@ func (f outboxFixture) lane(tenant, account uuid.UUID, conv string, n int) []str
 // rows estimated at one). The session first runs every statement on an
 // empty and on a one-page outbox (before and after ANALYZE), where the
 // cheapest plan may read the page, and keeps whatever it cached then:
-// autovacuum is off for the table, so only the test's VACUUM and ANALYZE
-// invalidate a plan, and a plan made on the small outbox that survived into the
-// large one fails the phases after. The functions run as the service
+// autovacuum is off for the table, so only the test's VACUUM and
+// ANALYZE invalidate a plan, and a plan made on the small outbox that
+// survived into the large one fails the phases after. The functions run as the service
 // runs them (the runtime role, row-level security), each call rolled back.
 //
-// The plans' margins are a few cost units, and what PostgreSQL first
-// plans the large outbox with is the tiny one's rows per page scaled by
-// the pages it has grown to: a tiny outbox analyzed at one page, or at
-// three — its rows among dead versions of claimed and finished rows, as a
-// young outbox's are, the layout whose statistics once chose a bitmap
-// scan of outbox_conversation and a sort for the lane check. And
-// operators change the costs. So every phase runs for both layouts,
+// The plans' margins are a few cost units. PostgreSQL first plans the
+// large outbox with the rows per page the tiny one was analyzed at,
+// times the pages it has grown to, and a young outbox's rows lie among
+// the dead versions its claims and finishes left: analyzed over two to
+// four pages, such statistics make a bitmap scan of outbox_conversation
+// and a sort look cheaper than outbox_lane for the lane check, unless the
+// functions' settings rule it out. And operators change the costs. So
+// every phase runs for a tiny outbox analyzed over one to four pages,
 // under PostgreSQL's default costs and under the costs operators set for
 // SSDs and for a small cache.
 func TestDispatchPlans(t *testing.T) {
@@ -409,7 +410,7 @@ var planCostProfiles = []struct {
 }
 
 // testDispatchPlans runs the phases under settings, the tiny outbox
-// analyzed at tinyPages pages: its ten rows on the first, the others
+// analyzed over tinyPages pages: its rows on the first, the others
 // holding only dead rows.
 func testDispatchPlans(t *testing.T, tinyPages int, settings ...string) {
 	ctx := context.Background()
