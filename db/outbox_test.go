@@ -2,11 +2,13 @@ package db_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/miohq/mio/db"
@@ -178,6 +180,97 @@ func TestOutboxStateMachine(t *testing.T) {
 	require.Equal(t, db.ProviderRead, get().ProviderState, "delivered after read does not move back")
 	advance(db.ProviderFailed)
 	require.Equal(t, db.ProviderFailed, get().ProviderState)
+}
+
+// TestOutboxFinishAfterConcurrentUpdate: an outcome is recorded on a
+// sending row that another transaction updated while the finish waited for
+// its lock — the outbox sweeper giving the row a new job just as its
+// resumed send started. The finish finds its rows by TID; the row's new
+// version has another, and the finish looks it up again instead of
+// dropping the outcome (the send would be made a second time after the
+// lease). An outcome of an attempt that moved on is still left out.
+func TestOutboxFinishAfterConcurrentUpdate(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		rows    int
+		updated []int // rows the sweeper updates
+	}{
+		{"the only row", 1, []int{0}},
+		{"two rows of three", 3, []int{1, 2}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := newOutboxBundle(t)
+			ctx := context.Background()
+			var ids, marks = []uuid.UUID{}, []db.MarkSending{}
+			for i := range c.rows {
+				ids = append(ids, b.insert(t, fmt.Sprintf("k%d", i), fmt.Sprintf("c%d", i)))
+				marks = append(marks, db.MarkSending{ID: ids[i]})
+			}
+			b.tx(t, func(tx pgx.Tx) error {
+				if _, err := db.OutboxClaimCandidates(ctx, tx, b.tenant, ids); err != nil {
+					return err
+				}
+				moved, err := db.OutboxMarkSending(ctx, tx, b.tenant, time.Minute, marks)
+				require.Len(t, moved, len(ids))
+				return err
+			})
+
+			// The sweeper's update, held open.
+			sweep, err := b.env.Pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = sweep.Rollback(ctx) }()
+			require.NoError(t, db.SetDispatchTenant(ctx, sweep, b.tenant))
+			var swept []uuid.UUID
+			var jobs []int64
+			for _, i := range c.updated {
+				swept, jobs = append(swept, ids[i]), append(jobs, int64(40+i))
+			}
+			require.NoError(t, db.OutboxSetJobs(ctx, sweep, b.tenant, swept, jobs))
+
+			// Each row handed off, and a late outcome of the first row's
+			// attempt 0, which is not its attempt.
+			finishes := []db.OutboxFinish{{ID: ids[0], AttemptNo: 0, Outcome: db.OutcomeDead, Error: "late"}}
+			for i, id := range ids {
+				finishes = append(finishes, db.OutboxFinish{ID: id, AttemptNo: 1, Outcome: db.OutcomeHandedOff,
+					ProviderMessageID: fmt.Sprintf("p-%d", i)})
+			}
+			owner, err := pgx.Connect(ctx, b.env.OwnerURL)
+			require.NoError(t, err)
+			defer owner.Close(ctx)
+			done := make(chan []db.OutboxFinishResult, 1)
+			go func() {
+				var res []db.OutboxFinishResult
+				err := db.InTenantTx(ctx, b.env.Pool, b.tenant, func(tx pgx.Tx) error {
+					var err error
+					res, err = db.OutboxFinishBatch(ctx, tx, b.tenant, finishes)
+					return err
+				})
+				assert.NoError(t, err)
+				done <- res
+			}()
+			require.Eventually(t, func() bool {
+				var n int
+				err := owner.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+					WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+				return err == nil && n == 1
+			}, 10*time.Second, 5*time.Millisecond, "the finish waits for the sweeper's lock")
+			require.NoError(t, sweep.Commit(ctx))
+
+			res := <-done
+			require.Len(t, res, len(ids), "every outcome of a current attempt recorded")
+			b.tx(t, func(tx pgx.Tx) error {
+				for i, id := range ids {
+					o, err := db.OutboxGet(ctx, tx, b.tenant, id)
+					require.NoError(t, err)
+					require.Equal(t, db.HandoffHandedOff, o.HandoffState, "row %d", i)
+					require.Equal(t, fmt.Sprintf("p-%d", i), o.ProviderMessageID, "row %d", i)
+				}
+				return nil
+			})
+		})
+	}
 }
 
 // TestOutboxLaneOrder: only the first active row of an (account,

@@ -15,29 +15,54 @@ CREATE OR REPLACE FUNCTION mio.dispatch_finish(p_tenant uuid, p_ids uuid[], p_at
     AS $$
 #variable_conflict use_column
 DECLARE
-    ks   integer[];
-    tids tid[];
+    ks        integer[] := '{}';
+    tids      tid[] := '{}';
+    more_ks   integer[];
+    more_tids tid[];
 BEGIN
     -- 1. Lock each row still sending the attempt, found by primary key
-    --    (the positional probe above), in id order (concurrent lockers of
-    --    the same rows queue, never deadlock). A row is sending under this
-    --    worker's lease: nothing else updates it meanwhile; if something
-    --    did, the finish does not move it, as when its attempt moved on.
-    SELECT array_agg(i.k), array_agg(r.tid) INTO ks, tids
-    FROM (SELECT u.id, u.k::integer AS k FROM unnest(p_ids) WITH ORDINALITY AS u(id, k) ORDER BY u.id OFFSET 0) AS i
-    CROSS JOIN LATERAL (
-        SELECT x.ctid AS tid FROM mio.outbox AS x
-        WHERE x.tenant_id = p_tenant AND x.id >= i.id
-        ORDER BY x.id
-        LIMIT 1
-    ) AS at
-    CROSS JOIN LATERAL (
-        SELECT o.ctid AS tid FROM mio.outbox AS o
-        WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
-          AND o.handoff_state = 'sending' AND o.attempt_no = p_attempt_nos[i.k]
-        FOR NO KEY UPDATE
-    ) AS r;
-    IF ks IS NULL THEN
+    --    (the positional probe), in id order (concurrent lockers of the
+    --    same rows queue, never deadlock). A row that is no longer sending
+    --    the attempt is left alone: its attempt moved on.
+    --
+    --    A sending row can still be updated by another transaction while
+    --    this one waits for its lock: the outbox sweeper gives a row whose
+    --    lease had ended a new job just as a resumed send of it starts. The
+    --    lock then takes the row's new version, whose TID is not the one
+    --    probed, and the TID test drops the row. So when a pass leaves rows
+    --    out, those still sending their attempt are locked in another
+    --    pass: an outcome is never dropped for a version change (the send
+    --    would be made again after the lease).
+    LOOP
+        SELECT array_agg(i.k), array_agg(r.tid) INTO more_ks, more_tids
+        FROM (SELECT u.id, u.k::integer AS k FROM unnest(p_ids) WITH ORDINALITY AS u(id, k)
+              WHERE u.k <> ALL (ks)
+              ORDER BY u.id OFFSET 0) AS i
+        CROSS JOIN LATERAL (
+            SELECT x.ctid AS tid FROM mio.outbox AS x
+            WHERE x.tenant_id = p_tenant AND x.id >= i.id
+            ORDER BY x.id
+            LIMIT 1
+        ) AS at
+        CROSS JOIN LATERAL (
+            SELECT o.ctid AS tid FROM mio.outbox AS o
+            WHERE o.ctid = at.tid AND o.tenant_id = p_tenant AND o.id = i.id
+              AND o.handoff_state = 'sending' AND o.attempt_no = p_attempt_nos[i.k]
+            FOR NO KEY UPDATE
+        ) AS r;
+        ks := ks || coalesce(more_ks, '{}');
+        tids := tids || coalesce(more_tids, '{}');
+        EXIT WHEN cardinality(ks) = cardinality(p_ids) OR NOT EXISTS (
+            SELECT FROM unnest(p_ids, p_attempt_nos) WITH ORDINALITY AS u(id, attempt_no, k)
+            CROSS JOIN LATERAL (
+                SELECT x.id, x.handoff_state, x.attempt_no FROM mio.outbox AS x
+                WHERE x.tenant_id = p_tenant AND x.id >= u.id
+                ORDER BY x.id
+                LIMIT 1
+            ) AS at
+            WHERE u.k <> ALL (ks) AND at.id = u.id AND at.handoff_state = 'sending' AND at.attempt_no = u.attempt_no);
+    END LOOP;
+    IF cardinality(ks) = 0 THEN
         RETURN;
     END IF;
 
