@@ -52,7 +52,8 @@ BEGIN
         ) AS r;
         ks := ks || coalesce(more_ks, '{}');
         tids := tids || coalesce(more_tids, '{}');
-        EXIT WHEN cardinality(ks) = cardinality(p_ids) OR NOT EXISTS (
+        EXIT WHEN cardinality(ks) = cardinality(p_ids);
+        EXIT WHEN NOT EXISTS (
             SELECT FROM unnest(p_ids, p_attempt_nos) WITH ORDINALITY AS u(id, attempt_no, k)
             CROSS JOIN LATERAL (
                 SELECT x.id, x.handoff_state, x.attempt_no FROM mio.outbox AS x
