@@ -75,9 +75,11 @@ func TestStreamNative(t *testing.T) {
 	var wg sync.WaitGroup
 	ids := map[string]uuid.UUID{}
 	for i, ct := range []string{"slack", "telegram", "teams"} {
-		id := b.openStream(t, ct, nativeConversation(ct, i), "")
+		conv := nativeConversation(ct, i)
+		id := b.openStream(t, ct, conv, "")
 		ids[ct] = id
-		wg.Go(func() { appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond) })
+		// Opened and grown before the final text (requireNative).
+		wg.Go(func() { b.appendShown(t, svc, ct, conv, id, parts, 10*time.Millisecond, 2) })
 	}
 	wg.Wait()
 	all := make([]uuid.UUID, 0, len(ids))

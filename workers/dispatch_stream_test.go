@@ -100,6 +100,36 @@ func appendAll(t testing.TB, svc *outbox.Service, tenant, id uuid.UUID, deltas [
 	require.NoError(t, svc.FinishStream(ctx, tenant, id, outbox.Finish{Seq: len(deltas)}))
 }
 
+// appendShown appends deltas one every gap and finishes the stream, as
+// appendAll does, but paced by what the platform shows of conversation
+// conv of channel ct: after the first delta it waits for the platform's
+// first call, and before the last delta for its shown-th. A stream is then
+// seen growing however late its first call comes on a loaded machine
+// (appendAll's 40 deltas take 400 ms, which a slow first claim can
+// outlast, leaving one call with the final text), and the final text is
+// one more call. shown 0 waits for nothing (a channel that sends only
+// the final text).
+func (b *outBundle) appendShown(t testing.TB, svc *outbox.Service, ct, conv string, id uuid.UUID, deltas []string,
+	gap time.Duration, shown int) {
+	t.Helper()
+	ctx := context.Background()
+	waitCalls := func(n int) {
+		require.Eventually(t, func() bool { return len(b.callsOf(ct, conv)) >= n }, 20*time.Second, 5*time.Millisecond,
+			"%s: the platform takes call %d of the stream", ct, n)
+	}
+	last := len(deltas) - 1
+	for i, d := range deltas[:last] {
+		require.NoError(t, svc.Append(ctx, b.tenant, id, i+1, d))
+		if i == 0 {
+			waitCalls(min(shown, 1))
+		}
+		time.Sleep(gap)
+	}
+	waitCalls(shown)
+	require.NoError(t, svc.Append(ctx, b.tenant, id, last+1, deltas[last]))
+	require.NoError(t, svc.FinishStream(ctx, b.tenant, id, outbox.Finish{Seq: len(deltas)}))
+}
+
 func deltas(n int) ([]string, string) {
 	out := make([]string, n)
 	for i := range out {
@@ -127,12 +157,12 @@ func editConversation(ct string, i int) string {
 
 // TestStreamEditsAtTheChannelRate: on every channel, in a conversation
 // without native streaming, a stream of 40 deltas (one every 10 ms, ten
-// per edit interval) reaches the platform as one message sent and then
-// edited, never sooner than the edit interval after
-// the previous call (the fake answers 429 to a call that comes sooner:
-// none does), the newest text each time, ending with exactly the
-// concatenation. A channel that cannot edit (WhatsApp, Zoho Cliq) gets one
-// message with the final text.
+// per edit interval, paced by the platform's calls: appendShown) reaches
+// the platform as one message sent and then edited, never sooner than the
+// edit interval after the previous call (the fake answers 429 to a call
+// that comes sooner: none does), the newest text each time, ending with
+// exactly the concatenation. A channel that cannot edit (WhatsApp, Zoho
+// Cliq) gets one message with the final text.
 func TestStreamEditsAtTheChannelRate(t *testing.T) {
 	t.Parallel()
 	rate := newEditRate(streamEvery)
@@ -142,9 +172,20 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 	var wg sync.WaitGroup
 	ids := map[string]uuid.UUID{}
 	for i, ct := range allChannels {
-		id := b.openStream(t, ct, editConversation(ct, i), "")
+		conv := editConversation(ct, i)
+		id := b.openStream(t, ct, conv, "")
 		ids[ct] = id
-		wg.Go(func() { appendAll(t, svc, b.tenant, id, parts, 10*time.Millisecond) })
+		// Edits shown before the final text: two, one on Google Chat
+		// (its per-space bucket of one write a second holds the next
+		// back), none where the channel cannot edit.
+		shown := 2
+		switch ct {
+		case "google_chat":
+			shown = 1
+		case "whatsapp", "zoho_cliq":
+			shown = 0
+		}
+		wg.Go(func() { b.appendShown(t, svc, ct, conv, id, parts, 10*time.Millisecond, shown) })
 	}
 	wg.Wait()
 	all := make([]uuid.UUID, 0, len(ids))
@@ -170,7 +211,7 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 		if ct == "google_chat" {
 			// Its per-space bucket (one write a second) holds the edits of
 			// a stream this short back: the message is sent, then edited
-			// to the final text once or twice.
+			// to the final text once or more.
 			require.GreaterOrEqual(t, len(calls), 2, ct)
 		} else {
 			require.GreaterOrEqual(t, len(calls), 3, "%s: the text grew in several edits", ct)
