@@ -18,13 +18,17 @@ import (
 // TestDispatchResumesCrashedAttempt: a worker claimed a message (the
 // attempt is "sending") and died. After the attempt's lease the message
 // is sent by another process with the SAME attempt number and provider
-// idempotency key, and counted once.
+// idempotency key, and counted once. The dead worker's lease is cut short
+// below; the next process takes a lease as long as a real one, so that its
+// send and finish end within it however slow the machine (a send outliving
+// its lease is resumed again, as the lease allows).
 func TestDispatchResumesCrashedAttempt(t *testing.T) {
 	t.Parallel()
-	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 300 * time.Millisecond}}
+	o := outOpts{noStart: true, dispatch: workers.DispatchConfig{Lease: 30 * time.Second}}
 	b := newOutBundle(t, o)
 	id := b.send(t, "webhook", "crash-1", "after the crash", nil)
 	require.NoError(t, b.disps[0].ClaimOnly(context.Background(), b.tenant, id))
+	b.ownerExec(t, `UPDATE mio.outbox SET lease_until = now() + interval '300 milliseconds' WHERE id = $1`, id)
 	got, _ := b.get(t, id)
 	require.Equal(t, db.HandoffSending, got.HandoffState)
 
