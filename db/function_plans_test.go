@@ -372,8 +372,9 @@ func (f outboxFixture) lane(tenant, account uuid.UUID, conv string, n int) []str
 // cheapest plan may read the page, and keeps whatever it cached then:
 // autovacuum is off for the table, so only the test's VACUUM and
 // ANALYZE invalidate a plan, and a plan made on the small outbox that
-// survived into the large one fails the phases after. The functions run as the service
-// runs them (the runtime role, row-level security), each call rolled back.
+// survived into the large one fails the phases after. The functions run
+// as the service runs them (the runtime role, row-level security), each
+// call rolled back.
 //
 // The plans' margins are a few cost units. PostgreSQL first plans the
 // large outbox with the rows per page the tiny one was analyzed at,

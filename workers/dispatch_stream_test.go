@@ -175,9 +175,10 @@ func TestStreamEditsAtTheChannelRate(t *testing.T) {
 		conv := editConversation(ct, i)
 		id := b.openStream(t, ct, conv, "")
 		ids[ct] = id
-		// Edits shown before the final text: two, one on Google Chat
-		// (its per-space bucket of one write a second holds the next
-		// back), none where the channel cannot edit.
+		// Calls the platform takes before the final text: the send and an
+		// edit; the send alone on Google Chat (its per-space bucket of one
+		// write a second holds the next back); none where the channel
+		// cannot edit.
 		shown := 2
 		switch ct {
 		case "google_chat":
